@@ -1,0 +1,213 @@
+/* Ref kernels for the fused LLM ops of domain "vkllm": RoPE, Attention,
+ * KvAppend (RMSNorm is in norm.c). These are the ops' definitions; the
+ * table entries in engine/ops/fused.c state them in words. */
+#include <math.h>
+#include <string.h>
+
+#include "nn_util.h"
+#include "ref_ops.h"
+
+/* RoPE: X [B, H, S, D], cos/sin [S, R] or [B or 1, S, R]. Rotates pairs
+ * (i1, i2) of the first R dims of each head, i < R/2:
+ *   rotate_half (interleaved = 0): (i1, i2) = (i, i + R/2)
+ *   GPT-J pairs (interleaved = 1): (i1, i2) = (2i, 2i + 1)
+ *   y[i1] = x[i1] * cos[i1] - x[i2] * sin[i1]
+ *   y[i2] = x[i2] * cos[i2] + x[i1] * sin[i2]
+ * dims >= R are copied. */
+vkl_status vkl_ref_rope(const vkl_ref_args *a) {
+    const vkl_ref_tensor *x = &a->in[0], *cs = &a->in[1], *sn = &a->in[2];
+    vkl_ref_tensor *y = &a->out[0];
+    int64_t interleaved;
+    if (!vkl_ref_nn_is_float(x->dtype)) return vkl_ref_nn_bad_dtype(a, "RoPE", "X", x->dtype);
+    if (!vkl_ref_nn_is_float(cs->dtype) || sn->dtype != cs->dtype) return vkl_ref_nn_bad_dtype(a, "RoPE", "cos/sin", sn->dtype);
+    if (x->rank != 4 || (cs->rank != 2 && cs->rank != 3) || sn->rank != cs->rank ||
+        memcmp(cs->dims, sn->dims, cs->rank * sizeof(int64_t)))
+        return vkl_fail(a->ctx, VKL_ERR_SHAPE, "RoPE: X must be [B, H, S, D] and cos, sin both [S, R] or [B, S, R]");
+    int64_t B = x->dims[0], H = x->dims[1], S = x->dims[2], D = x->dims[3];
+    int64_t R = cs->dims[cs->rank - 1], cb = cs->rank == 3 ? cs->dims[0] : 1;
+    vkl_status st = vkl_ref_nn_dim_eq(a, "RoPE", cs->dims[cs->rank - 2], S, "cos's and X's sequence lengths");
+    if (!st && cb != 1) st = vkl_ref_nn_dim_eq(a, "RoPE", cb, B, "cos's and X's batch");
+    if (!st && (R % 2 || R > D))
+        st = vkl_fail(a->ctx, VKL_ERR_SHAPE, "RoPE: rotary width %lld must be even and at most D = %lld", (long long)R,
+                      (long long)D);
+    if (!st) st = vkl_ref_nn_attr(a, "interleaved", &interleaved);
+    if (st) return st;
+    for (int64_t b = 0; b < B; b++) {
+        for (int64_t h = 0; h < H; h++) {
+            for (int64_t s = 0; s < S; s++) {
+                int64_t xo = ((b * H + h) * S + s) * D, co = ((cb == 1 ? 0 : b) * S + s) * R;
+                for (int64_t i = 0; i < R / 2; i++) {
+                    int64_t i1 = interleaved ? 2 * i : i, i2 = interleaved ? 2 * i + 1 : i + R / 2;
+                    double x1 = vkl_ref_get_f(x, xo + i1), x2 = vkl_ref_get_f(x, xo + i2);
+                    vkl_ref_set_f(y, xo + i1, x1 * vkl_ref_get_f(cs, co + i1) - x2 * vkl_ref_get_f(sn, co + i1));
+                    vkl_ref_set_f(y, xo + i2, x2 * vkl_ref_get_f(cs, co + i2) + x1 * vkl_ref_get_f(sn, co + i2));
+                }
+                for (int64_t d = R; d < D; d++) vkl_ref_set_f(y, xo + d, vkl_ref_get_f(x, xo + d));
+            }
+        }
+    }
+    return VKL_OK;
+}
+
+/* Row access with the dtype switch outside the loop: f32 runs on pointers. */
+static void load_row(const vkl_ref_tensor *t, int64_t off, int64_t n, double *dst) {
+    if (t->dtype == VKL_DTYPE_F32) {
+        const float *p = (const float *)t->data + off;
+        for (int64_t i = 0; i < n; i++) dst[i] = p[i];
+    } else {
+        for (int64_t i = 0; i < n; i++) dst[i] = vkl_ref_get_f(t, off + i);
+    }
+}
+
+static double dot_row(const vkl_ref_tensor *t, int64_t off, const double *q, int64_t n) {
+    double s = 0;
+    if (t->dtype == VKL_DTYPE_F32) {
+        const float *p = (const float *)t->data + off;
+        for (int64_t i = 0; i < n; i++) s += q[i] * p[i];
+    } else {
+        for (int64_t i = 0; i < n; i++) s += q[i] * vkl_ref_get_f(t, off + i);
+    }
+    return s;
+}
+
+static void axpy_row(double *acc, double w, const vkl_ref_tensor *t, int64_t off, int64_t n) {
+    if (t->dtype == VKL_DTYPE_F32) {
+        const float *p = (const float *)t->data + off;
+        for (int64_t i = 0; i < n; i++) acc[i] += w * p[i];
+    } else {
+        for (int64_t i = 0; i < n; i++) acc[i] += w * vkl_ref_get_f(t, off + i);
+    }
+}
+
+typedef struct attn_dims {
+    int64_t B, Hq, S, D, Hkv, T, Dv;
+    int64_t layout; /* 0: K [B, Hkv, T, D]; 1: K [T, B, Hkv, D] */
+} attn_dims;
+
+/* Offset of row (b, kv head g, position j) of K or V (row width `width`). */
+static int64_t kv_row(const attn_dims *s, int64_t b, int64_t g, int64_t j, int64_t width) {
+    return (s->layout ? (j * s->B + b) * s->Hkv + g : (b * s->Hkv + g) * s->T + j) * width;
+}
+
+/* Reads and checks the dims of Q, K, V (and the mask's broadcast). */
+static vkl_status attention_dims(const vkl_ref_args *a, const vkl_ref_tensor *mask, attn_dims *s) {
+    const vkl_ref_tensor *q = &a->in[0], *k = &a->in[1], *v = &a->in[2];
+    vkl_status st = vkl_ref_nn_attr(a, "kv_layout", &s->layout);
+    if (st) return st;
+    if (q->rank != 4 || k->rank != 4 || v->rank != 4 || (s->layout != 0 && s->layout != 1))
+        return vkl_fail(a->ctx, VKL_ERR_SHAPE, "Attention: Q, K, V must be 4-D and kv_layout 0 or 1");
+    /* positions of B, Hkv, T, D in K and V */
+    static const uint32_t pos0[4] = {0, 1, 2, 3}, pos1[4] = {1, 2, 0, 3};
+    const uint32_t *p = s->layout ? pos1 : pos0;
+    s->B = q->dims[0], s->Hq = q->dims[1], s->S = q->dims[2], s->D = q->dims[3];
+    s->Hkv = k->dims[p[1]], s->T = k->dims[p[2]], s->Dv = v->dims[p[3]];
+    st = vkl_ref_nn_dim_eq(a, "Attention", k->dims[p[0]], s->B, "K's and Q's batch");
+    if (!st) st = vkl_ref_nn_dim_eq(a, "Attention", v->dims[p[0]], s->B, "V's and Q's batch");
+    if (!st) st = vkl_ref_nn_dim_eq(a, "Attention", v->dims[p[1]], s->Hkv, "V's and K's heads");
+    if (!st) st = vkl_ref_nn_dim_eq(a, "Attention", v->dims[p[2]], s->T, "V's and K's lengths");
+    if (!st) st = vkl_ref_nn_dim_eq(a, "Attention", k->dims[p[3]], s->D, "K's and Q's head dims");
+    if (!st && (s->Hkv == 0 ? s->Hq != 0 : s->Hq % s->Hkv != 0))
+        st = vkl_fail(a->ctx, VKL_ERR_SHAPE, "Attention: Q's %lld heads are not a multiple of K's %lld", (long long)s->Hq,
+                      (long long)s->Hkv);
+    int64_t scores[4] = {s->B, s->Hq, s->S, s->T};
+    if (!st && mask) st = vkl_ref_nn_broadcast_to(a, "Attention", mask, scores, 4, "mask");
+    return st;
+}
+
+/* Attention: for each (b, h, i), with g = h / (Hq / Hkv) and p = i + T - S,
+ *   score_j = scale * Q[b,h,i,:] . K[b,g,j,:] + mask[b,h,i,j]   (float mask)
+ * over the visible keys j: j <= p if causal, p - j < window if window > 0,
+ * mask true for a bool mask, and score > -inf. Then
+ *   out[b,h,i,:] = sum_j exp(score_j - max) V[b,g,j,:] / sum_j exp(score_j - max)
+ * or zeros when no key is visible. Scratch: one row of T scores. */
+vkl_status vkl_ref_attention(const vkl_ref_args *a) {
+    const vkl_ref_tensor *q = &a->in[0], *k = &a->in[1], *v = &a->in[2];
+    const vkl_ref_tensor *mask = a->n_in > 3 && a->in[3].data ? &a->in[3] : NULL;
+    vkl_ref_tensor *out = &a->out[0];
+    int64_t causal, window;
+    float scale;
+    attn_dims s;
+    if (!vkl_ref_nn_is_float(q->dtype) || !vkl_ref_nn_is_float(k->dtype) || !vkl_ref_nn_is_float(v->dtype))
+        return vkl_ref_nn_bad_dtype(a, "Attention", "Q/K/V", q->dtype);
+    if (mask && mask->dtype != VKL_DTYPE_BOOL && !vkl_ref_nn_is_float(mask->dtype))
+        return vkl_ref_nn_bad_dtype(a, "Attention", "mask", mask->dtype);
+    vkl_status st = attention_dims(a, mask, &s);
+    if (!st) st = vkl_ref_nn_attr(a, "causal", &causal);
+    if (!st) st = vkl_ref_nn_attr(a, "window", &window);
+    if (!st) st = vkl_op_attr_float(a->g, a->node, "scale", &scale);
+    if (st) return st;
+    double sc = scale != 0 ? scale : 1.0 / sqrt((double)s.D);
+    double *scores = vkl_malloc(a->ctx, (size_t)(s.T + s.D + s.Dv + 1) * sizeof(double));
+    if (!scores) return VKL_ERR_OUT_OF_MEMORY;
+    double *qrow = scores + s.T, *acc = qrow + s.D;
+    for (int64_t b = 0; b < s.B; b++) {
+        for (int64_t h = 0; h < s.Hq; h++) {
+            int64_t g = h / (s.Hq / s.Hkv);
+            for (int64_t i = 0; i < s.S; i++) {
+                int64_t p = i + s.T - s.S, row = ((b * s.Hq + h) * s.S + i);
+                int64_t lo = window > 0 && p - window + 1 > 0 ? p - window + 1 : 0;
+                int64_t hi = causal && p + 1 < s.T ? p + 1 : s.T; /* keys [lo, hi) */
+                double max = -INFINITY, sum = 0;
+                bool any = false;
+                load_row(q, row * s.D, s.D, qrow);
+                for (int64_t j = lo; j < hi; j++) {
+                    int64_t idx[4] = {b, h, i, j};
+                    double m = mask ? vkl_ref_get_f(mask, vkl_ref_broadcast_offset(mask, idx, 4)) : 0;
+                    if (mask && mask->dtype == VKL_DTYPE_BOOL) m = m != 0 ? 0 : -INFINITY;
+                    scores[j] = m == -INFINITY ? m : sc * dot_row(k, kv_row(&s, b, g, j, s.D), qrow, s.D) + m;
+                    any = any || scores[j] != -INFINITY;
+                    if (scores[j] > max) max = scores[j];
+                }
+                for (int64_t d = 0; d < s.Dv; d++) acc[d] = 0;
+                for (int64_t j = lo; any && j < hi; j++) {
+                    if (scores[j] == -INFINITY) continue;
+                    double w = exp(scores[j] - max);
+                    sum += w;
+                    axpy_row(acc, w, v, kv_row(&s, b, g, j, s.Dv), s.Dv);
+                }
+                for (int64_t d = 0; d < s.Dv; d++) vkl_ref_set_f(out, row * s.Dv + d, any ? acc[d] / sum : 0);
+            }
+        }
+    }
+    vkl_free(a->ctx, scores);
+    return VKL_OK;
+}
+
+/* KvAppend: state [T, B, H, D] updated in place (output 0 is the state's
+ * memory): state[pos[b, s], b, h, :] = x[b, h, s, :], cast to the state's
+ * dtype. Positions are all checked before anything is written. */
+vkl_status vkl_ref_kv_append(const vkl_ref_args *a) {
+    const vkl_ref_tensor *state = &a->in[0], *x = &a->in[1], *pos = &a->in[2];
+    vkl_ref_tensor *out = &a->out[0];
+    if (!vkl_ref_nn_is_float(state->dtype) || !vkl_ref_nn_is_float(x->dtype))
+        return vkl_ref_nn_bad_dtype(a, "KvAppend", "state/x", x->dtype);
+    if (pos->dtype != VKL_DTYPE_I64 && pos->dtype != VKL_DTYPE_I32)
+        return vkl_ref_nn_bad_dtype(a, "KvAppend", "position_ids", pos->dtype);
+    if (state->rank != 4 || x->rank != 4 || pos->rank != 2)
+        return vkl_fail(a->ctx, VKL_ERR_SHAPE, "KvAppend: state [T, B, H, D], x [B, H, S, D], position_ids [B, S] expected");
+    int64_t T = state->dims[0], B = x->dims[0], H = x->dims[1], S = x->dims[2], D = x->dims[3];
+    vkl_status st = vkl_ref_nn_dim_eq(a, "KvAppend", state->dims[1], B, "state's and x's batch");
+    if (!st) st = vkl_ref_nn_dim_eq(a, "KvAppend", state->dims[2], H, "state's and x's heads");
+    if (!st) st = vkl_ref_nn_dim_eq(a, "KvAppend", state->dims[3], D, "state's and x's head dims");
+    if (!st) st = vkl_ref_nn_dim_eq(a, "KvAppend", pos->dims[0], B, "position_ids' and x's batch");
+    if (!st) st = vkl_ref_nn_dim_eq(a, "KvAppend", pos->dims[1], S, "position_ids' and x's lengths");
+    for (int64_t i = 0; !st && i < B * S; i++) {
+        int64_t p = vkl_ref_get_i(pos, i);
+        if (p < 0 || p >= T)
+            st = vkl_fail(a->ctx, VKL_ERR_INVALID_ARGUMENT, "KvAppend: position %lld (batch %lld, step %lld) is outside [0, T = %lld)",
+                          (long long)p, (long long)(i / S), (long long)(i % S), (long long)T);
+    }
+    if (st) return st;
+    /* Another backend's caller may hand distinct buffers: then start from a copy. */
+    if (out->data != state->data) memcpy(out->data, state->data, (size_t)state->count * vkl_dtype_size(state->dtype));
+    for (int64_t b = 0; b < B; b++) {
+        for (int64_t s = 0; s < S; s++) {
+            int64_t p = vkl_ref_get_i(pos, b * S + s);
+            for (int64_t h = 0; h < H; h++) {
+                int64_t src = ((b * H + h) * S + s) * D, dst = ((p * B + b) * H + h) * D;
+                for (int64_t d = 0; d < D; d++) vkl_ref_set_f(out, dst + d, vkl_ref_get_f(x, src + d));
+            }
+        }
+    }
+    return VKL_OK;
+}

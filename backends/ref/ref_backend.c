@@ -1,0 +1,271 @@
+/* The ref backend's vtable: host memory buffers, weights read in place,
+ * prepare = concrete shapes + kernel list, execute = run kernels in order.
+ * Synchronous; it is the oracle every other backend is compared with. */
+#include <stdio.h>
+#include <string.h>
+
+#include "../../engine/backend.h"
+#include "ref_kernels.h"
+
+struct vkl_backend_device {
+    vkl_context *ctx;
+};
+
+struct vkl_backend_buffer {
+    size_t size;
+    unsigned char *data;
+};
+
+struct vkl_backend_weights {
+    const vkl_graph *g;
+};
+
+struct vkl_backend_exec {
+    const vkl_graph *g;
+    vkl_ref_tensor *tensors; /* per graph tensor: concrete view */
+    uint32_t *order;         /* live nodes, topological */
+    uint32_t n_order;
+    vkl_ref_tensor *in, *out; /* scratch argument arrays, max arity */
+};
+
+static vkl_status ref_probe(vkl_context *ctx, const vkl_backend_options *opt, vkl_backend_caps *out) {
+    (void)ctx;
+    memset(out, 0, sizeof(*out));
+    snprintf(out->device_name, sizeof(out->device_name), "portable C reference (fp32)");
+    snprintf(out->driver, sizeof(out->driver), "vkllm ref");
+    out->features = VKL_FEATURE_FP16 & ~(opt ? opt->disable_features : 0u);
+    out->unified_memory = true;
+    out->buffer_alignment = 64;
+    return VKL_OK;
+}
+
+static vkl_status ref_open(vkl_context *ctx, const vkl_backend_options *opt, vkl_backend_device **out) {
+    (void)opt;
+    *out = NULL;
+    if (opt && opt->external_device)
+        return vkl_fail(ctx, VKL_ERR_INVALID_ARGUMENT, "ref backend: an external device was given; ref runs on the host");
+    vkl_backend_device *dev = vkl_calloc(ctx, 1, sizeof(*dev));
+    if (!dev) return VKL_ERR_OUT_OF_MEMORY;
+    dev->ctx = ctx;
+    *out = dev;
+    return VKL_OK;
+}
+
+static void ref_close(vkl_backend_device *dev) {
+    if (dev) vkl_free(dev->ctx, dev);
+}
+
+static vkl_status ref_buffer_create(vkl_backend_device *dev, vkl_buffer_usage usage, size_t bytes,
+                                    vkl_backend_buffer **out) {
+    (void)usage;
+    *out = NULL;
+    vkl_backend_buffer *b = vkl_calloc(dev->ctx, 1, sizeof(*b));
+    if (!b) return VKL_ERR_OUT_OF_MEMORY;
+    /* 64-byte aligned so kernels may use vector loads; +63 for the shift. */
+    size_t total;
+    if (!vkl_add_size(bytes, 64, &total)) {
+        vkl_free(dev->ctx, b);
+        return vkl_fail(dev->ctx, VKL_ERR_OUT_OF_MEMORY, "ref buffer of %zu bytes overflows", bytes);
+    }
+    b->data = vkl_malloc(dev->ctx, total);
+    if (!b->data) {
+        vkl_free(dev->ctx, b);
+        return VKL_ERR_OUT_OF_MEMORY;
+    }
+    b->size = bytes;
+    *out = b;
+    return VKL_OK;
+}
+
+static unsigned char *aligned_base(const vkl_backend_buffer *b) {
+    uintptr_t p = (uintptr_t)b->data;
+    return (unsigned char *)((p + 63) & ~(uintptr_t)63);
+}
+
+static void ref_buffer_destroy(vkl_backend_device *dev, vkl_backend_buffer *b) {
+    if (!b) return;
+    vkl_free(dev->ctx, b->data);
+    vkl_free(dev->ctx, b);
+}
+
+static vkl_status check_range(vkl_backend_device *dev, const vkl_backend_buffer *b, size_t offset, size_t bytes) {
+    size_t end;
+    if (!vkl_add_size(offset, bytes, &end) || end > b->size)
+        return vkl_fail(dev->ctx, VKL_ERR_INVALID_ARGUMENT, "ref buffer access [%zu, +%zu) outside its %zu bytes",
+                        offset, bytes, b->size);
+    return VKL_OK;
+}
+
+static vkl_status ref_buffer_write(vkl_backend_device *dev, vkl_backend_buffer *b, size_t offset, const void *src,
+                                   size_t bytes) {
+    vkl_status st = check_range(dev, b, offset, bytes);
+    if (!st && bytes) memcpy(aligned_base(b) + offset, src, bytes);
+    return st;
+}
+
+static vkl_status ref_buffer_read(vkl_backend_device *dev, vkl_backend_buffer *b, size_t offset, void *dst,
+                                  size_t bytes) {
+    vkl_status st = check_range(dev, b, offset, bytes);
+    if (!st && bytes) memcpy(dst, aligned_base(b) + offset, bytes);
+    return st;
+}
+
+static vkl_status ref_weights_load(vkl_backend_device *dev, const vkl_graph *g, vkl_backend_weights **out) {
+    /* The reference reads the canonical bytes in place: nothing to repack. */
+    *out = vkl_calloc(dev->ctx, 1, sizeof(**out));
+    if (!*out) return VKL_ERR_OUT_OF_MEMORY;
+    (*out)->g = g;
+    return VKL_OK;
+}
+
+static void ref_weights_release(vkl_backend_device *dev, vkl_backend_weights *w) {
+    vkl_free(dev->ctx, w);
+}
+
+static void ref_exec_release(vkl_backend_device *dev, vkl_backend_exec *e) {
+    if (!e) return;
+    vkl_free(dev->ctx, e->tensors);
+    vkl_free(dev->ctx, e->order);
+    vkl_free(dev->ctx, e->in);
+    vkl_free(dev->ctx, e->out);
+    vkl_free(dev->ctx, e);
+}
+
+/* Concrete view of tensor i: shape from the binding, data from the weights
+ * or the arena. */
+static vkl_status bind_tensor(vkl_backend_device *dev, const vkl_graph *g, const vkl_memory_map *mem,
+                              const vkl_binding *b, uint32_t i, vkl_ref_tensor *rt) {
+    const vkl_tensor *t = &g->tensors[i];
+    rt->dtype = t->dtype;
+    rt->rank = t->shape.rank;
+    rt->group = t->group;
+    vkl_status st = vkl_shape_eval(g, &t->shape, b->values, b->count, rt->dims, &rt->count);
+    if (st) return vkl_fail_prefix(dev->ctx, st, "ref: shape of tensor '%s'", t->name);
+    size_t bytes;
+    if (!vkl_tensor_bytes(t->dtype, t->group, rt->count, &bytes))
+        return vkl_fail(dev->ctx, VKL_ERR_OVERFLOW, "ref: size of tensor '%s' overflows", t->name);
+    if (t->kind == VKL_TENSOR_WEIGHT) {
+        if (bytes != t->nbytes)
+            return vkl_fail(dev->ctx, VKL_ERR_FORMAT, "ref: weight '%s' has %zu bytes, needs %zu", t->name, t->nbytes, bytes);
+        rt->data = (void *)t->data; /* kernels never write inputs */
+        return VKL_OK;
+    }
+    size_t off = i < mem->n_offsets ? mem->offsets[i] : VKL_NO_OFFSET;
+    if (off == VKL_NO_OFFSET) return vkl_fail(dev->ctx, VKL_ERR_INVALID_ARGUMENT, "ref: tensor '%s' has no memory", t->name);
+    if ((st = check_range(dev, mem->arena, off, bytes)))
+        return vkl_fail_prefix(dev->ctx, st, "ref: tensor '%s'", t->name);
+    rt->data = aligned_base(mem->arena) + off;
+    return VKL_OK;
+}
+
+/* Shape tensors the importer left without a producer: write their values. */
+static vkl_status materialize_value(vkl_backend_device *dev, const vkl_graph *g, const vkl_binding *b,
+                                    const vkl_tensor *t, vkl_ref_tensor *rt) {
+    if ((int64_t)t->value_count != rt->count)
+        return vkl_fail(dev->ctx, VKL_ERR_FORMAT, "ref: tensor '%s' value has %u elements, shape has %lld", t->name,
+                        t->value_count, (long long)rt->count);
+    for (uint32_t k = 0; k < t->value_count; k++) {
+        int64_t v;
+        vkl_status st = vkl_expr_eval(g->syms, t->value[k], b->values, b->count, &v);
+        if (st) return vkl_fail_prefix(dev->ctx, st, "ref: value of tensor '%s'", t->name);
+        vkl_ref_set_i(rt, k, v);
+    }
+    return VKL_OK;
+}
+
+static vkl_status ref_prepare(vkl_backend_device *dev, const vkl_graph *g, vkl_backend_weights *w,
+                              const vkl_memory_map *mem, const vkl_binding *b, vkl_backend_exec **out) {
+    (void)w;
+    *out = NULL;
+    vkl_context *ctx = dev->ctx;
+    vkl_backend_exec *e = vkl_calloc(ctx, 1, sizeof(*e));
+    if (!e) return VKL_ERR_OUT_OF_MEMORY;
+    e->g = g;
+    e->tensors = vkl_calloc(ctx, g->n_tensors ? g->n_tensors : 1, sizeof(vkl_ref_tensor));
+    e->order = vkl_calloc(ctx, g->n_nodes ? g->n_nodes : 1, sizeof(uint32_t));
+    vkl_status st = (!e->tensors || !e->order) ? VKL_ERR_OUT_OF_MEMORY : VKL_OK;
+    if (!st) st = vkl_graph_topo_order(g, e->order, &e->n_order);
+    /* Which tensors live nodes touch: only those need memory. */
+    uint32_t max_in = 1, max_out = 1;
+    for (uint32_t k = 0; !st && k < e->n_order; k++) {
+        const vkl_node *n = &g->nodes[e->order[k]];
+        char buf[160];
+        if (!vkl_ref_kernels[n->op])
+            st = vkl_fail(ctx, VKL_ERR_UNSUPPORTED, "ref: no kernel for %s", vkl_node_str(g, e->order[k], buf, sizeof(buf)));
+        if (n->n_inputs > max_in) max_in = n->n_inputs;
+        if (n->n_outputs > max_out) max_out = n->n_outputs;
+        for (uint32_t j = 0; !st && j < n->n_inputs + n->n_outputs; j++) {
+            uint32_t t = j < n->n_inputs ? n->inputs[j] : n->outputs[j - n->n_inputs];
+            if (t == VKL_NONE || e->tensors[t].dtype) continue;
+            st = bind_tensor(dev, g, mem, b, t, &e->tensors[t]);
+            if (!st && j < n->n_inputs && g->tensors[t].value && g->tensors[t].producer == VKL_NONE &&
+                g->tensors[t].kind != VKL_TENSOR_WEIGHT)
+                st = materialize_value(dev, g, b, &g->tensors[t], &e->tensors[t]);
+        }
+        /* An in-place op's output is its input's memory. */
+        const vkl_op_info *info = vkl_op_info_get((vkl_op)n->op);
+        if (!st && info->inplace_input >= 0 && n->n_outputs && n->outputs[0] != VKL_NONE &&
+            (uint32_t)info->inplace_input < n->n_inputs && n->inputs[info->inplace_input] != VKL_NONE)
+            e->tensors[n->outputs[0]].data = e->tensors[n->inputs[info->inplace_input]].data;
+    }
+    /* Graph inputs/outputs that no live node touches (pass-through graphs). */
+    for (uint32_t k = 0; !st && k < g->n_inputs + g->n_outputs; k++) {
+        uint32_t t = k < g->n_inputs ? g->inputs[k] : g->outputs[k - g->n_inputs];
+        if (!e->tensors[t].dtype) st = bind_tensor(dev, g, mem, b, t, &e->tensors[t]);
+    }
+    if (!st) {
+        e->in = vkl_calloc(ctx, max_in, sizeof(vkl_ref_tensor));
+        e->out = vkl_calloc(ctx, max_out, sizeof(vkl_ref_tensor));
+        if (!e->in || !e->out) st = VKL_ERR_OUT_OF_MEMORY;
+    }
+    if (st) {
+        ref_exec_release(dev, e);
+        return st;
+    }
+    *out = e;
+    return VKL_OK;
+}
+
+static vkl_status ref_execute(vkl_backend_device *dev, vkl_backend_exec *e, const vkl_binding *actual) {
+    (void)actual; /* ref prepares for exact values; nothing varies per run */
+    const vkl_graph *g = e->g;
+    for (uint32_t k = 0; k < e->n_order; k++) {
+        uint32_t ni = e->order[k];
+        const vkl_node *n = &g->nodes[ni];
+        for (uint32_t j = 0; j < n->n_inputs; j++)
+            e->in[j] = n->inputs[j] == VKL_NONE ? (vkl_ref_tensor){0} : e->tensors[n->inputs[j]];
+        for (uint32_t j = 0; j < n->n_outputs; j++)
+            e->out[j] = n->outputs[j] == VKL_NONE ? (vkl_ref_tensor){0} : e->tensors[n->outputs[j]];
+        vkl_ref_args args = {dev->ctx, g, ni, e->in, n->n_inputs, e->out, n->n_outputs};
+        vkl_status st = vkl_ref_kernels[n->op](&args);
+        if (st) {
+            char buf[160];
+            return vkl_fail_prefix(dev->ctx, st, "ref: %s", vkl_node_str(g, ni, buf, sizeof(buf)));
+        }
+    }
+    return VKL_OK;
+}
+
+static vkl_status ref_wait(vkl_backend_device *dev, vkl_backend_exec *e) {
+    (void)dev;
+    (void)e;
+    return VKL_OK;
+}
+
+const vkl_backend_vtable vkl_backend_ref = {
+    .name = "ref",
+    .probe = ref_probe,
+    .open = ref_open,
+    .close = ref_close,
+    .buffer_create = ref_buffer_create,
+    .buffer_destroy = ref_buffer_destroy,
+    .buffer_write = ref_buffer_write,
+    .buffer_read = ref_buffer_read,
+    .weights_load = ref_weights_load,
+    .weights_release = ref_weights_release,
+    .prepare = ref_prepare,
+    .exec_release = ref_exec_release,
+    .execute = ref_execute,
+    .wait = ref_wait,
+    .node_times = NULL,
+};

@@ -1,0 +1,126 @@
+/* The backend contract. Every backend (ref, vulkan, opencl, cpu, npu)
+ * implements this vtable; the engine sees backends only through it. It is
+ * shaped for the GPU backends: weights repacked once at load, executables
+ * prepared once per bound shape and replayed, asynchronous execution.
+ *
+ * Call order: probe* -> open -> weights_load -> (buffer_create, prepare)* ->
+ * (buffer_write, execute, wait, buffer_read)* -> release everything -> close.
+ * A device handle is used from one thread at a time. Every function reports
+ * failures through the context given to open() (or to probe()). */
+#ifndef VKL_BACKEND_H
+#define VKL_BACKEND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "graph.h"
+
+typedef struct vkl_backend_device vkl_backend_device;   /* backend-defined */
+typedef struct vkl_backend_buffer vkl_backend_buffer;   /* backend-defined */
+typedef struct vkl_backend_weights vkl_backend_weights; /* backend-defined */
+typedef struct vkl_backend_exec vkl_backend_exec;       /* backend-defined */
+
+/* Optional features. A backend reports what it has; options mask them off. */
+enum {
+    VKL_FEATURE_FP16 = 1u << 0,         /* fp16 arithmetic */
+    VKL_FEATURE_INT8_DOT = 1u << 1,     /* int8 dot products (sdot, VNNI, integer dot) */
+    VKL_FEATURE_COOPMAT = 1u << 2,      /* cooperative matrix / tensor cores / i8mm */
+    VKL_FEATURE_FUSION = 1u << 3,       /* fused kernels (attention, norms) */
+    VKL_FEATURE_PRIORITY = 1u << 4,     /* low queue priority for UI smoothness */
+    VKL_FEATURE_TIMESTAMPS = 1u << 5    /* per-op timing */
+};
+
+typedef struct vkl_backend_caps {
+    char device_name[128];
+    char driver[128];
+    uint32_t features;          /* VKL_FEATURE_* present after masking */
+    uint64_t device_memory;     /* bytes usable for buffers, 0 if unknown */
+    bool unified_memory;        /* host and device share memory (phones, CPU) */
+    size_t buffer_alignment;    /* required offset alignment inside a buffer */
+} vkl_backend_caps;
+
+typedef struct vkl_backend_options {
+    uint32_t disable_features;  /* VKL_FEATURE_* to turn off */
+    /* Borrowed device from the host app (e.g. VkInstance/VkDevice/queue for
+     * Vulkan, cl_context for OpenCL); NULL: the backend makes its own. The
+     * backend never destroys what it borrowed. Meaning is backend-specific. */
+    const void *external_device;
+    int device_index;           /* which device when several (-1: best) */
+} vkl_backend_options;
+
+typedef enum vkl_buffer_usage {
+    VKL_BUFFER_DEVICE = 0,      /* device-local working memory (the arena) */
+    VKL_BUFFER_UPLOAD = 1,      /* host-visible, written by the host */
+    VKL_BUFFER_READBACK = 2     /* host-visible, read by the host */
+} vkl_buffer_usage;
+
+/* Where every non-weight tensor lives for one prepared executable: tensor i at
+ * byte offsets[i] of `arena` (VKL_NO_OFFSET for weights and tensors of dead
+ * nodes). The planner makes this; states (KV cache) have offsets that stay
+ * fixed for the session. */
+#define VKL_NO_OFFSET SIZE_MAX
+typedef struct vkl_memory_map {
+    vkl_backend_buffer *arena;
+    const size_t *offsets; /* n_tensors entries */
+    size_t n_offsets;
+} vkl_memory_map;
+
+/* Symbol values. For prepare: the (padded) values the executable is built
+ * for. For execute: the true values of this run, which may differ from the
+ * prepared ones only where the graph allows it (e.g. true length within a
+ * padded bucket); backends pass them as push constants. */
+typedef struct vkl_binding {
+    const int64_t *values; /* indexed like the graph's symbol table */
+    size_t count;
+} vkl_binding;
+
+typedef struct vkl_backend_vtable {
+    const char *name; /* "ref", "vulkan", ... */
+
+    /* Describe the device without keeping it open. */
+    vkl_status (*probe)(vkl_context *ctx, const vkl_backend_options *opt, vkl_backend_caps *out);
+    vkl_status (*open)(vkl_context *ctx, const vkl_backend_options *opt, vkl_backend_device **out);
+    void (*close)(vkl_backend_device *dev);
+
+    vkl_status (*buffer_create)(vkl_backend_device *dev, vkl_buffer_usage usage, size_t bytes,
+                                vkl_backend_buffer **out);
+    void (*buffer_destroy)(vkl_backend_device *dev, vkl_backend_buffer *buf);
+    /* Blocking copies between host memory and a buffer (any usage). */
+    vkl_status (*buffer_write)(vkl_backend_device *dev, vkl_backend_buffer *buf, size_t offset,
+                               const void *src, size_t bytes);
+    vkl_status (*buffer_read)(vkl_backend_device *dev, vkl_backend_buffer *buf, size_t offset,
+                              void *dst, size_t bytes);
+
+    /* Take the graph's weights once, repack them into the backend's layout and
+     * keep them resident. The graph's weight bytes stay untouched (they may be
+     * a read-only mmap). The graph must outlive the weights. */
+    vkl_status (*weights_load)(vkl_backend_device *dev, const vkl_graph *g, vkl_backend_weights **out);
+    void (*weights_release)(vkl_backend_device *dev, vkl_backend_weights *w);
+
+    /* Build an executable for one binding: concrete shapes, kernels chosen,
+     * (on GPUs) command buffers recorded with descriptors bound. Tensors with
+     * a symbolic value and no producer (shape tensors left by the importer)
+     * are evaluated here and written to their place in the arena. */
+    vkl_status (*prepare)(vkl_backend_device *dev, const vkl_graph *g, vkl_backend_weights *w,
+                          const vkl_memory_map *mem, const vkl_binding *binding,
+                          vkl_backend_exec **out);
+    void (*exec_release)(vkl_backend_device *dev, vkl_backend_exec *exec);
+
+    /* Submit; may return before the work is done. */
+    vkl_status (*execute)(vkl_backend_device *dev, vkl_backend_exec *exec, const vkl_binding *actual);
+    /* Block until the executable's last submission has completed. */
+    vkl_status (*wait)(vkl_backend_device *dev, vkl_backend_exec *exec);
+
+    /* Optional (NULL when unsupported): milliseconds per live node of the last
+     * execute, in the executable's node order; count = entries written. */
+    vkl_status (*node_times)(vkl_backend_device *dev, vkl_backend_exec *exec, double *ms,
+                             size_t cap, size_t *count);
+} vkl_backend_vtable;
+
+/* backends/registry.c defines these: the compiled-in backends. */
+size_t vkl_backend_count(void);
+const vkl_backend_vtable *vkl_backend_at(size_t index);
+const vkl_backend_vtable *vkl_backend_find(const char *name);
+
+#endif

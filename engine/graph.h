@@ -1,0 +1,162 @@
+/* The IR: tensors with dtype and symbolic shape, nodes with attributes,
+ * graph inputs/outputs/weights. One graph owns one symbol table.
+ *
+ * Ops use their newest ONNX semantics (opset 21): where an older opset had an
+ * attribute that later became an input (Squeeze axes, Split sizes, Reduce*
+ * axes, Clip min/max, Slice starts/ends...), the IR always has the input; the
+ * importer converts older forms. Optional inputs that are absent are
+ * VKL_NONE. */
+#ifndef VKL_GRAPH_H
+#define VKL_GRAPH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "arena.h"
+#include "dtype.h"
+#include "sym.h"
+
+#define VKL_MAX_RANK 8
+#define VKL_NONE UINT32_MAX
+/* Integer tensors with at most this many elements may carry a symbolic value
+ * (shape arithmetic: Shape -> Gather -> Concat -> Reshape). */
+#define VKL_MAX_VALUE_ELEMS 64
+
+typedef struct vkl_shape {
+    uint32_t rank;
+    vkl_expr dims[VKL_MAX_RANK];
+} vkl_shape;
+
+typedef enum vkl_tensor_kind {
+    VKL_TENSOR_ACTIVATION = 0, /* produced by a node, lives within one run */
+    VKL_TENSOR_INPUT = 1,      /* graph input, written by the caller each run */
+    VKL_TENSOR_WEIGHT = 2,     /* constant data (initializer) */
+    VKL_TENSOR_STATE = 3       /* persists across runs (KV cache); sized at the maximum binding */
+} vkl_tensor_kind;
+
+typedef struct vkl_tensor {
+    const char *name;
+    vkl_dtype dtype;
+    vkl_tensor_kind kind;
+    vkl_shape shape;
+    uint32_t producer;  /* node index, or VKL_NONE */
+    bool is_output;     /* listed in graph outputs */
+    uint32_t group;     /* quantization group size for quantized dtypes, else 0 */
+    /* Weights: the bytes (canonical layout). Borrowed (e.g. from the mmapped
+     * .vkm) or owned by the graph's arena. */
+    const void *data;
+    size_t nbytes;
+    /* Known value as one expression per element, row-major, for small integer
+     * tensors whose value is fixed by shapes and constants. NULL if unknown. */
+    vkl_expr *value;
+    uint32_t value_count;
+} vkl_tensor;
+
+/* Values are stored in .vkm files: append only. */
+typedef enum vkl_attr_kind {
+    VKL_ATTR_NONE = 0,
+    VKL_ATTR_INT = 1,
+    VKL_ATTR_FLOAT = 2,
+    VKL_ATTR_STRING = 3,
+    VKL_ATTR_INTS = 4,
+    VKL_ATTR_FLOATS = 5,
+    VKL_ATTR_TENSOR = 6 /* `i` is a tensor index (a weight) in the same graph */
+} vkl_attr_kind;
+
+typedef struct vkl_attr {
+    const char *name;
+    vkl_attr_kind kind;
+    int64_t i;
+    float f;
+    const char *s;
+    const int64_t *ints;
+    const float *floats;
+    uint32_t count; /* elements of ints/floats */
+} vkl_attr;
+
+typedef struct vkl_node {
+    uint32_t op; /* vkl_op */
+    const char *name;
+    uint32_t n_inputs, n_outputs, n_attrs;
+    uint32_t *inputs;  /* tensor indexes; VKL_NONE for an absent optional input */
+    uint32_t *outputs; /* tensor indexes; VKL_NONE for an unused optional output */
+    vkl_attr *attrs;
+    bool dead;         /* removed by a pass; skipped everywhere, compacted by vkl_graph_compact */
+} vkl_node;
+
+typedef struct vkl_graph {
+    vkl_context *ctx;
+    vkl_symtab *syms;
+    vkl_arena arena;
+    vkl_tensor *tensors;
+    uint32_t n_tensors, cap_tensors;
+    vkl_node *nodes;
+    uint32_t n_nodes, cap_nodes;
+    uint32_t *inputs, n_inputs, cap_inputs;
+    uint32_t *outputs, n_outputs, cap_outputs;
+} vkl_graph;
+
+vkl_status vkl_graph_create(vkl_context *ctx, vkl_graph **out);
+void vkl_graph_destroy(vkl_graph *g);
+
+/* Adds a tensor; names must be unique and non-empty. Shape may be NULL
+ * (unknown yet: rank 0, to be set by shape inference). */
+vkl_status vkl_graph_add_tensor(vkl_graph *g, const char *name, vkl_dtype dtype, vkl_tensor_kind kind,
+                                const vkl_shape *shape, uint32_t *id);
+/* Weight bytes: `copy` duplicates them into the graph's arena, otherwise the
+ * caller keeps them alive as long as the graph. nbytes must match dtype/shape
+ * (checked by vkl_graph_validate). */
+vkl_status vkl_graph_set_data(vkl_graph *g, uint32_t tensor, const void *data, size_t nbytes, bool copy);
+vkl_status vkl_graph_set_value(vkl_graph *g, uint32_t tensor, const vkl_expr *value, uint32_t count);
+vkl_status vkl_graph_find_tensor(const vkl_graph *g, const char *name, uint32_t *id);
+vkl_status vkl_graph_add_input(vkl_graph *g, uint32_t tensor);
+vkl_status vkl_graph_add_output(vkl_graph *g, uint32_t tensor);
+/* Adds a node; copies inputs, outputs and attrs (names, strings, arrays) into
+ * the graph. Sets each output's producer. */
+vkl_status vkl_graph_add_node(vkl_graph *g, uint32_t op, const char *name, const uint32_t *inputs,
+                              uint32_t n_inputs, const uint32_t *outputs, uint32_t n_outputs,
+                              const vkl_attr *attrs, uint32_t n_attrs, uint32_t *id);
+
+/* Every live node input reading `from` reads `to` instead. If `from` is a
+ * graph output, `to` takes its place and its name (so callers still find
+ * "logits"); `from` is renamed "<name>.replaced". */
+vkl_status vkl_graph_replace_uses(vkl_graph *g, uint32_t from, uint32_t to);
+/* Number of live nodes reading tensor t (+1 if it is a graph output). */
+uint32_t vkl_graph_use_count(const vkl_graph *g, uint32_t t);
+/* Drop dead nodes and the tensors nothing references any more (not read or
+ * written by a live node, not a graph input/output, not an attribute);
+ * renumbers tensors and nodes. Handles held across this call are invalid. */
+vkl_status vkl_graph_compact(vkl_graph *g);
+
+/* The node's attribute by name, or NULL if absent (see vkl_op_attr_* in
+ * ops.h for typed access with schema defaults). */
+const vkl_attr *vkl_node_attr(const vkl_node *n, const char *name);
+
+/* Live nodes in a topological order (inputs before users), stable: among
+ * ready nodes, the lowest index first. `order` holds n_nodes entries; the
+ * live count goes to *count. VKL_ERR_FORMAT naming a node on a cycle. */
+vkl_status vkl_graph_topo_order(const vkl_graph *g, uint32_t *order, uint32_t *count);
+
+/* Structural checks: indexes in range, each tensor produced at most once and
+ * only activations/states produced, every node input defined (weight, input,
+ * state or produced), acyclic, arity and attribute schema per the op table,
+ * weight byte sizes consistent with dtype and (constant) shape. Errors name
+ * the node (index, name, op) or tensor. */
+vkl_status vkl_graph_validate(const vkl_graph *g);
+
+/* Run every live node's shape rule in topological order, setting output
+ * dtypes, shapes and (where derivable) values. Errors name the node. */
+vkl_status vkl_graph_infer_shapes(vkl_graph *g);
+
+/* Element count of a shape for bound symbol values (overflow-checked). */
+vkl_status vkl_shape_eval(const vkl_graph *g, const vkl_shape *s, const int64_t *values, size_t count,
+                          int64_t *dims, int64_t *elements);
+/* Shape as text "[1, seq, 4096]" for messages; returns buf. */
+const char *vkl_shape_str(const vkl_graph *g, const vkl_shape *s, char *buf, size_t cap);
+
+/* Bytes for `elements` elements of dtype (quantized: per engine/quant's
+ * block layout with `group`); false on overflow or unknown dtype. */
+bool vkl_tensor_bytes(vkl_dtype dtype, uint32_t group, int64_t elements, size_t *bytes);
+
+#endif

@@ -1,0 +1,96 @@
+/* The .vkm model file: a graph, its metadata and its weights in one
+ * little-endian file that is mmapped and used in place. Layout: docs/vkm-format.md. */
+#ifndef VKL_VKM_H
+#define VKL_VKM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "context.h"
+#include "graph.h"
+
+/* --- On-disk constants (docs/vkm-format.md is the specification) ------- */
+
+#define VKL_VKM_MAGIC "\x89VKM\r\n\x1a\n" /* 8 bytes; catches text-mode transfers like PNG's */
+#define VKL_VKM_VERSION_MAJOR 1u          /* incompatible layout changes bump this */
+#define VKL_VKM_VERSION_MINOR 0u          /* additive changes (new sections, keys, enum values) */
+#define VKL_VKM_BYTE_ORDER 0x01020304u    /* stored little-endian: bytes 04 03 02 01 */
+#define VKL_VKM_HEADER_SIZE 64u
+#define VKL_VKM_SECTION_ENTRY_SIZE 32u
+#define VKL_VKM_MAX_SECTIONS 64u
+#define VKL_VKM_ALIGN 64u                    /* every section and every tensor's data */
+#define VKL_VKM_PAGE_ALIGN 4096u             /* the data section, and large tensors */
+#define VKL_VKM_LARGE_TENSOR (64u * 1024u)   /* tensors of at least this many bytes are page-aligned */
+#define VKL_VKM_META_ALIGN 8u                /* metadata values */
+#define VKL_VKM_MAX_STRING (1u << 20)        /* longest name/expression/attribute string, bytes */
+
+typedef enum vkl_vkm_section_id {
+    VKL_VKM_SECTION_META = 1,    /* key -> bytes entries */
+    VKL_VKM_SECTION_TENSORS = 2, /* symbol list, then the tensor table */
+    VKL_VKM_SECTION_GRAPH = 3,   /* nodes, graph inputs and outputs */
+    VKL_VKM_SECTION_DATA = 4     /* tensor bytes; checksum verified on request */
+} vkl_vkm_section_id;
+
+/* Tensor record flags. */
+#define VKL_VKM_TENSOR_HAS_DATA 1u
+#define VKL_VKM_TENSOR_HAS_VALUE 2u
+
+/* Suggested metadata keys (conventions, not enforced; any key may be added). */
+#define VKL_VKM_KEY_ARCH "arch"                     /* architecture name, UTF-8 */
+#define VKL_VKM_KEY_TOKENIZER "tokenizer"           /* tokenizer blob */
+#define VKL_VKM_KEY_IMPORT_OPTIONS "import.options" /* the importer's options, text */
+
+/* --- API ----------------------------------------------------------------- */
+
+typedef struct vkl_vkm vkl_vkm; /* an opened model file */
+
+typedef struct vkl_vkm_meta {
+    const char *key; /* non-empty, unique, NUL-free, at most VKL_VKM_MAX_STRING bytes */
+    const void *data;
+    size_t size;
+} vkl_vkm_meta;
+
+/* Writes g (live nodes only) and the metadata entries to `path` atomically:
+ * a temporary file in the same directory, fsync, rename. On any failure no
+ * temporary file remains and an existing file at `path` is untouched. The
+ * graph must pass vkl_graph_validate (VKL_ERR_INVALID_ARGUMENT otherwise);
+ * OS failures are VKL_ERR_IO naming the file and the call. */
+vkl_status vkl_vkm_write(vkl_context *ctx, const vkl_graph *g, const vkl_vkm_meta *meta, size_t n_meta,
+                         const char *path);
+
+/* Maps the file read-only and validates everything but the data checksum
+ * (header, section table, metadata, tensor table and graph are always
+ * checksummed and bounds-checked), then builds the graph with every weight
+ * pointing into the mapping. Errors: VKL_ERR_IO (open/stat/mmap, not a
+ * regular file), VKL_ERR_FORMAT (malformed; the message names the section
+ * and byte offset), VKL_ERR_UNSUPPORTED (newer major version, unknown op,
+ * big-endian host), VKL_ERR_OUT_OF_MEMORY. *out stays NULL on failure. */
+vkl_status vkl_vkm_open(vkl_context *ctx, const char *path, vkl_vkm **out);
+/* Same over a caller's buffer, which must outlive the vkm (weights point
+ * into it; give it 4096-byte alignment to keep the weights' alignment). */
+vkl_status vkl_vkm_open_memory(vkl_context *ctx, const void *data, size_t size, vkl_vkm **out);
+void vkl_vkm_close(vkl_vkm *m); /* accepts NULL */
+
+/* Hashes the whole data section and compares it with its stored checksum.
+ * Separate from open because it reads every weight byte (GBs for a real
+ * model, and faults in every page of the mapping); tools run it on
+ * `vkllm import`/a `--verify` flag, sessions do not. VKL_ERR_FORMAT naming
+ * the data section on a mismatch; the error goes to the vkm's context. */
+vkl_status vkl_vkm_verify_data(const vkl_vkm *m);
+
+/* The file's bytes (the mapping, or the caller's buffer): weights point
+ * into them, so a backend may import this range instead of copying. */
+const void *vkl_vkm_bytes(const vkl_vkm *m, size_t *size);
+
+/* The graph, owned by the vkm; its weights are valid until vkl_vkm_close. */
+const vkl_graph *vkl_vkm_graph(const vkl_vkm *m);
+
+/* Metadata: data points into the file (8-byte aligned relative to its
+ * start); false when the key is absent. */
+bool vkl_vkm_meta_get(const vkl_vkm *m, const char *key, const void **data, size_t *size);
+size_t vkl_vkm_meta_count(const vkl_vkm *m);
+/* Entry i in file order (i < vkl_vkm_meta_count); false when out of range. */
+bool vkl_vkm_meta_at(const vkl_vkm *m, size_t i, vkl_vkm_meta *out);
+
+#endif

@@ -1,0 +1,347 @@
+/* Runs the op cases in tests/ops/cases/ (format: tests/ops/README.md)
+ * on the ref backend: one-node graph, shape inference, poisoned execution,
+ * comparison with numpy-computed outputs. Usage: run_op_cases FILE... */
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+#include "context.h"
+#include "ops.h"
+#include "ops/shape_util.h"
+#include "run_once.h"
+
+#define MAX_IO 16
+
+static char *read_file(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc((size_t)n + 1);
+    if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+        free(buf);
+        buf = NULL;
+    }
+    fclose(f);
+    if (buf) buf[n] = 0;
+    *len = (size_t)n;
+    return buf;
+}
+
+static double json_number(const cJSON *v) {
+    if (cJSON_IsString(v)) {
+        if (!strcmp(v->valuestring, "nan")) return NAN;
+        if (!strcmp(v->valuestring, "inf")) return INFINITY;
+        if (!strcmp(v->valuestring, "-inf")) return -INFINITY;
+    }
+    return v->valuedouble;
+}
+
+/* A host tensor from {"dtype","shape","data"}; data malloc'ed. */
+static int parse_tensor(const cJSON *j, vkl_host_tensor *t, char *err, size_t cap) {
+    const cJSON *dt = cJSON_GetObjectItem(j, "dtype"), *shape = cJSON_GetObjectItem(j, "shape"),
+                *data = cJSON_GetObjectItem(j, "data");
+    memset(t, 0, sizeof(*t));
+    if (!cJSON_IsString(dt) || !vkl_dtype_from_name(dt->valuestring, &t->dtype) || !cJSON_IsArray(shape) ||
+        !cJSON_IsArray(data)) {
+        snprintf(err, cap, "tensor needs dtype, shape, data");
+        return -1;
+    }
+    t->rank = (uint32_t)cJSON_GetArraySize(shape);
+    int64_t n = 1;
+    for (uint32_t d = 0; d < t->rank; d++) {
+        t->dims[d] = (int64_t)cJSON_GetArrayItem(shape, (int)d)->valuedouble;
+        n *= t->dims[d];
+    }
+    if (cJSON_GetArraySize(data) != n) {
+        snprintf(err, cap, "data has %d elements, shape needs %lld", cJSON_GetArraySize(data), (long long)n);
+        return -1;
+    }
+    t->nbytes = (size_t)n * vkl_dtype_size(t->dtype);
+    t->data = malloc(t->nbytes ? t->nbytes : 1);
+    {
+        int64_t i = 0;
+        const cJSON *v;
+        cJSON_ArrayForEach(v, data) {
+            unsigned char *p = (unsigned char *)t->data;
+            double x = json_number(v);
+            switch (t->dtype) {
+            case VKL_DTYPE_F32: { float f = (float)x; memcpy(p + i * 4, &f, 4); break; }
+            case VKL_DTYPE_F64: memcpy(p + i * 8, &x, 8); break;
+            case VKL_DTYPE_F16: { uint16_t h = vkl_f32_to_f16((float)x); memcpy(p + i * 2, &h, 2); break; }
+            case VKL_DTYPE_BF16: { uint16_t h = vkl_f32_to_bf16((float)x); memcpy(p + i * 2, &h, 2); break; }
+            case VKL_DTYPE_I64: case VKL_DTYPE_U64: { int64_t q = (int64_t)x; memcpy(p + i * 8, &q, 8); break; }
+            case VKL_DTYPE_I32: case VKL_DTYPE_U32: { int32_t q = (int32_t)(int64_t)x; memcpy(p + i * 4, &q, 4); break; }
+            case VKL_DTYPE_I16: case VKL_DTYPE_U16: { int16_t q = (int16_t)(int64_t)x; memcpy(p + i * 2, &q, 2); break; }
+            default: p[i] = (unsigned char)(int64_t)x; break;
+            }
+            i++;
+        }
+    }
+    return 0;
+}
+
+static double host_get(const vkl_host_tensor *t, int64_t i) {
+    const unsigned char *p = t->data;
+    switch (t->dtype) {
+    case VKL_DTYPE_F32: { float f; memcpy(&f, p + i * 4, 4); return f; }
+    case VKL_DTYPE_F64: { double f; memcpy(&f, p + i * 8, 8); return f; }
+    case VKL_DTYPE_F16: { uint16_t h; memcpy(&h, p + i * 2, 2); return vkl_f16_to_f32(h); }
+    case VKL_DTYPE_BF16: { uint16_t h; memcpy(&h, p + i * 2, 2); return vkl_bf16_to_f32(h); }
+    case VKL_DTYPE_I64: case VKL_DTYPE_U64: { int64_t q; memcpy(&q, p + i * 8, 8); return (double)q; }
+    case VKL_DTYPE_I32: { int32_t q; memcpy(&q, p + i * 4, 4); return q; }
+    case VKL_DTYPE_U32: { uint32_t q; memcpy(&q, p + i * 4, 4); return q; }
+    case VKL_DTYPE_I16: { int16_t q; memcpy(&q, p + i * 2, 2); return q; }
+    case VKL_DTYPE_U16: { uint16_t q; memcpy(&q, p + i * 2, 2); return q; }
+    case VKL_DTYPE_I8: return (int8_t)p[i];
+    default: return p[i];
+    }
+}
+
+static void default_tol(vkl_dtype t, double *rtol, double *atol) {
+    switch (t) {
+    case VKL_DTYPE_F32: *rtol = 1e-5; *atol = 1e-6; break;
+    case VKL_DTYPE_F16: *rtol = 2e-3; *atol = 1e-4; break;
+    case VKL_DTYPE_BF16: *rtol = 1e-2; *atol = 1e-3; break;
+    case VKL_DTYPE_F64: *rtol = 1e-12; *atol = 1e-14; break;
+    default: *rtol = 0; *atol = 0; break;
+    }
+}
+
+/* Compare one output; returns 0 if it passes. */
+static int compare(const vkl_host_tensor *got, const vkl_host_tensor *want, double rtol, double atol, char *err,
+                   size_t cap) {
+    if (got->dtype != want->dtype) {
+        snprintf(err, cap, "dtype %s, want %s", vkl_dtype_name(got->dtype), vkl_dtype_name(want->dtype));
+        return -1;
+    }
+    if (got->rank != want->rank || memcmp(got->dims, want->dims, sizeof(int64_t) * want->rank)) {
+        snprintf(err, cap, "shape differs (rank %u vs %u)", got->rank, want->rank);
+        return -1;
+    }
+    int64_t n = 1;
+    for (uint32_t d = 0; d < want->rank; d++) n *= want->dims[d];
+    double maxref = 0, maxerr = 0;
+    int64_t worst = -1;
+    for (int64_t i = 0; i < n; i++) {
+        double w = host_get(want, i);
+        if (isfinite(w) && fabs(w) > maxref) maxref = fabs(w);
+    }
+    for (int64_t i = 0; i < n; i++) {
+        double w = host_get(want, i), g = host_get(got, i);
+        if (isnan(w) != isnan(g) || (isinf(w) && w != g)) {
+            snprintf(err, cap, "element %lld: got %g, want %g", (long long)i, g, w);
+            return -1;
+        }
+        if (!isfinite(w)) continue;
+        double e = fabs(g - w);
+        if (e > maxerr) maxerr = e, worst = i;
+    }
+    if (maxerr > rtol * maxref + atol) {
+        snprintf(err, cap, "max error %.3g at element %lld (got %.9g, want %.9g) > %.3g*%.3g + %.3g", maxerr,
+                 (long long)worst, host_get(got, worst), host_get(want, worst), rtol, maxref, atol);
+        return -1;
+    }
+    return 0;
+}
+
+static int parse_attr(vkl_graph *g, const cJSON *a, vkl_attr *out, char *err, size_t cap) {
+    memset(out, 0, sizeof(*out));
+    out->name = a->string;
+    const cJSON *v;
+    if ((v = cJSON_GetObjectItem(a, "int"))) {
+        out->kind = VKL_ATTR_INT;
+        out->i = (int64_t)v->valuedouble;
+    } else if ((v = cJSON_GetObjectItem(a, "float"))) {
+        out->kind = VKL_ATTR_FLOAT;
+        out->f = (float)json_number(v);
+    } else if ((v = cJSON_GetObjectItem(a, "string"))) {
+        out->kind = VKL_ATTR_STRING;
+        out->s = v->valuestring;
+    } else if ((v = cJSON_GetObjectItem(a, "ints"))) {
+        out->kind = VKL_ATTR_INTS;
+        out->count = (uint32_t)cJSON_GetArraySize(v);
+        int64_t *ints = vkl_arena_alloc(&g->arena, sizeof(int64_t) * (out->count + 1));
+        for (uint32_t i = 0; i < out->count; i++) ints[i] = (int64_t)cJSON_GetArrayItem(v, (int)i)->valuedouble;
+        out->ints = ints;
+    } else if ((v = cJSON_GetObjectItem(a, "floats"))) {
+        out->kind = VKL_ATTR_FLOATS;
+        out->count = (uint32_t)cJSON_GetArraySize(v);
+        float *fl = vkl_arena_alloc(&g->arena, sizeof(float) * (out->count + 1));
+        for (uint32_t i = 0; i < out->count; i++) fl[i] = (float)json_number(cJSON_GetArrayItem(v, (int)i));
+        out->floats = fl;
+    } else if ((v = cJSON_GetObjectItem(a, "tensor"))) {
+        vkl_host_tensor h;
+        if (parse_tensor(v, &h, err, cap)) return -1;
+        vkl_shape s;
+        uint32_t id;
+        char name[128];
+        snprintf(name, sizeof(name), "attr.%s", a->string);
+        if (vkl_shape_from_ints(g, h.dims, h.rank, &s) ||
+            vkl_graph_add_tensor(g, name, h.dtype, VKL_TENSOR_WEIGHT, &s, &id) ||
+            vkl_graph_set_data(g, id, h.data, h.nbytes, true)) {
+            free(h.data);
+            snprintf(err, cap, "attribute tensor: %s", vkl_context_error(g->ctx));
+            return -1;
+        }
+        free(h.data);
+        out->kind = VKL_ATTR_TENSOR;
+        out->i = id;
+    } else {
+        snprintf(err, cap, "attribute '%s' has no known kind", a->string);
+        return -1;
+    }
+    return 0;
+}
+
+/* Builds and runs one case; returns 0 when it passes. */
+static int run_case(vkl_context *ctx, const cJSON *c, char *err, size_t cap) {
+    const cJSON *op_j = cJSON_GetObjectItem(c, "op"), *dom_j = cJSON_GetObjectItem(c, "domain");
+    const cJSON *ins = cJSON_GetObjectItem(c, "inputs"), *outs = cJSON_GetObjectItem(c, "outputs");
+    const cJSON *attrs = cJSON_GetObjectItem(c, "attrs"), *xerr = cJSON_GetObjectItem(c, "expect_error");
+    vkl_op op;
+    if (!cJSON_IsString(op_j) || !vkl_op_find(cJSON_IsString(dom_j) ? dom_j->valuestring : "", op_j->valuestring, &op)) {
+        snprintf(err, cap, "unknown op");
+        return -1;
+    }
+    vkl_graph *g;
+    if (vkl_graph_create(ctx, &g)) {
+        snprintf(err, cap, "graph: %s", vkl_context_error(ctx));
+        return -1;
+    }
+    int rc = -1;
+    uint32_t in_ids[MAX_IO], out_ids[MAX_IO], n_in = 0, n_out = 0, n_attr = 0, n_graph_in = 0;
+    vkl_host_tensor host_in[MAX_IO] = {0}, want[MAX_IO] = {0}, got[MAX_IO] = {0};
+    vkl_attr at[32];
+    vkl_status st = VKL_OK;
+    const cJSON *j;
+    cJSON_ArrayForEach(j, attrs) {
+        if (n_attr == 32 || parse_attr(g, j, &at[n_attr++], err, cap)) goto done;
+    }
+    cJSON_ArrayForEach(j, ins) {
+        char name[32];
+        snprintf(name, sizeof(name), "in%u", n_in);
+        if (cJSON_IsNull(j)) {
+            in_ids[n_in++] = VKL_NONE;
+            continue;
+        }
+        vkl_host_tensor h;
+        if (parse_tensor(j, &h, err, cap)) goto done;
+        bool is_const = cJSON_IsTrue(cJSON_GetObjectItem(j, "const"));
+        const cJSON *sym = cJSON_GetObjectItem(j, "sym");
+        vkl_shape s;
+        st = vkl_shape_from_ints(g, h.dims, h.rank, &s);
+        for (uint32_t d = 0; !st && sym && d < h.rank; d++) {
+            const cJSON *sd = cJSON_GetArrayItem(sym, (int)d);
+            if (cJSON_IsString(sd)) st = vkl_expr_parse(g->syms, sd->valuestring, &s.dims[d]);
+        }
+        if (!st) st = vkl_graph_add_tensor(g, name, h.dtype, is_const ? VKL_TENSOR_WEIGHT : VKL_TENSOR_INPUT, &s, &in_ids[n_in]);
+        if (!st && is_const) st = vkl_graph_set_data(g, in_ids[n_in], h.data, h.nbytes, true);
+        if (!st && !is_const) {
+            st = vkl_graph_add_input(g, in_ids[n_in]);
+            host_in[n_graph_in++] = h;
+        } else {
+            free(h.data);
+        }
+        n_in++;
+        if (st) goto fail_status;
+    }
+    cJSON_ArrayForEach(j, outs) {
+        char name[32];
+        snprintf(name, sizeof(name), "out%u", n_out);
+        if (cJSON_IsNull(j)) {
+            out_ids[n_out++] = VKL_NONE;
+            continue;
+        }
+        if (parse_tensor(j, &want[n_out], err, cap)) goto done;
+        st = vkl_graph_add_tensor(g, name, VKL_DTYPE_INVALID, VKL_TENSOR_ACTIVATION, NULL, &out_ids[n_out]);
+        if (!st) st = vkl_graph_add_output(g, out_ids[n_out]);
+        n_out++;
+        if (st) goto fail_status;
+    }
+    st = vkl_graph_add_node(g, op, "case", in_ids, n_in, out_ids, n_out, at, n_attr, NULL);
+    if (!st) st = vkl_graph_validate(g);
+    if (!st) st = vkl_graph_infer_shapes(g);
+    vkl_host_tensor outv[MAX_IO] = {0};
+    if (!st) st = vkl_run_once(ctx, vkl_backend_find("ref"), g, host_in, outv);
+    if (xerr) {
+        if (!st) {
+            snprintf(err, cap, "expected %s, but it ran", xerr->valuestring);
+            for (uint32_t k = 0; k < g->n_outputs; k++) vkl_free(ctx, outv[k].data);
+            goto done;
+        }
+        if (strcmp(vkl_status_name(st), xerr->valuestring)) {
+            snprintf(err, cap, "expected %s, got %s: %s", xerr->valuestring, vkl_status_name(st), vkl_context_error(ctx));
+            goto done;
+        }
+        rc = 0;
+        goto done;
+    }
+    if (st) goto fail_status;
+    /* graph outputs are the non-null requested outputs, in order */
+    for (uint32_t k = 0, o = 0; k < n_out; k++)
+        if (out_ids[k] != VKL_NONE) got[k] = outv[o++];
+    rc = 0;
+    for (uint32_t k = 0; k < n_out; k++) {
+        if (out_ids[k] == VKL_NONE) continue;
+        double rtol, atol;
+        default_tol(want[k].dtype, &rtol, &atol);
+        const cJSON *rt = cJSON_GetObjectItem(c, "rtol"), *abt = cJSON_GetObjectItem(c, "atol");
+        if (rt) rtol = rt->valuedouble;
+        if (abt) atol = abt->valuedouble;
+        char detail[400];
+        if (compare(&got[k], &want[k], rtol, atol, detail, sizeof(detail))) {
+            snprintf(err, cap, "output %u: %s", k, detail);
+            rc = -1;
+            break;
+        }
+    }
+    goto done;
+fail_status:
+    snprintf(err, cap, "%s: %s", vkl_status_name(st), vkl_context_error(ctx));
+done:
+    for (uint32_t k = 0; k < MAX_IO; k++) {
+        free(host_in[k].data);
+        free(want[k].data);
+        vkl_free(ctx, got[k].data);
+    }
+    vkl_graph_destroy(g);
+    return rc;
+}
+
+int main(int argc, char **argv) {
+    vkl_context *ctx;
+    if (vkl_context_create(NULL, &ctx)) return 2;
+    int passed = 0, failed = 0;
+    for (int a = 1; a < argc; a++) {
+        size_t len;
+        char *text = read_file(argv[a], &len);
+        cJSON *root = text ? cJSON_Parse(text) : NULL;
+        if (!root) {
+            fprintf(stderr, "%s: cannot read or parse\n", argv[a]);
+            failed++;
+            free(text);
+            continue;
+        }
+        const cJSON *c;
+        cJSON_ArrayForEach(c, cJSON_GetObjectItem(root, "cases")) {
+            char err[600] = "";
+            const cJSON *name = cJSON_GetObjectItem(c, "name");
+            if (run_case(ctx, c, err, sizeof(err))) {
+                printf("FAIL %s: %s\n", cJSON_IsString(name) ? name->valuestring : "?", err);
+                failed++;
+            } else {
+                passed++;
+            }
+        }
+        cJSON_Delete(root);
+        free(text);
+    }
+    printf("%d passed, %d failed\n", passed, failed);
+    vkl_context_destroy(ctx);
+    return failed ? 1 : 0;
+}

@@ -1,0 +1,81 @@
+/* `vkllm info MODEL.vkm`: what a model file holds — metadata, symbols,
+ * inputs and outputs, ops, weight bytes by format. */
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+#include "ops.h"
+#include "vkm.h"
+
+static void print_meta(const vkl_vkm *m) {
+    size_t n = vkl_vkm_meta_count(m);
+    printf("metadata: %zu entries\n", n);
+    for (size_t i = 0; i < n; i++) {
+        vkl_vkm_meta e;
+        if (!vkl_vkm_meta_at(m, i, &e)) continue;
+        bool text = e.size < 200;
+        for (size_t k = 0; text && k < e.size; k++) {
+            unsigned char c = ((const unsigned char *)e.data)[k];
+            text = c >= 0x20 || c == '\n' || c == '\t';
+        }
+        if (text) printf("  %-20s %.*s\n", e.key, (int)e.size, (const char *)e.data);
+        else printf("  %-20s (%zu bytes)\n", e.key, e.size);
+    }
+}
+
+static void print_io(const vkl_graph *g, const char *what, const uint32_t *ids, uint32_t n) {
+    printf("%s:\n", what);
+    for (uint32_t i = 0; i < n; i++) {
+        const vkl_tensor *t = &g->tensors[ids[i]];
+        char shape[256];
+        printf("  %-24s %-5s %s\n", t->name, vkl_dtype_name(t->dtype), vkl_shape_str(g, &t->shape, shape, sizeof(shape)));
+    }
+}
+
+static void print_ops(const vkl_graph *g) {
+    uint32_t counts[VKL_OP_COUNT_] = {0};
+    for (uint32_t i = 0; i < g->n_nodes; i++)
+        if (!g->nodes[i].dead && g->nodes[i].op < VKL_OP_COUNT_) counts[g->nodes[i].op]++;
+    printf("nodes: %u\n ", g->n_nodes);
+    for (unsigned op = 0; op < VKL_OP_COUNT_; op++)
+        if (counts[op]) printf(" %s=%u", vkl_op_info_get((vkl_op)op)->name, counts[op]);
+    printf("\n");
+}
+
+static void print_weights(const vkl_graph *g) {
+    uint64_t bytes[VKL_DTYPE_COUNT_] = {0}, count[VKL_DTYPE_COUNT_] = {0}, total = 0;
+    for (uint32_t i = 0; i < g->n_tensors; i++) {
+        const vkl_tensor *t = &g->tensors[i];
+        if (t->kind != VKL_TENSOR_WEIGHT || t->dtype >= VKL_DTYPE_COUNT_) continue;
+        bytes[t->dtype] += t->nbytes;
+        count[t->dtype]++;
+        total += t->nbytes;
+    }
+    printf("weights: %llu bytes\n", (unsigned long long)total);
+    for (int d = 0; d < VKL_DTYPE_COUNT_; d++)
+        if (count[d]) printf("  %-8s %6llu tensors %12llu bytes\n", vkl_dtype_name((vkl_dtype)d),
+                             (unsigned long long)count[d], (unsigned long long)bytes[d]);
+}
+
+int vkl_cmd_info(vkl_context *ctx, int argc, char **argv) {
+    if (argc != 2) {
+        fprintf(stderr, "usage: vkllm info MODEL.vkm\n");
+        return 2;
+    }
+    vkl_vkm *m;
+    if (vkl_vkm_open(ctx, argv[1], &m)) {
+        fprintf(stderr, "vkllm info: %s\n", vkl_context_error(ctx));
+        return 1;
+    }
+    const vkl_graph *g = vkl_vkm_graph(m);
+    print_meta(m);
+    printf("symbols:");
+    for (size_t i = 0; i < vkl_symtab_symbol_count(g->syms); i++) printf(" %s", vkl_symtab_symbol_name(g->syms, i));
+    printf("\n");
+    print_io(g, "inputs", g->inputs, g->n_inputs);
+    print_io(g, "outputs", g->outputs, g->n_outputs);
+    print_ops(g);
+    print_weights(g);
+    vkl_vkm_close(m);
+    return 0;
+}

@@ -1,0 +1,52 @@
+/* vkllm: the command-line tool. Subcommands dispatch to small functions;
+ * each prints its own usage. */
+#include <stdio.h>
+#include <string.h>
+
+#include "backend.h"
+#include "commands.h"
+#include "context.h"
+
+static int usage(FILE *f) {
+    fprintf(f,
+            "usage: vkllm COMMAND [ARGS]\n"
+            "commands:\n"
+            "  backends            list the compiled-in backends and what each device reports\n"
+            "  info MODEL.vkm      what a model file holds: metadata, inputs, ops, weights\n"
+            "  version             print the version\n");
+    return f == stderr ? 2 : 0;
+}
+
+static int cmd_backends(vkl_context *ctx) {
+    for (size_t i = 0; i < vkl_backend_count(); i++) {
+        const vkl_backend_vtable *be = vkl_backend_at(i);
+        vkl_backend_caps caps;
+        vkl_status st = be->probe(ctx, NULL, &caps);
+        if (st) {
+            printf("%-8s unavailable: %s\n", be->name, vkl_context_error(ctx));
+            continue;
+        }
+        printf("%-8s %s (%s)\n", be->name, caps.device_name, caps.driver);
+    }
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) return usage(stderr);
+    vkl_context *ctx;
+    if (vkl_context_create(NULL, &ctx)) {
+        fprintf(stderr, "vkllm: cannot create a context (out of memory)\n");
+        return 1;
+    }
+    int rc;
+    if (!strcmp(argv[1], "backends")) rc = cmd_backends(ctx);
+    else if (!strcmp(argv[1], "info")) rc = vkl_cmd_info(ctx, argc - 1, argv + 1);
+    else if (!strcmp(argv[1], "version")) rc = printf("vkllm 0.1.0\n") < 0;
+    else if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) rc = usage(stdout);
+    else {
+        fprintf(stderr, "vkllm: unknown command '%s'\n", argv[1]);
+        rc = usage(stderr);
+    }
+    vkl_context_destroy(ctx);
+    return rc;
+}
