@@ -30,7 +30,39 @@ void vkl_graph_destroy(vkl_graph *g) {
     vkl_free(ctx, g->nodes);
     vkl_free(ctx, g->inputs);
     vkl_free(ctx, g->outputs);
+    vkl_free(ctx, g->name_slots);
     vkl_free(ctx, g);
+}
+
+static uint32_t name_hash(const char *s) {
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 16777619u;
+    return h;
+}
+
+static void name_insert(vkl_graph *g, uint32_t id) {
+    uint32_t mask = g->name_cap - 1;
+    uint32_t i = name_hash(g->tensors[id].name) & mask;
+    while (g->name_slots[i] != VKL_NONE) i = (i + 1) & mask;
+    g->name_slots[i] = id;
+}
+
+/* Rebuild the name index with room for `need` names at load <= 1/2. */
+static vkl_status name_rebuild(vkl_graph *g, uint32_t need) {
+    uint32_t cap = g->name_cap ? g->name_cap : 64;
+    while (cap / 2 < need) {
+        if (cap > UINT32_MAX / 2) return vkl_fail(g->ctx, VKL_ERR_OVERFLOW, "too many tensor names");
+        cap *= 2;
+    }
+    if (cap != g->name_cap) {
+        uint32_t *slots = vkl_realloc_array(g->ctx, g->name_slots, cap, sizeof(uint32_t));
+        if (!slots) return VKL_ERR_OUT_OF_MEMORY;
+        g->name_slots = slots;
+        g->name_cap = cap;
+    }
+    for (uint32_t i = 0; i < cap; i++) g->name_slots[i] = VKL_NONE;
+    for (uint32_t t = 0; t < g->n_tensors; t++) name_insert(g, t);
+    return VKL_OK;
 }
 
 /* Grow *arr (element size `size`) so that it holds at least need entries. */
@@ -47,9 +79,11 @@ static vkl_status grow(vkl_context *ctx, void **arr, uint32_t *cap, uint32_t nee
 }
 
 vkl_status vkl_graph_find_tensor(const vkl_graph *g, const char *name, uint32_t *id) {
-    for (uint32_t i = 0; i < g->n_tensors; i++) {
-        if (!strcmp(g->tensors[i].name, name)) {
-            *id = i;
+    if (!g->name_cap) return VKL_ERR_NOT_FOUND;
+    uint32_t mask = g->name_cap - 1;
+    for (uint32_t i = name_hash(name) & mask; g->name_slots[i] != VKL_NONE; i = (i + 1) & mask) {
+        if (!strcmp(g->tensors[g->name_slots[i]].name, name)) {
+            *id = g->name_slots[i];
             return VKL_OK;
         }
     }
@@ -66,6 +100,7 @@ vkl_status vkl_graph_add_tensor(vkl_graph *g, const char *name, vkl_dtype dtype,
         return vkl_fail(g->ctx, VKL_ERR_UNSUPPORTED, "tensor '%s' has rank %u; at most %d supported",
                         name, shape->rank, VKL_MAX_RANK);
     vkl_status st = grow(g->ctx, (void **)&g->tensors, &g->cap_tensors, g->n_tensors + 1, sizeof(vkl_tensor));
+    if (!st && g->name_cap / 2 < g->n_tensors + 1) st = name_rebuild(g, g->n_tensors + 1);
     if (st) return st;
     const char *copy = vkl_arena_strdup(&g->arena, name);
     if (!copy) return VKL_ERR_OUT_OF_MEMORY;
@@ -77,6 +112,7 @@ vkl_status vkl_graph_add_tensor(vkl_graph *g, const char *name, vkl_dtype dtype,
     if (shape) t->shape = *shape;
     t->producer = VKL_NONE;
     *id = g->n_tensors++;
+    name_insert(g, *id);
     return VKL_OK;
 }
 
@@ -431,6 +467,7 @@ vkl_status vkl_graph_replace_uses(vkl_graph *g, uint32_t from, uint32_t to) {
         t->is_output = true;
         f->name = renamed;
         f->is_output = false;
+        return name_rebuild(g, g->n_tensors);
     }
     return VKL_OK;
 }
@@ -498,5 +535,5 @@ vkl_status vkl_graph_compact(vkl_graph *g) {
             if (g->nodes[i].outputs[k] != VKL_NONE) g->tensors[g->nodes[i].outputs[k]].producer = i;
     vkl_free(ctx, used);
     vkl_free(ctx, remap);
-    return VKL_OK;
+    return name_rebuild(g, g->n_tensors);
 }

@@ -95,6 +95,10 @@ typedef struct vkl_graph {
     uint32_t n_nodes, cap_nodes;
     uint32_t *inputs, n_inputs, cap_inputs;
     uint32_t *outputs, n_outputs, cap_outputs;
+    /* name -> tensor index, open addressing (VKL_NONE = empty slot); kept
+     * current by every function here that adds, renames or renumbers. */
+    uint32_t *name_slots;
+    uint32_t name_cap;
 } vkl_graph;
 
 vkl_status vkl_graph_create(vkl_context *ctx, vkl_graph **out);

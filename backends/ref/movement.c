@@ -1,8 +1,7 @@
-/* Ref kernels of the data-movement ops: Concat, Split, Slice, Transpose,
- * Expand, Tile, Trilu. Every dtype: they move bytes (vkl_dtype_size). */
+/* Ref kernels of the data-movement ops: Concat, Split, Transpose, Expand,
+ * Tile, Trilu (Slice: slice.c). Every dtype: they move bytes. */
 #include <string.h>
 
-#include "../../engine/ops/movement_util.h"
 #include "ref_ops.h"
 #include "strided_copy.h"
 
@@ -21,12 +20,6 @@ static vkl_status attr_axis(const vkl_ref_args *a, const char *name, uint32_t ra
         return vkl_fail(a->ctx, VKL_ERR_SHAPE, "%s: %s %lld is out of range for rank %u", vkl_ref_op_name(a), name,
                         (long long)v, rank);
     return VKL_OK;
-}
-
-/* Element size and row-major strides of input 0: the start of every view. */
-static vkl_status view_of_input(const vkl_ref_args *a, size_t *es, int64_t *strides) {
-    vkl_ref_strides(&a->in[0], strides);
-    return vkl_ref_elem_size(a, a->in[0].dtype, es);
 }
 
 /* Concat: out [..., sum d_k, ...] = per outer row, each input's d_k * inner
@@ -66,7 +59,7 @@ vkl_status vkl_ref_concat(const vkl_ref_args *a) {
  * chunks of ceil(D / n) with a smaller last one. */
 static vkl_status split_sizes(const vkl_ref_args *a, int64_t dim, int64_t *sizes) {
     uint32_t n = a->n_out;
-    if (a->n_in > 1 && a->in[1].data) {
+    if (vkl_ref_present(a, 1)) {
         if (a->in[1].count != n)
             return vkl_fail(a->ctx, VKL_ERR_SHAPE, "Split: %lld split sizes for %u outputs", (long long)a->in[1].count, n);
         int64_t sum = 0;
@@ -100,7 +93,7 @@ vkl_status vkl_ref_split(const vkl_ref_args *a) {
     if (st) return st;
     int64_t outer = span(in->dims, 0, axis), inner = span(in->dims, axis + 1, in->rank), off = 0;
     for (uint32_t k = 0; k < a->n_out; off += sizes[k], k++) {
-        if (!a->out[k].data) continue;
+        if (a->out[k].dtype == VKL_DTYPE_INVALID) continue; /* output not requested */
         int64_t dims[VKL_MAX_RANK];
         memcpy(dims, in->dims, sizeof(dims));
         dims[axis] = sizes[k];
@@ -113,39 +106,6 @@ vkl_status vkl_ref_split(const vkl_ref_args *a) {
     return VKL_OK;
 }
 
-/* Slice: for each listed axis, elements first, first + step, ... (len of
- * them) after ONNX's negative-index and clamping rules; a strided view. */
-vkl_status vkl_ref_slice(const vkl_ref_args *a) {
-    const vkl_ref_tensor *in = &a->in[0];
-    int64_t dims[VKL_MAX_RANK], strides[VKL_MAX_RANK], offset = 0;
-    size_t es;
-    vkl_status st = view_of_input(a, &es, strides);
-    if (st) return st;
-    memcpy(dims, in->dims, sizeof(dims));
-    int64_t n = a->in[1].count;
-    bool has_axes = a->n_in > 3 && a->in[3].data, has_steps = a->n_in > 4 && a->in[4].data;
-    if (a->in[2].count != n || (has_axes && a->in[3].count != n) || (has_steps && a->in[4].count != n))
-        return vkl_fail(a->ctx, VKL_ERR_SHAPE, "Slice: starts, ends, axes and steps differ in length");
-    uint32_t seen = 0;
-    for (int64_t i = 0; i < n; i++) {
-        int64_t axis = has_axes ? vkl_ref_get_i(&a->in[3], i) : i, step = has_steps ? vkl_ref_get_i(&a->in[4], i) : 1;
-        uint32_t ax;
-        if (!vkl_ref_axis(axis, in->rank, &ax) || (seen & (1u << ax)) || step == 0)
-            return vkl_fail(a->ctx, VKL_ERR_SHAPE, "Slice: axes[%lld] = %lld or steps[%lld] = %lld is invalid",
-                            (long long)i, (long long)axis, (long long)i, (long long)step);
-        seen |= 1u << ax;
-        int64_t first;
-        vkl_mv_slice_range(in->dims[ax], vkl_ref_get_i(&a->in[1], i), vkl_ref_get_i(&a->in[2], i), step, &first,
-                           &dims[ax]);
-        offset += first * strides[ax];
-        strides[ax] *= step;
-    }
-    if ((st = vkl_ref_check_dims(a, 0, dims, in->rank)) || a->out[0].count == 0) return st;
-    vkl_ref_strided_copy(a->out[0].data, (const unsigned char *)in->data + offset * (int64_t)es, in->rank, dims,
-                         strides, es);
-    return VKL_OK;
-}
-
 /* Transpose: out[i_0, ..., i_r-1] = in[j] with j[perm[d]] = i_d; perm
  * defaults to the reversed axes. */
 vkl_status vkl_ref_transpose(const vkl_ref_args *a) {
@@ -155,7 +115,7 @@ vkl_status vkl_ref_transpose(const vkl_ref_args *a) {
     size_t es;
     int64_t dims[VKL_MAX_RANK], strides[VKL_MAX_RANK], in_strides[VKL_MAX_RANK];
     vkl_status st = vkl_op_attr_ints(a->g, a->node, "perm", &perm, &np);
-    if (!st) st = view_of_input(a, &es, in_strides);
+    if (!st) st = vkl_ref_view_of_input(a, &es, in_strides);
     if (st) return st;
     if (perm && np != in->rank)
         return vkl_fail(a->ctx, VKL_ERR_SHAPE, "Transpose: perm has %u entries for rank %u", np, in->rank);
@@ -179,7 +139,7 @@ vkl_status vkl_ref_expand(const vkl_ref_args *a) {
     const vkl_ref_tensor *in = &a->in[0], *shape = &a->in[1];
     int64_t dims[VKL_MAX_RANK], strides[VKL_MAX_RANK] = {0}, in_strides[VKL_MAX_RANK];
     size_t es;
-    vkl_status st = view_of_input(a, &es, in_strides);
+    vkl_status st = vkl_ref_view_of_input(a, &es, in_strides);
     if (st) return st;
     uint32_t r = (uint32_t)(shape->count > in->rank ? shape->count : in->rank);
     if (shape->count > VKL_MAX_RANK) return vkl_fail(a->ctx, VKL_ERR_SHAPE, "Expand: rank %u > %d", r, VKL_MAX_RANK);
@@ -203,7 +163,7 @@ vkl_status vkl_ref_tile(const vkl_ref_args *a) {
     const vkl_ref_tensor *in = &a->in[0], *reps = &a->in[1];
     int64_t dims[VKL_MAX_RANK], in_strides[VKL_MAX_RANK], vdims[VKL_REF_VIEW_MAX_RANK], vstrides[VKL_REF_VIEW_MAX_RANK];
     size_t es;
-    vkl_status st = view_of_input(a, &es, in_strides);
+    vkl_status st = vkl_ref_view_of_input(a, &es, in_strides);
     if (st) return st;
     if (reps->count != in->rank)
         return vkl_fail(a->ctx, VKL_ERR_SHAPE, "Tile: %lld repeats for rank %u", (long long)reps->count, in->rank);
@@ -230,7 +190,10 @@ vkl_status vkl_ref_trilu(const vkl_ref_args *a) {
     if (!st) st = vkl_ref_check_dims(a, 0, in->dims, in->rank);
     if (st) return st;
     if (in->rank < 2) return vkl_fail(a->ctx, VKL_ERR_SHAPE, "Trilu: rank %u < 2", in->rank);
-    if (a->n_in > 1 && a->in[1].data) k = vkl_ref_get_i(&a->in[1], 0);
+    if (vkl_ref_present(a, 1)) {
+        if (a->in[1].count != 1) return vkl_fail(a->ctx, VKL_ERR_SHAPE, "Trilu: k must hold one value");
+        k = vkl_ref_get_i(&a->in[1], 0);
+    }
     int64_t M = in->dims[in->rank - 2], N = in->dims[in->rank - 1], mats = span(in->dims, 0, in->rank - 2);
     int64_t lim = M + N;
     k = k < -lim ? -lim : k > lim ? lim : k; /* beyond +-(M+N) nothing changes; avoids overflow */

@@ -48,7 +48,7 @@ vkl_status vkl_ref_squeeze(const vkl_ref_args *a) {
     const vkl_ref_tensor *in = &a->in[0];
     uint32_t drop = 0, r = 0;
     int64_t dims[VKL_MAX_RANK];
-    bool listed = a->n_in > 1 && a->in[1].data;
+    bool listed = vkl_ref_present(a, 1);
     for (int64_t i = 0; listed && i < a->in[1].count; i++) {
         uint32_t ax;
         if (!vkl_ref_axis(vkl_ref_get_i(&a->in[1], i), in->rank, &ax) || in->dims[ax] != 1)

@@ -71,6 +71,11 @@ vkl_status vkl_ref_elem_size(const vkl_ref_args *a, vkl_dtype t, size_t *esize) 
                     vkl_dtype_name(t));
 }
 
+vkl_status vkl_ref_view_of_input(const vkl_ref_args *a, size_t *esize, int64_t *strides) {
+    vkl_ref_strides(&a->in[0], strides);
+    return vkl_ref_elem_size(a, a->in[0].dtype, esize);
+}
+
 static const char *dims_str(const int64_t *dims, uint32_t rank, char *buf, size_t cap) {
     size_t used = (size_t)snprintf(buf, cap, "[");
     for (uint32_t d = 0; d < rank && used < cap; d++)

@@ -143,16 +143,16 @@ static vkl_status split_listed(vkl_graph *g, uint32_t node, vkl_expr dim, uint32
     return st;
 }
 
-static vkl_status split_value(vkl_graph *g, uint32_t node, const vkl_tensor *in, uint32_t axis) {
+/* Values of the chunks of a small integer tensor: views at running offsets. */
+static vkl_status split_value(vkl_graph *g, uint32_t node, const vkl_tensor *in, uint32_t axis, const vkl_expr *sizes) {
     vkl_expr v[VKL_MAX_VALUE_ELEMS], out[VKL_MAX_VALUE_ELEMS];
-    int64_t dims[VKL_MAX_RANK], strides[VKL_MAX_RANK], start = 0;
+    int64_t dims[VKL_MAX_RANK], odims[VKL_MAX_RANK], strides[VKL_MAX_RANK], start = 0;
     uint32_t cnt;
     if (!vkl_mv_known_value(g, in, v, &cnt, dims)) return VKL_OK;
     vkl_mv_strides(dims, in->shape.rank, strides);
+    memcpy(odims, dims, sizeof(dims));
     for (uint32_t k = 0; k < g->nodes[node].n_outputs; k++) {
-        const vkl_tensor *o = vkl_node_out(g, node, k);
-        int64_t odims[VKL_MAX_RANK];
-        if (!o || !vkl_mv_const_dims(g, &o->shape, odims)) return VKL_OK;
+        if (!vkl_expr_is_const(g->syms, sizes[k], &odims[axis]) || start + odims[axis] > dims[axis]) return VKL_OK;
         int64_t ocnt = 1;
         for (uint32_t d = 0; d < in->shape.rank; d++) ocnt *= odims[d];
         vkl_mv_view(v, start * strides[axis], in->shape.rank, odims, strides, out);
@@ -190,7 +190,7 @@ static vkl_status split_infer(vkl_graph *g, uint32_t node) {
         s.dims[axis] = sizes[k];
         st = vkl_node_set_out(g, node, k, in->dtype, &s);
     }
-    return st ? st : split_value(g, node, in, axis);
+    return st ? st : split_value(g, node, in, axis, sizes);
 }
 
 static const vkl_attr_schema split_attrs[] = {

@@ -17,6 +17,9 @@ vkl_status vkl_pass_dce(vkl_graph *g, uint32_t *removed);
  * the backend writes at prepare time from the bound symbols. */
 vkl_status vkl_pass_shape_ops(vkl_graph *g, uint32_t *removed);
 
+/* Remove Identity, inference Dropout and same-dtype Cast nodes. */
+vkl_status vkl_pass_identity(vkl_graph *g, uint32_t *removed);
+
 /* Merge nodes with the same op, inputs and attributes (e.g. the duplicate
  * ReduceMean the Arm paper shows); repeats until nothing merges. */
 vkl_status vkl_pass_cse(vkl_graph *g, uint32_t *merged);

@@ -268,6 +268,9 @@ def gen_slice():
     slice_case("slice_sym_reverse_to_1", xs, "f32", [BIG], [1], axes=[0], steps=[-1], sym=["N", 4])
     slice_case("slice_sym_reverse_from_start", xs, "f32", [2], [INT64_MIN], axes=[0], steps=[-2], sym=["N", 4])
     slice_case("slice_sym_step3", xs, "f32", [0], [BIG], axes=[0], steps=[3], sym=["N", 4])
+    slice_case("slice_sym_backward_from_minus3", xs, "f32", [-3], [INT64_MIN], axes=[0], steps=[-1], sym=["N", 4])
+    slice_case("slice_sym_backward_from_minus3_short", xs[:2], "f32", [-3], [INT64_MIN], axes=[0], steps=[-1],
+               sym=["N", 4])
     slice_case("slice_sym_zero_rows", xs[:0], "f32", [-1], [BIG], axes=[0], sym=["N", 4])
     slice_case("slice_sym_int32_max_end", xs, "f32", [1], [2147483647], axes=[0], sym=["N", 4])
     for dt in ["i64", "u8", "f16", "bf16", "bool", "f64", "i16"]:
@@ -358,6 +361,7 @@ def gen_squeeze_unsqueeze():
     add(f, "squeeze_sym_kept", "Squeeze", [T(xs, "f32", sym=["N", 1, 2])], [T(np.squeeze(xs, 1), "f32")])
     x1 = rand((1, 2))
     add(f, "squeeze_sym_listed", "Squeeze", [T(x1, "f32", sym=["N", 2]), C([0])], [T(np.squeeze(x1, 0), "f32")])
+    add(f, "squeeze_empty_axes", "Squeeze", [T(x, "f32"), C(np.zeros((0,), np.int64))], [T(x, "f32")])
     b = rand((1, 3), "bool")
     add(f, "squeeze_bool", "Squeeze", [T(b, "bool")], [T(np.squeeze(b, 0), "bool")])
     err = "VKL_ERR_SHAPE"
