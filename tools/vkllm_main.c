@@ -12,6 +12,8 @@ static int usage(FILE *f) {
             "usage: vkllm COMMAND [ARGS]\n"
             "commands:\n"
             "  backends            list the compiled-in backends and what each device reports\n"
+            "  import MODEL.onnx -o OUT.vkm   import an ONNX export (see `vkllm import` for options)\n"
+            "  check FIXTURE_DIR   compare a fixture's ONNX Runtime outputs with a backend\n"
             "  info MODEL.vkm      what a model file holds: metadata, inputs, ops, weights\n"
             "  version             print the version\n");
     return f == stderr ? 2 : 0;
@@ -41,6 +43,8 @@ int main(int argc, char **argv) {
     int rc;
     if (!strcmp(argv[1], "backends")) rc = cmd_backends(ctx);
     else if (!strcmp(argv[1], "info")) rc = vkl_cmd_info(ctx, argc - 1, argv + 1);
+    else if (!strcmp(argv[1], "import")) rc = vkl_cmd_import(ctx, argc - 1, argv + 1);
+    else if (!strcmp(argv[1], "check")) rc = vkl_cmd_check(ctx, argc - 1, argv + 1);
     else if (!strcmp(argv[1], "version")) rc = printf("vkllm 0.1.0\n") < 0;
     else if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) rc = usage(stdout);
     else {

@@ -1,0 +1,249 @@
+/* `vkllm check FIXTURE_DIR`: import a fixture's model.onnx and compare every
+ * reference step (ONNX Runtime's outputs, see tests/models/README.md) with
+ * what a backend computes. Causal LMs whose KV cache the importer made
+ * internal run step after step with the cache kept between steps, and the
+ * cache is compared with the reference presents. */
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+#include "commands.h"
+#include "npy.h"
+#include "onnx_import.h"
+#include "passes/pipeline.h"
+#include "runner.h"
+
+typedef struct check_opts {
+    const char *dir;
+    const vkl_backend_vtable *be;
+    double rtol, atol;
+    uint32_t passes;
+} check_opts;
+
+static double get_f(const vkl_host_tensor *t, int64_t i) {
+    const unsigned char *p = t->data;
+    switch (t->dtype) {
+    case VKL_DTYPE_F32: { float f; memcpy(&f, p + i * 4, 4); return f; }
+    case VKL_DTYPE_F64: { double f; memcpy(&f, p + i * 8, 8); return f; }
+    case VKL_DTYPE_I64: { int64_t q; memcpy(&q, p + i * 8, 8); return (double)q; }
+    case VKL_DTYPE_I32: { int32_t q; memcpy(&q, p + i * 4, 4); return q; }
+    default: return p[i];
+    }
+}
+
+static int64_t count_of(const vkl_host_tensor *t) {
+    int64_t n = 1;
+    for (uint32_t d = 0; d < t->rank; d++) n *= t->dims[d];
+    return n;
+}
+
+/* Compares got with want (same element order); prints one line; returns
+ * true when within tolerance. Rows of the last dim are compared by argmax
+ * when `argmax` is set (logits). */
+static bool compare(const check_opts *o, const char *label, const vkl_host_tensor *got, const vkl_host_tensor *want,
+                    bool argmax) {
+    int64_t n = count_of(want);
+    if (count_of(got) != n || got->rank != want->rank || memcmp(got->dims, want->dims, want->rank * sizeof(int64_t))) {
+        printf("%-28s FAIL shape differs from the reference\n", label);
+        return false;
+    }
+    double max_err = 0, max_ref = 0;
+    bool nan = false;
+    for (int64_t i = 0; i < n; i++) {
+        double g = get_f(got, i), w = get_f(want, i);
+        nan |= isnan(g) != isnan(w);
+        if (fabs(w) > max_ref) max_ref = fabs(w);
+        if (fabs(g - w) > max_err) max_err = fabs(g - w);
+    }
+    bool ok = !nan && max_err <= o->rtol * max_ref + o->atol;
+    printf("%-28s max_abs %.3e  max_ref %.3e  rel %.3e", label, max_err, max_ref, max_ref ? max_err / max_ref : 0);
+    if (argmax && want->rank >= 1 && want->dims[want->rank - 1] > 0) {
+        int64_t cols = want->dims[want->rank - 1], rows = n / cols, agree = 0;
+        for (int64_t r = 0; r < rows; r++) {
+            int64_t bg = 0, bw = 0;
+            for (int64_t c = 1; c < cols; c++) {
+                if (get_f(got, r * cols + c) > get_f(got, r * cols + bg)) bg = c;
+                if (get_f(want, r * cols + c) > get_f(want, r * cols + bw)) bw = c;
+            }
+            agree += bg == bw;
+        }
+        printf("  argmax %lld/%lld", (long long)agree, (long long)rows);
+        ok &= agree == rows;
+    }
+    printf("  %s\n", ok ? "ok" : nan ? "FAIL (NaN)" : "FAIL");
+    return ok;
+}
+
+/* The reference tensor `name` of a step's input or output list. */
+static vkl_status load_ref(vkl_context *ctx, const check_opts *o, const cJSON *list, const char *name,
+                           vkl_host_tensor *t) {
+    const cJSON *e;
+    cJSON_ArrayForEach(e, list) {
+        const cJSON *n = cJSON_GetObjectItem(e, "name"), *f = cJSON_GetObjectItem(e, "file");
+        if (!cJSON_IsString(n) || !cJSON_IsString(f) || strcmp(n->valuestring, name)) continue;
+        char path[4096];
+        snprintf(path, sizeof(path), "%s/%s", o->dir, f->valuestring);
+        return vkl_npy_read(ctx, path, t);
+    }
+    return vkl_fail(ctx, VKL_ERR_NOT_FOUND, "the fixture has no reference tensor '%s'", name);
+}
+
+/* State tensors standing for a removed present output are named
+ * "<present name>.cache" by the KV pass. */
+static bool state_for(const vkl_graph *g, const char *present, uint32_t *id) {
+    char name[512];
+    snprintf(name, sizeof(name), "%s.cache", present);
+    return vkl_graph_find_tensor(g, name, id) == VKL_OK && g->tensors[*id].kind == VKL_TENSOR_STATE;
+}
+
+/* The reference present [B, H, T, D] against the cache rows [T, B, H, D]. */
+static bool compare_cache(vkl_context *ctx, const check_opts *o, vkl_runner *r, uint32_t state, const char *label,
+                          const vkl_host_tensor *want) {
+    if (want->rank != 4 || want->dtype != VKL_DTYPE_F32) return false;
+    int64_t B = want->dims[0], H = want->dims[1], T = want->dims[2], D = want->dims[3];
+    size_t bytes = (size_t)(B * H * T * D) * 4, row;
+    float *rows = vkl_malloc(ctx, bytes ? bytes : 1), *bhtd = vkl_malloc(ctx, bytes ? bytes : 1);
+    bool ok = rows && bhtd && !vkl_runner_read_state(r, state, T, rows, bytes, &row) && row == (size_t)(B * H * D) * 4;
+    if (ok) {
+        for (int64_t b = 0; b < B; b++)
+            for (int64_t h = 0; h < H; h++)
+                for (int64_t t = 0; t < T; t++)
+                    memcpy(&bhtd[((b * H + h) * T + t) * D], &rows[((t * B + b) * H + h) * D], (size_t)D * 4);
+        vkl_host_tensor got = *want;
+        got.data = bhtd;
+        ok = compare(o, label, &got, want, false);
+    } else {
+        printf("%-28s FAIL cannot read the cache: %s\n", label, vkl_context_error(ctx));
+    }
+    vkl_free(ctx, rows);
+    vkl_free(ctx, bhtd);
+    return ok;
+}
+
+static bool run_step(vkl_context *ctx, const check_opts *o, const vkl_graph *g, vkl_runner *r, const cJSON *step,
+                     int k) {
+    const cJSON *ins = cJSON_GetObjectItem(step, "inputs"), *outs = cJSON_GetObjectItem(step, "outputs");
+    vkl_host_tensor in[64] = {0}, out[64] = {0};
+    vkl_sym_value extra[1];
+    size_t n_extra = 0;
+    bool ok = g->n_inputs <= 64 && g->n_outputs <= 64;
+    for (uint32_t i = 0; ok && i < g->n_inputs; i++)
+        ok = !load_ref(ctx, o, ins, g->tensors[g->inputs[i]].name, &in[i]);
+    /* With the KV cache inside the graph, `past` is how many tokens it holds. */
+    vkl_host_tensor past;
+    if (ok && !load_ref(ctx, o, ins, "past_key_0", &past)) {
+        extra[n_extra++] = (vkl_sym_value){"past", past.rank == 4 ? past.dims[2] : 0};
+        vkl_free(ctx, past.data);
+    }
+    vkl_status st = ok ? vkl_runner_step(r, in, extra, n_extra, out) : VKL_ERR_NOT_FOUND;
+    if (st) {
+        printf("step %d: FAIL %s\n", k, vkl_context_error(ctx));
+        ok = false;
+    }
+    for (uint32_t i = 0; !st && i < g->n_outputs; i++) {
+        const char *name = g->tensors[g->outputs[i]].name;
+        vkl_host_tensor want;
+        char label[160];
+        snprintf(label, sizeof(label), "step %d %s", k, name);
+        if (load_ref(ctx, o, outs, name, &want)) {
+            printf("%-28s FAIL %s\n", label, vkl_context_error(ctx));
+            ok = false;
+            continue;
+        }
+        ok &= compare(o, label, &out[i], &want, !strcmp(name, "logits"));
+        vkl_free(ctx, want.data);
+    }
+    /* Presents the graph no longer outputs: compare the cache instead. */
+    const cJSON *e;
+    cJSON_ArrayForEach(e, outs) {
+        const cJSON *n = cJSON_GetObjectItem(e, "name");
+        uint32_t id, state;
+        if (st || !cJSON_IsString(n) || vkl_graph_find_tensor(g, n->valuestring, &id) == VKL_OK) {
+            if (!st && cJSON_IsString(n) && g->tensors[id].is_output) continue;
+        }
+        if (st || !cJSON_IsString(n) || !state_for(g, n->valuestring, &state)) continue;
+        vkl_host_tensor want;
+        char label[160];
+        snprintf(label, sizeof(label), "step %d %s (cache)", k, n->valuestring);
+        if (load_ref(ctx, o, outs, n->valuestring, &want)) continue;
+        ok &= compare_cache(ctx, o, r, state, label, &want);
+        vkl_free(ctx, want.data);
+    }
+    for (uint32_t i = 0; i < 64; i++) {
+        vkl_free(ctx, in[i].data);
+        vkl_free(ctx, out[i].data);
+    }
+    return ok;
+}
+
+static int usage(void) {
+    fprintf(stderr, "usage: vkllm check FIXTURE_DIR [--backend NAME] [--tol RTOL] [--no-fuse] [--no-<pass>]\n"
+                    "  compares every reference step with the backend; exit 0 when all are within\n"
+                    "  max|got - ref| <= RTOL * max|ref| + 1e-5 (default RTOL 1e-4, the fp32 bound)\n");
+    return 2;
+}
+
+int vkl_cmd_check(vkl_context *ctx, int argc, char **argv) {
+    check_opts o = {NULL, vkl_backend_find("ref"), 1e-4, 1e-5, VKL_PASS_ALL};
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--backend") && i + 1 < argc) {
+            o.be = vkl_backend_find(argv[++i]);
+            if (!o.be) {
+                fprintf(stderr, "vkllm check: no backend '%s' in this build\n", argv[i]);
+                return 2;
+            }
+        } else if (!strcmp(argv[i], "--tol") && i + 1 < argc) {
+            o.rtol = strtod(argv[++i], NULL);
+        } else if (vkl_tool_parse_passes(argv[i], &o.passes)) {
+            continue;
+        } else if (argv[i][0] != '-' && !o.dir) {
+            o.dir = argv[i];
+        } else {
+            return usage();
+        }
+    }
+    if (!o.dir) return usage();
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/manifest.json", o.dir);
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "vkllm check: cannot open %s\n", path);
+        return 1;
+    }
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *text = malloc((size_t)n + 1);
+    size_t got = text ? fread(text, 1, (size_t)n, f) : 0;
+    fclose(f);
+    if (text) text[got] = 0;
+    cJSON *man = text ? cJSON_Parse(text) : NULL;
+    free(text);
+    if (!man) {
+        fprintf(stderr, "vkllm check: %s is not valid JSON\n", path);
+        return 1;
+    }
+    snprintf(path, sizeof(path), "%s/model.onnx", o.dir);
+    vkl_onnx_model *m = NULL;
+    vkl_runner *r = NULL;
+    int rc = 1;
+    if (vkl_tool_import(ctx, path, o.passes, false, &m) ||
+        vkl_runner_create(ctx, o.be, vkl_onnx_graph(m), 4096, &r)) {
+        fprintf(stderr, "vkllm check: %s\n", vkl_context_error(ctx));
+    } else {
+        printf("backend %s, tolerance %.1e * max|ref| + %.0e\n", o.be->name, o.rtol, o.atol);
+        bool ok = true;
+        int k = 0;
+        const cJSON *step;
+        cJSON_ArrayForEach(step, cJSON_GetObjectItem(man, "steps")) ok &= run_step(ctx, &o, vkl_onnx_graph(m), r, step, k++);
+        printf("%s: %d steps, %s\n", o.dir, k, ok ? "all within tolerance" : "FAILED");
+        rc = ok ? 0 : 1;
+    }
+    vkl_runner_destroy(r);
+    vkl_onnx_close(m);
+    cJSON_Delete(man);
+    return rc;
+}
