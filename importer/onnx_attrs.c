@@ -116,10 +116,11 @@ static vkl_status string_attr(onnx_builder *b, const onnx_node *n, const Onnx__A
 }
 
 static vkl_status tensor_attr(onnx_builder *b, const onnx_node *n, const Onnx__AttributeProto *ap, vkl_attr *out) {
-    char suffix[96];
+    char suffix[96], base[32];
     snprintf(suffix, sizeof(suffix), "::%s", ap->name);
     uint32_t id;
-    vkl_status st = onnx_tensor_to_weight(b, ap->t, "attribute tensor", onnx_node_base(n), suffix, &id);
+    vkl_status st =
+        onnx_tensor_to_weight(b, ap->t, "attribute tensor", onnx_node_base(n, base, sizeof(base)), suffix, &id);
     if (st) return vkl_fail_prefix(b->ctx, st, "node %u '%s' (%s) attribute '%s'", n->index, n->name, n->op_type,
                                    ap->name);
     out->kind = VKL_ATTR_TENSOR;
@@ -165,7 +166,8 @@ static vkl_status convert_one(onnx_builder *b, onnx_node *n, const Onnx__Attribu
     if (is_dtype_attr(n->op, ap->name)) {
         vkl_dtype dt;
         if (!onnx_dtype_to_vkl((int32_t)a.i, &dt) || (int64_t)(int32_t)a.i != a.i)
-            return onnx_node_fail(b, n, VKL_ERR_UNSUPPORTED, "attribute '%s' names element type %s (%lld), which is not supported",
+            return onnx_node_fail(b, n, VKL_ERR_UNSUPPORTED,
+                                  "attribute '%s' names element type %s (%lld), which is not supported",
                                   ap->name, onnx_dtype_name((int32_t)a.i), (long long)a.i);
         a.i = dt;
     }

@@ -1,7 +1,9 @@
 /* The ONNX reader's entry points: map the file, unpack the ModelProto with
  * protobuf-c through the context's allocator, build the graph (weights,
  * inputs, nodes, outputs), validate it and infer its shapes. */
+#ifndef _DEFAULT_SOURCE
 #define _DEFAULT_SOURCE /* mmap, madvise */
+#endif
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -31,7 +33,7 @@ typedef struct pb_alloc_state {
     const uint8_t *map; /* our own file mapping, or NULL */
     size_t map_size;
     size_t since_drop, total, limit;
-    bool over_limit;
+    bool over_limit, out_of_memory;
 } pb_alloc_state;
 
 struct vkl_onnx_model {
@@ -64,7 +66,9 @@ static void *pb_alloc(void *user, size_t size) {
         }
 #endif
     }
-    return vkl_malloc(s->ctx, size);
+    void *p = vkl_malloc(s->ctx, size);
+    if (!p) s->out_of_memory = true;
+    return p;
 }
 
 static void pb_free(void *user, void *ptr) {
@@ -170,19 +174,36 @@ static vkl_status infer_shapes(onnx_builder *b) {
     return st;
 }
 
-/* The declared output element types are a cross-check of the shape rules,
- * reported but not enforced. */
-static void check_output_dtypes(onnx_builder *b, const Onnx__GraphProto *gp) {
+/* A declared output dim that is a number and disagrees with the derived
+ * one (a symbol is no disagreement: exporters name dims the graph fixes). */
+static bool dims_disagree(const vkl_graph *g, const vkl_tensor *t, const Onnx__TensorShapeProto *sp) {
+    if (sp->n_dim != t->shape.rank) return true;
+    for (uint32_t d = 0; d < t->shape.rank; d++) {
+        const Onnx__TensorShapeProto__Dimension *dim = sp->dim[d];
+        int64_t v;
+        if (dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE && dim->dim_value >= 0 &&
+            vkl_expr_is_const(g->syms, t->shape.dims[d], &v) && v != dim->dim_value)
+            return true;
+    }
+    return false;
+}
+
+/* The declared output types are a cross-check of the shape rules, reported
+ * but not enforced. */
+static void check_declared_outputs(onnx_builder *b, const Onnx__GraphProto *gp) {
     for (size_t i = 0; i < gp->n_output && i < b->g->n_outputs; i++) {
         const Onnx__TypeProto *tp = gp->output[i]->type;
-        vkl_dtype want;
-        if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type ||
-            !onnx_dtype_to_vkl(tp->tensor_type->elem_type, &want))
-            continue;
         const vkl_tensor *t = &b->g->tensors[b->g->outputs[i]];
-        if (t->dtype != want)
+        if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type) continue;
+        vkl_dtype want;
+        if (onnx_dtype_to_vkl(tp->tensor_type->elem_type, &want) && t->dtype != want)
             vkl_log(b->ctx, VKL_LOG_WARN, "graph output '%s' is declared %s but its producer gives %s", t->name,
                     vkl_dtype_name(want), vkl_dtype_name(t->dtype));
+        if (tp->tensor_type->shape && dims_disagree(b->g, t, tp->tensor_type->shape)) {
+            char buf[256];
+            vkl_log(b->ctx, VKL_LOG_WARN, "graph output '%s' has shape %s, unlike its declared shape", t->name,
+                    vkl_shape_str(b->g, &t->shape, buf, sizeof(buf)));
+        }
     }
 }
 
@@ -200,15 +221,15 @@ static vkl_status build(onnx_builder *b, const vkl_onnx_options *opts) {
     if (b->opset > ONNX_OPSET_NEWEST_KNOWN)
         vkl_log(b->ctx, VKL_LOG_INFO, "ai.onnx opset %lld is newer than %d; ops are read with their opset-%d meaning",
                 (long long)b->opset, ONNX_OPSET_NEWEST_KNOWN, ONNX_OPSET_NEWEST_KNOWN);
-    vkl_status st = onnx_names_init(b, (uint32_t)(gp->n_initializer + gp->n_input + 2 * gp->n_node));
-    if (!st) st = add_initializers(b, gp);
+    vkl_status st = add_initializers(b, gp);
     if (!st) st = add_inputs(b, gp);
     if (!st) st = add_nodes(b, gp);
     if (!st) st = add_outputs(b, gp);
+    if (!st) st = onnx_check_inputs_defined(b);
     if (!st && (st = vkl_graph_validate(b->g))) vkl_fail_prefix(b->ctx, st, "the imported graph is invalid");
     if (!st && !(opts && opts->skip_shape_inference)) {
         st = infer_shapes(b);
-        if (!st) check_output_dtypes(b, gp);
+        if (!st) check_declared_outputs(b, gp);
     }
     return st;
 }
@@ -218,7 +239,8 @@ static vkl_status build(onnx_builder *b, const vkl_onnx_options *opts) {
 static vkl_status unpack(vkl_onnx_model *m, const uint8_t *data, size_t size, bool own_mapping) {
     pb_alloc_state *s = &m->pb_state;
     s->ctx = m->ctx;
-    s->limit = size > (SIZE_MAX - UNPACK_SLACK) / UNPACK_EXPANSION ? SIZE_MAX : size * UNPACK_EXPANSION + UNPACK_SLACK;
+    bool huge = size > (SIZE_MAX - UNPACK_SLACK) / UNPACK_EXPANSION;
+    s->limit = huge ? SIZE_MAX : size * UNPACK_EXPANSION + UNPACK_SLACK;
     s->map = own_mapping ? data : NULL;
     s->map_size = size;
     s->unpacking = true;
@@ -227,6 +249,8 @@ static vkl_status unpack(vkl_onnx_model *m, const uint8_t *data, size_t size, bo
     s->unpacking = false;
     s->map = NULL;
     if (m->proto) return VKL_OK;
+    if (s->out_of_memory)
+        return vkl_fail(m->ctx, VKL_ERR_OUT_OF_MEMORY, "out of memory unpacking the %zu-byte model", size);
     if (s->over_limit)
         return vkl_fail(m->ctx, VKL_ERR_OUT_OF_MEMORY,
                         "unpacking the %zu-byte model would take more than %zu bytes of memory", size, s->limit);
@@ -249,7 +273,6 @@ static vkl_status open_bytes(vkl_context *ctx, const uint8_t *data, size_t size,
                           .extfiles = &m->extfiles,
                           .stats = &m->stats};
         st = build(&b, opts);
-        onnx_names_free(&b);
         vkl_free(ctx, b.onnx_index);
     }
     if (st) {
@@ -262,7 +285,8 @@ static vkl_status open_bytes(vkl_context *ctx, const uint8_t *data, size_t size,
 
 vkl_status vkl_onnx_open_memory_opts(vkl_context *ctx, const void *data, size_t size, const char *base_dir,
                                      const vkl_onnx_options *opts, vkl_onnx_model **out) {
-    if (!ctx || !out || (!data && size)) return vkl_fail(ctx, VKL_ERR_INVALID_ARGUMENT, "vkl_onnx_open_memory: bad arguments");
+    if (!ctx || !out || (!data && size))
+        return vkl_fail(ctx, VKL_ERR_INVALID_ARGUMENT, "vkl_onnx_open_memory: bad arguments");
     *out = NULL;
     return open_bytes(ctx, data, size, base_dir, opts, false, out);
 }

@@ -31,8 +31,8 @@ typedef struct vkl_onnx_options {
  * the node (index, name, op_type, domain, opset) or the byte offset / file. */
 vkl_status vkl_onnx_open(vkl_context *ctx, const char *path, vkl_onnx_model **out);
 /* Same from bytes in memory (fuzzing, tests); external data is resolved
- * relative to `base_dir` (NULL: external data is an error). The bytes must
- * outlive the model. */
+ * relative to `base_dir` (NULL: external data is an error). The bytes are
+ * copied while unpacking: the caller may free them once this returns. */
 vkl_status vkl_onnx_open_memory(vkl_context *ctx, const void *data, size_t size, const char *base_dir,
                                 vkl_onnx_model **out);
 /* The same with options (NULL: defaults). */

@@ -32,13 +32,6 @@ typedef struct onnx_extfile {
     struct onnx_extfile *next;
 } onnx_extfile;
 
-/* Tensor name -> graph tensor index, open addressing. The keys are the
- * graph's own (arena) names, so the table stores indexes only. */
-typedef struct onnx_names {
-    uint32_t *slots; /* tensor index or VKL_NONE */
-    uint32_t cap, count;
-} onnx_names;
-
 typedef struct onnx_builder {
     vkl_context *ctx;
     vkl_graph *g;
@@ -47,7 +40,6 @@ typedef struct onnx_builder {
     const char *base_dir;         /* external data directory, or NULL */
     onnx_extfile **extfiles;      /* owned by the model */
     vkl_onnx_stats *stats;
-    onnx_names names;
     int64_t opset;               /* ai.onnx opset, 0 if not imported */
     uint32_t *onnx_index;        /* graph node -> ONNX node index, for messages */
     uint32_t cap_onnx_index;
@@ -74,10 +66,8 @@ typedef struct onnx_node {
 static inline const char *onnx_str(const char *s) { return s ? s : ""; }
 
 /* onnx_names.c: names and tensor creation. */
-vkl_status onnx_names_init(onnx_builder *b, uint32_t expected);
-void onnx_names_free(onnx_builder *b);
 bool onnx_names_get(const onnx_builder *b, const char *name, uint32_t *id);
-/* Adds a tensor and registers its name (which must be new). */
+/* Adds a tensor (its name must be new). */
 vkl_status onnx_add_tensor(onnx_builder *b, const char *name, vkl_dtype dtype, vkl_tensor_kind kind,
                            const vkl_shape *shape, uint32_t *id);
 /* The tensor called `name`, created as an activation of unknown dtype on its
@@ -119,8 +109,9 @@ void onnx_symbol_name(const char *text, char *out);
 /* onnx_node.c: nodes. */
 const char *onnx_node_str(const onnx_builder *b, uint32_t index, char *buf, size_t cap);
 int64_t onnx_opset_of(const onnx_builder *b, const char *domain);
-/* Name base for tensors made for a node: its first output, else its name. */
-const char *onnx_node_base(const onnx_node *n);
+/* Name base for tensors made for a node: its first output, else "node<i>"
+ * written into buf. */
+const char *onnx_node_base(const onnx_node *n, char *buf, size_t cap);
 bool onnx_is_constant(const Onnx__NodeProto *np);
 /* A Constant node's value as a weight named after its output. */
 vkl_status onnx_convert_constant(onnx_builder *b, uint32_t index, const Onnx__NodeProto *np);
@@ -128,6 +119,8 @@ vkl_status onnx_convert_constant(onnx_builder *b, uint32_t index, const Onnx__No
  * known before any node is converted); a name defined twice is an error. */
 vkl_status onnx_register_outputs(onnx_builder *b, uint32_t index, const Onnx__NodeProto *np);
 vkl_status onnx_convert_node(onnx_builder *b, uint32_t index, Onnx__NodeProto *np);
+/* Every node input is defined (a node output, weight or graph input). */
+vkl_status onnx_check_inputs_defined(onnx_builder *b);
 /* Adds a graph node for the ONNX node (recording its ONNX index). */
 vkl_status onnx_emit(onnx_builder *b, const onnx_node *n, vkl_op op, const char *name, const uint32_t *inputs,
                      uint32_t n_inputs, const uint32_t *outputs, uint32_t n_outputs, const vkl_attr *attrs,

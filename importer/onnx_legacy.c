@@ -37,10 +37,11 @@ static vkl_status ints_to_input(onnx_builder *b, onnx_node *n, const char *attr,
     if (!ap) return VKL_OK;
     if (has_input(n, k))
         return onnx_node_fail(b, n, VKL_ERR_FORMAT, "'%s' is given both as an attribute and as input %u", attr, k);
-    char suffix[64];
+    char suffix[64], base[32];
     snprintf(suffix, sizeof(suffix), "::%s", attr);
     uint32_t id;
-    if ((st = onnx_add_i64_weight(b, onnx_node_base(n), suffix, ap->ints, ap->n_ints, false, &id))) return st;
+    st = onnx_add_i64_weight(b, onnx_node_base(n, base, sizeof(base)), suffix, ap->ints, ap->n_ints, false, &id);
+    if (st) return st;
     return onnx_set_input(b, n, k, id);
 }
 
@@ -48,12 +49,13 @@ static vkl_status float_to_input(onnx_builder *b, onnx_node *n, const char *attr
     const Onnx__AttributeProto *ap;
     vkl_status st = take_attr(b, n, attr, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT, &ap);
     if (st || !ap) return st;
-    char suffix[64];
+    char suffix[64], base[32];
     snprintf(suffix, sizeof(suffix), "::%s", attr);
     vkl_shape scalar = {0};
     uint32_t id;
-    if ((st = onnx_add_weight(b, onnx_node_base(n), suffix, VKL_DTYPE_F32, &scalar, &ap->f, sizeof(float), true, &id)))
-        return st;
+    st = onnx_add_weight(b, onnx_node_base(n, base, sizeof(base)), suffix, VKL_DTYPE_F32, &scalar, &ap->f,
+                         sizeof(float), true, &id);
+    if (st) return st;
     return onnx_set_input(b, n, k, id);
 }
 
@@ -101,7 +103,8 @@ static vkl_status topk_to_input(onnx_builder *b, onnx_node *n, bool *done) {
     vkl_status st = take_attr(b, n, "k", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT, &ap);
     if (st || !ap) return st;
     uint32_t id;
-    if ((st = onnx_add_i64_weight(b, onnx_node_base(n), "::k", &ap->i, 1, false, &id))) return st;
+    char base[32];
+    if ((st = onnx_add_i64_weight(b, onnx_node_base(n, base, sizeof(base)), "::k", &ap->i, 1, false, &id))) return st;
     return onnx_set_input(b, n, 1, id);
 }
 
@@ -163,7 +166,9 @@ static vkl_status legacy_broadcast(onnx_builder *b, onnx_node *n, bool *done) {
 }
 
 static vkl_status new_activation(onnx_builder *b, const onnx_node *n, const char *suffix, uint32_t *id) {
-    return onnx_add_unique_tensor(b, onnx_node_base(n), suffix, VKL_DTYPE_INVALID, VKL_TENSOR_ACTIVATION, NULL, id);
+    char base[32];
+    return onnx_add_unique_tensor(b, onnx_node_base(n, base, sizeof(base)), suffix, VKL_DTYPE_INVALID,
+                                  VKL_TENSOR_ACTIVATION, NULL, id);
 }
 
 /* Softmax/LogSoftmax before 13 coerce x to 2-D at `axis` (default 1) and

@@ -1,80 +1,18 @@
-/* Tensor names of the ONNX graph: a hash map to graph tensor indexes (real
- * models have tens of thousands of names; the graph's own lookup is a
- * linear scan) and the helpers that create tensors through it. */
+/* Tensors of the ONNX graph by name (the graph's own hashed lookup: real
+ * models have tens of thousands of names) and the helpers that create
+ * activations on first reference and weights under fresh names. */
 #include <stdio.h>
 #include <string.h>
 
 #include "onnx_internal.h"
 
-static uint32_t hash_name(const char *s) {
-    uint32_t h = 2166136261u; /* FNV-1a */
-    for (; *s; s++) h = (h ^ (uint8_t)*s) * 16777619u;
-    return h;
-}
-
-vkl_status onnx_names_init(onnx_builder *b, uint32_t expected) {
-    uint32_t cap = 64;
-    while (cap < expected && cap < (1u << 30)) cap *= 2;
-    b->names.slots = vkl_malloc(b->ctx, (size_t)cap * sizeof(uint32_t));
-    if (!b->names.slots) return VKL_ERR_OUT_OF_MEMORY;
-    memset(b->names.slots, 0xff, (size_t)cap * sizeof(uint32_t));
-    b->names.cap = cap;
-    b->names.count = 0;
-    return VKL_OK;
-}
-
-void onnx_names_free(onnx_builder *b) {
-    vkl_free(b->ctx, b->names.slots);
-    b->names.slots = NULL;
-    b->names.cap = b->names.count = 0;
-}
-
 bool onnx_names_get(const onnx_builder *b, const char *name, uint32_t *id) {
-    const onnx_names *m = &b->names;
-    uint32_t mask = m->cap - 1;
-    for (uint32_t i = hash_name(name) & mask;; i = (i + 1) & mask) {
-        uint32_t t = m->slots[i];
-        if (t == VKL_NONE) return false;
-        if (!strcmp(b->g->tensors[t].name, name)) {
-            *id = t;
-            return true;
-        }
-    }
-}
-
-static void insert_slot(uint32_t *slots, uint32_t cap, uint32_t hash, uint32_t id) {
-    uint32_t i = hash & (cap - 1);
-    while (slots[i] != VKL_NONE) i = (i + 1) & (cap - 1);
-    slots[i] = id;
-}
-
-/* Keeps the load factor under 1/2 so probes stay short. */
-static vkl_status grow_names(onnx_builder *b) {
-    onnx_names *m = &b->names;
-    if ((m->count + 1) * 2 <= m->cap) return VKL_OK;
-    if (m->cap >= (1u << 30)) return vkl_fail(b->ctx, VKL_ERR_OVERFLOW, "too many tensor names");
-    uint32_t cap = m->cap * 2;
-    uint32_t *slots = vkl_malloc(b->ctx, (size_t)cap * sizeof(uint32_t));
-    if (!slots) return VKL_ERR_OUT_OF_MEMORY;
-    memset(slots, 0xff, (size_t)cap * sizeof(uint32_t));
-    for (uint32_t i = 0; i < m->cap; i++)
-        if (m->slots[i] != VKL_NONE)
-            insert_slot(slots, cap, hash_name(b->g->tensors[m->slots[i]].name), m->slots[i]);
-    vkl_free(b->ctx, m->slots);
-    m->slots = slots;
-    m->cap = cap;
-    return VKL_OK;
+    return vkl_graph_find_tensor(b->g, name, id) == VKL_OK;
 }
 
 vkl_status onnx_add_tensor(onnx_builder *b, const char *name, vkl_dtype dtype, vkl_tensor_kind kind,
                            const vkl_shape *shape, uint32_t *id) {
-    vkl_status st = grow_names(b);
-    if (st) return st;
-    st = vkl_graph_add_tensor(b->g, name, dtype, kind, shape, id);
-    if (st) return st;
-    insert_slot(b->names.slots, b->names.cap, hash_name(name), *id);
-    b->names.count++;
-    return VKL_OK;
+    return vkl_graph_add_tensor(b->g, name, dtype, kind, shape, id);
 }
 
 vkl_status onnx_tensor_ref(onnx_builder *b, const char *name, uint32_t *id) {

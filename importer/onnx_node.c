@@ -9,7 +9,7 @@
 /* Ceilings on per-node counts: far above any real export, low enough that
  * the quadratic duplicate checks stay cheap on hostile input. */
 #define MAX_NODE_IO 65535
-#define MAX_NODE_ATTRS 1024
+#define MAX_NODE_ATTRS 256
 
 static bool is_onnx_domain(const char *d) { return !*d || !strcmp(d, "ai.onnx"); }
 
@@ -37,9 +37,10 @@ const char *onnx_node_str(const onnx_builder *b, uint32_t index, char *buf, size
     return buf;
 }
 
-const char *onnx_node_base(const onnx_node *n) {
+const char *onnx_node_base(const onnx_node *n, char *buf, size_t cap) {
     if (n->np->n_output && n->np->output[0][0]) return n->np->output[0];
-    return *n->name ? n->name : "node";
+    snprintf(buf, cap, "node%u", n->index); /* unique, so made names rarely collide */
+    return buf;
 }
 
 /* Prefixes the node's identity to an error from a lower layer. */
@@ -151,8 +152,7 @@ vkl_status onnx_convert_constant(onnx_builder *b, uint32_t index, const Onnx__No
     return constant_node(b, &n);
 }
 
-/* Control flow and functions get their own message: "not supported" alone
- * would hide why. */
+/* Control flow gets its own message: "not supported" alone would hide why. */
 static vkl_status check_structure(onnx_builder *b, const onnx_node *n) {
     if (!*n->op_type) return onnx_node_fail(b, n, VKL_ERR_FORMAT, "node has no op_type");
     if (n->np->n_input > MAX_NODE_IO || n->np->n_output > MAX_NODE_IO || n->np->n_attribute > MAX_NODE_ATTRS)
@@ -166,6 +166,12 @@ static vkl_status check_structure(onnx_builder *b, const onnx_node *n) {
                                   "attribute '%s' is a subgraph; nested graphs (If, Loop, Scan) are not supported",
                                   onnx_str(ap->name));
     }
+    return VKL_OK;
+}
+
+/* Only asked once an op is unknown: models carry functions they never
+ * call, and the scan is per node. */
+static vkl_status check_function(onnx_builder *b, const onnx_node *n) {
     const Onnx__ModelProto *m = b->proto;
     for (size_t i = 0; i < m->n_functions; i++) {
         const Onnx__FunctionProto *f = m->functions[i];
@@ -180,8 +186,12 @@ static vkl_status check_structure(onnx_builder *b, const onnx_node *n) {
 
 static vkl_status lookup_op(onnx_builder *b, onnx_node *n) {
     char who[512];
-    if (!vkl_op_find(n->domain, n->op_type, &n->op) || !(n->info = vkl_op_info_get(n->op)))
-        return vkl_fail(b->ctx, VKL_ERR_UNSUPPORTED, "%s is not supported", onnx_node_str(b, n->index, who, sizeof(who)));
+    if (!vkl_op_find(n->domain, n->op_type, &n->op) || !(n->info = vkl_op_info_get(n->op))) {
+        vkl_status st = check_function(b, n);
+        if (st) return st;
+        return vkl_fail(b->ctx, VKL_ERR_UNSUPPORTED, "%s is not supported",
+                        onnx_node_str(b, n->index, who, sizeof(who)));
+    }
     if (n->opset < 0)
         return onnx_node_fail(b, n, VKL_ERR_FORMAT, "the model imports no opset for domain '%s'", n->domain);
     return VKL_OK;
@@ -230,6 +240,42 @@ vkl_status onnx_register_outputs(onnx_builder *b, uint32_t index, const Onnx__No
     return VKL_OK;
 }
 
+/* The op table's arity and required attributes, checked here so that the
+ * message names the ONNX node (validation would name the graph's). */
+static vkl_status check_signature(onnx_builder *b, const onnx_node *n) {
+    const vkl_op_info *info = n->info;
+    if (n->n_inputs < info->min_inputs || (info->max_inputs != VKL_VARIADIC && n->n_inputs > info->max_inputs))
+        return onnx_node_fail(b, n, VKL_ERR_FORMAT, "%u inputs; %s takes %u to %u", n->n_inputs, n->op_type,
+                              info->min_inputs, info->max_inputs);
+    if (n->n_outputs < info->min_outputs || n->n_outputs > info->max_outputs)
+        return onnx_node_fail(b, n, VKL_ERR_FORMAT, "%u outputs; %s gives %u to %u", n->n_outputs, n->op_type,
+                              info->min_outputs, info->max_outputs);
+    for (uint32_t k = 0; k < info->n_attrs; k++) {
+        if (!info->attrs[k].required) continue;
+        bool found = false;
+        for (uint32_t a = 0; a < n->n_attrs && !found; a++) found = !strcmp(n->attrs[a].name, info->attrs[k].name);
+        if (!found)
+            return onnx_node_fail(b, n, VKL_ERR_FORMAT, "required attribute '%s' is missing", info->attrs[k].name);
+    }
+    return VKL_OK;
+}
+
+vkl_status onnx_check_inputs_defined(onnx_builder *b) {
+    const vkl_graph *g = b->g;
+    for (uint32_t i = 0; i < g->n_nodes; i++) {
+        const vkl_node *n = &g->nodes[i];
+        for (uint32_t k = 0; k < n->n_inputs; k++) {
+            const vkl_tensor *t = n->inputs[k] == VKL_NONE ? NULL : &g->tensors[n->inputs[k]];
+            if (!t || t->kind != VKL_TENSOR_ACTIVATION || t->producer != VKL_NONE) continue;
+            char who[512];
+            return vkl_fail(b->ctx, VKL_ERR_FORMAT,
+                            "%s reads '%s', which no node, initializer or graph input defines",
+                            onnx_node_str(b, b->onnx_index[i], who, sizeof(who)), t->name);
+        }
+    }
+    return VKL_OK;
+}
+
 vkl_status onnx_convert_node(onnx_builder *b, uint32_t index, Onnx__NodeProto *np) {
     onnx_node n;
     node_init(b, &n, index, np);
@@ -239,6 +285,7 @@ vkl_status onnx_convert_node(onnx_builder *b, uint32_t index, Onnx__NodeProto *n
     bool done = false;
     if (!st) st = onnx_legacy_rewrite(b, &n, &done);
     if (!st && !done) st = onnx_convert_attrs(b, &n);
+    if (!st && !done) st = check_signature(b, &n);
     if (!st && !done)
         st = onnx_emit(b, &n, n.op, n.name, n.inputs, n.n_inputs, n.outputs, n.n_outputs, n.attrs, n.n_attrs);
     node_free(b, &n);

@@ -52,8 +52,13 @@ static vkl_status symbol_expr(onnx_builder *b, const char *text, vkl_expr *out) 
     return vkl_expr_symbol(b->g->syms, name, out);
 }
 
+/* An expression when it parses as one, else a name. Running out of memory
+ * is not "does not parse". */
 static vkl_status param_expr(onnx_builder *b, const char *param, vkl_expr *out) {
-    if (parse_as_expression(param) && vkl_expr_parse(b->g->syms, param, out) == VKL_OK) return VKL_OK;
+    if (parse_as_expression(param)) {
+        vkl_status st = vkl_expr_parse(b->g->syms, param, out);
+        if (st == VKL_OK || st == VKL_ERR_OUT_OF_MEMORY) return st;
+    }
     return symbol_expr(b, param, out);
 }
 
@@ -76,12 +81,14 @@ vkl_status onnx_value_info_type(onnx_builder *b, const Onnx__ValueInfoProto *vi,
     const Onnx__TypeProto *tp = vi->type;
     if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type)
         return vkl_fail(b->ctx, VKL_ERR_UNSUPPORTED,
-                        "graph input '%s' is not a tensor (sequence, map, optional and sparse inputs are not supported)",
+                        "graph input '%s' is not a tensor (sequence, map, optional and sparse inputs are not "
+                        "supported)",
                         name);
     const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
     if (!tt->has_elem_type || !onnx_dtype_to_vkl(tt->elem_type, dtype))
-        return vkl_fail(b->ctx, VKL_ERR_UNSUPPORTED, "graph input '%s' has element type %s (%d), which is not supported",
-                        name, onnx_dtype_name(tt->elem_type), (int)tt->elem_type);
+        return vkl_fail(b->ctx, VKL_ERR_UNSUPPORTED,
+                        "graph input '%s' has element type %s (%d), which is not supported", name,
+                        onnx_dtype_name(tt->elem_type), (int)tt->elem_type);
     if (!tt->shape)
         return vkl_fail(b->ctx, VKL_ERR_UNSUPPORTED, "graph input '%s' declares no shape (its rank is unknown)", name);
     if (tt->shape->n_dim > VKL_MAX_RANK)

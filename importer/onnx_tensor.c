@@ -1,7 +1,9 @@
 /* TensorProto payloads -> canonical weight bytes: ONNX element types,
  * raw_data (borrowed from the unpacked message), typed fields (converted to
  * little-endian bytes) and external data files (mapped, then borrowed). */
+#ifndef _DEFAULT_SOURCE
 #define _DEFAULT_SOURCE /* mmap, O_CLOEXEC */
+#endif
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -164,7 +166,8 @@ static vkl_status typed_payload(onnx_builder *b, Onnx__TensorProto *tp, const ch
 /* Relative, and no ".." component: a model must not read files outside its
  * own directory. */
 static bool location_is_safe(const char *loc) {
-    if (!*loc || loc[0] == '/' || loc[0] == '\\' || (loc[0] && loc[1] == ':')) return false;
+    bool drive = ((loc[0] >= 'a' && loc[0] <= 'z') || (loc[0] >= 'A' && loc[0] <= 'Z')) && loc[1] == ':';
+    if (!*loc || loc[0] == '/' || loc[0] == '\\' || drive) return false;
     const char *p = loc;
     while (*p) {
         size_t len = strcspn(p, "/\\");

@@ -67,7 +67,8 @@ static vkl_status walk(vkl_context *ctx, const uint8_t *d, size_t begin, size_t 
         else if (wt == 1) ok = end - p >= 8 && (p += 8, true);
         else if (wt == 5) ok = end - p >= 4 && (p += 4, true);
         if (!ok)
-            return vkl_fail(ctx, VKL_ERR_FORMAT, "malformed protobuf: field %llu at byte offset %zu runs past the end of %s",
+            return vkl_fail(ctx, VKL_ERR_FORMAT,
+                            "malformed protobuf: field %llu at byte offset %zu runs past the end of %s",
                             (unsigned long long)field, at, where);
         if (wt != 2) continue;
         if (!read_varint(d, &p, end, &v) || v > end - p)

@@ -1,8 +1,11 @@
 /* `vkllm import MODEL.onnx -o MODEL.vkm`: read the ONNX export, run the
  * optimization pipeline, write the model file atomically, print a summary. */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <time.h>
 
 #include "commands.h"
 #include "onnx_import.h"
@@ -85,6 +88,8 @@ static void *slurp(vkl_context *ctx, const char *path, size_t *size) {
 int vkl_cmd_import(vkl_context *ctx, int argc, char **argv) {
     const char *in = NULL, *out = NULL, *tok_dir = NULL;
     uint32_t passes = VKL_PASS_ALL;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-o") && i + 1 < argc) out = argv[++i];
         else if (!strcmp(argv[i], "--tokenizer") && i + 1 < argc) tok_dir = argv[++i];
@@ -130,6 +135,12 @@ int vkl_cmd_import(vkl_context *ctx, int argc, char **argv) {
         printf("symbols:");
         for (size_t i = 0; i < vkl_symtab_symbol_count(g->syms); i++) printf(" %s", vkl_symtab_symbol_name(g->syms, i));
         printf("\nwrote %s: %u nodes, %llu weight bytes\n", out, g->n_nodes, (unsigned long long)bytes);
+        /* Peak RSS matters: imports must fit beside the model on small machines. */
+        struct rusage ru;
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        getrusage(RUSAGE_SELF, &ru);
+        printf("import took %.2f s, peak RSS %.1f MiB\n",
+               (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec), (double)ru.ru_maxrss / 1024.0);
     }
     for (int k = 0; k < 2; k++) vkl_free(ctx, blobs[k]);
     vkl_onnx_close(m);

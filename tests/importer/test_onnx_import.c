@@ -2,7 +2,9 @@
  * here in C (packed with protobuf-c) for typed fields, external data, older
  * opset forms, Constants, error messages and malformed bytes.
  * Usage: test_onnx_import [MODELS_DIR] [--write-seeds DIR] */
+#ifndef _DEFAULT_SOURCE
 #define _DEFAULT_SOURCE /* mkdtemp */
+#endif
 #include <cjson/cJSON.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -42,9 +44,14 @@ static const char *seed_dir; /* --write-seeds: crafted models are saved there fo
 
 typedef struct counting {
     long live;
+    long calls;   /* malloc/realloc calls so far */
+    long fail_at; /* that call fails (fault injection); 0: never */
 } counting;
 
+static bool injected_failure(counting *c) { return ++c->calls == c->fail_at; }
+
 static void *c_malloc(void *user, size_t size) {
+    if (injected_failure(user)) return NULL;
     size_t *p = malloc(size + 16);
     if (!p) return NULL;
     ((counting *)user)->live++;
@@ -53,6 +60,7 @@ static void *c_malloc(void *user, size_t size) {
 }
 static void *c_realloc(void *user, void *ptr, size_t size) {
     if (!ptr) return c_malloc(user, size);
+    if (injected_failure(user)) return NULL;
     char *p = realloc((char *)ptr - 16, size + 16);
     return p ? p + 16 : NULL;
 }
@@ -1108,6 +1116,54 @@ static void test_malformed(const char *models) {
     free(buf);
 }
 
+/* ---- allocation failures ------------------------------------------------------------------------- */
+
+/* Every allocation of an import fails in turn: each gives an error status
+ * and frees everything (the counting allocator checks), never a crash. The
+ * model mixes an initializer, a Constant, an opset-11 Squeeze and Softmax
+ * (rewritten) and shape inference. */
+static void test_allocation_failures(void) {
+    mb m;
+    mb_init(&m, 11);
+    mb_input(&m, "x", 1, "2,1,N");
+    Onnx__NodeProto *n = mb_node(&m, "Squeeze", "sq", "x", "s");
+    mb_attr_ints(&m, n, "axes", (int64_t[]){1}, 1);
+    n = mb_node(&m, "Constant", "c", NULL, "half");
+    mb_attr_float(&m, n, "value_float", 0.5f);
+    mb_node(&m, "Mul", "mul", "s,half", "y");
+    mb_node(&m, "Softmax", "sm", "y", "z");
+    float w[2] = {1, 2};
+    mb_init_raw(&m, "w", 1, (int64_t[]){2, 1}, 2, w, sizeof(w));
+    mb_node(&m, "Add", "add", "z,w", "out");
+    mb_output(&m, "out", 1);
+    size_t len;
+    uint8_t *buf = mb_pack(&m, &len);
+    save_seed("allocation_failures", buf, len);
+    long total = -1;
+    for (long fail_at = 1; total < 0; fail_at++) {
+        counting c = {0};
+        vkl_context *ctx = new_ctx(&c);
+        c.calls = 0;
+        c.fail_at = fail_at;
+        vkl_onnx_model *model = NULL;
+        vkl_status st = vkl_onnx_open_memory(ctx, buf, len, NULL, &model);
+        vkl_onnx_close(model);
+        bool injected = c.calls >= fail_at;
+        c.fail_at = 0;
+        end_ctx(ctx, &c);
+        if (injected) {
+            if (st == VKL_OK) fprintf(stderr, "allocation %ld failed, yet the import succeeded\n", fail_at);
+            CHECK(st != VKL_OK && model == NULL);
+        } else {
+            CHECK(st == VKL_OK || (fprintf(stderr, "%s\n", vkl_status_name(st)), 0));
+            total = fail_at - 1;
+        }
+    }
+    CHECK(total > 10);
+    free(buf);
+    mb_free(&m);
+}
+
 /* ---- fixtures ----------------------------------------------------------------------------------- */
 
 static cJSON *read_json(const char *path) {
@@ -1193,6 +1249,28 @@ static void check_fixture_shapes(vkl_graph *g, const cJSON *man, const char *nam
     }
 }
 
+/* Element count and byte size of a model's initializers, read
+ * independently of the reader with protobuf-c. */
+static void count_initializers(const char *path, uint64_t *elements, uint64_t *bytes) {
+    size_t len;
+    uint8_t *buf = read_file(path, &len);
+    Onnx__ModelProto *mp = buf ? onnx__model_proto__unpack(NULL, len, buf) : NULL;
+    *elements = *bytes = 0;
+    CHECK(mp && mp->graph);
+    for (size_t i = 0; mp && mp->graph && i < mp->graph->n_initializer; i++) {
+        const Onnx__TensorProto *t = mp->graph->initializer[i];
+        uint64_t n = 1;
+        for (size_t d = 0; d < t->n_dims; d++) n *= (uint64_t)t->dims[d];
+        *elements += n;
+        static const int size[] = {0, 4, 1, 1, 2, 2, 4, 8, 0, 1, 2, 8, 4, 8, 0, 0, 2};
+        int es = t->data_type > 0 && t->data_type < 17 ? size[t->data_type] : 0;
+        CHECK(es > 0);
+        *bytes += n * (uint64_t)es;
+    }
+    if (mp) onnx__model_proto__free_unpacked(mp, NULL);
+    free(buf);
+}
+
 static void test_fixture(const char *models, const char *name) {
     char path[1024];
     snprintf(path, sizeof(path), "%s/%s/manifest.json", models, name);
@@ -1228,7 +1306,13 @@ static void test_fixture(const char *models, const char *name) {
         CHECK(s->nodes == (uint32_t)nodes && s->constants == (uint32_t)constants);
         CHECK(g->n_nodes == (uint32_t)(nodes - constants));
         CHECK(s->initializers == (uint32_t)cJSON_GetObjectItem(man, "num_initializers")->valueint);
-        CHECK(s->initializer_bytes == 4 * (uint64_t)cJSON_GetObjectItem(man, "num_initializer_elements")->valuedouble);
+        uint64_t elements, bytes;
+        count_initializers(path, &elements, &bytes);
+        CHECK(elements == (uint64_t)cJSON_GetObjectItem(man, "num_initializer_elements")->valuedouble);
+        CHECK(s->initializer_bytes == bytes);
+        CHECK(s->weight_bytes >= s->initializer_bytes);
+        /* every weight is float32 except the dynamo export's few int64 scalars */
+        if (strcmp(name, "llama-dynamo")) CHECK(bytes == 4 * elements);
         CHECK(s->opset == (int64_t)cJSON_GetObjectItem(man, "opset")->valueint);
         CHECK(s->ir_version == (int64_t)cJSON_GetObjectItem(man, "ir_version")->valueint);
         check_fixture_io(g, man, name);
@@ -1260,6 +1344,7 @@ int main(int argc, char **argv) {
     test_constants();
     test_node_errors();
     test_malformed(models);
+    test_allocation_failures();
     if (failures) {
         fprintf(stderr, "test_onnx_import: %d check(s) failed\n", failures);
         return 1;
