@@ -1,10 +1,12 @@
 /* `vkllm info MODEL.vkm`: what a model file holds — metadata, symbols,
  * inputs and outputs, ops, weight bytes by format. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "commands.h"
 #include "ops.h"
+#include "plan.h"
 #include "vkm.h"
 
 static void print_meta(const vkl_vkm *m) {
@@ -57,13 +59,59 @@ static void print_weights(const vkl_graph *g) {
                              (unsigned long long)count[d], (unsigned long long)bytes[d]);
 }
 
+static void set_symbol(const vkl_graph *g, int64_t *values, const char *name, int64_t v) {
+    size_t i;
+    if (vkl_symtab_find_symbol(g->syms, name, &i) == VKL_OK) values[i] = v;
+}
+
+/* Planned arena bytes against one-buffer-per-tensor, for a decode step and
+ * a full prefill at the given context. */
+static int print_plan(vkl_context *ctx, const vkl_graph *g, int64_t context) {
+    vkl_plan *p;
+    if (vkl_plan_create(g, &p)) {
+        fprintf(stderr, "vkllm info: %s\n", vkl_context_error(ctx));
+        return 1;
+    }
+    size_t n = vkl_symtab_symbol_count(g->syms);
+    int64_t *values = vkl_calloc(ctx, n + 1, sizeof(int64_t));
+    size_t *offsets = vkl_calloc(ctx, g->n_tensors + 1, sizeof(size_t));
+    int rc = values && offsets ? 0 : 1;
+    printf("plan: %u buffers for %u tensors (symbols not named below are 1)\n", p->n_buffers, g->n_tensors);
+    for (int prefill = 0; !rc && prefill < 2; prefill++) {
+        for (size_t i = 0; i < n; i++) values[i] = 1;
+        set_symbol(g, values, "seq", prefill ? context : 1);
+        set_symbol(g, values, "past", prefill ? 0 : context - 1);
+        set_symbol(g, values, "total_seq", context);
+        size_t planned, plain;
+        if (vkl_plan_layout(p, values, n, offsets, &planned) || vkl_plan_no_reuse_bytes(p, values, n, &plain)) {
+            fprintf(stderr, "vkllm info: %s\n", vkl_context_error(ctx));
+            rc = 1;
+            break;
+        }
+        printf("  %-7s at context %lld: planned %zu bytes, without reuse %zu bytes\n", prefill ? "prefill" : "decode",
+               (long long)context, planned, plain);
+    }
+    vkl_free(ctx, values);
+    vkl_free(ctx, offsets);
+    vkl_plan_destroy(p);
+    return rc;
+}
+
 int vkl_cmd_info(vkl_context *ctx, int argc, char **argv) {
-    if (argc != 2) {
-        fprintf(stderr, "usage: vkllm info MODEL.vkm\n");
+    const char *path = NULL;
+    int64_t plan_context = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--plan")) plan_context = 2048;
+        else if (!strcmp(argv[i], "--context") && i + 1 < argc) plan_context = strtoll(argv[++i], NULL, 10);
+        else if (argv[i][0] != '-' && !path) path = argv[i];
+        else path = NULL, i = argc;
+    }
+    if (!path || plan_context < 0) {
+        fprintf(stderr, "usage: vkllm info MODEL.vkm [--plan [--context N]]\n");
         return 2;
     }
     vkl_vkm *m;
-    if (vkl_vkm_open(ctx, argv[1], &m)) {
+    if (vkl_vkm_open(ctx, path, &m)) {
         fprintf(stderr, "vkllm info: %s\n", vkl_context_error(ctx));
         return 1;
     }
@@ -76,6 +124,7 @@ int vkl_cmd_info(vkl_context *ctx, int argc, char **argv) {
     print_io(g, "outputs", g->outputs, g->n_outputs);
     print_ops(g);
     print_weights(g);
+    int rc = plan_context > 0 ? print_plan(ctx, g, plan_context) : 0;
     vkl_vkm_close(m);
-    return 0;
+    return rc;
 }

@@ -1,0 +1,284 @@
+/* Greedy planner: walk the schedule; when a tensor is defined, give it a
+ * free buffer whose size is provably comparable with its own (growing the
+ * buffer to the larger of the two), else a new buffer; free buffers after
+ * their tensor's last use. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops.h"
+#include "plan.h"
+
+#define PLAN_ALIGN 64
+
+void vkl_plan_destroy(vkl_plan *p) {
+    if (!p) return;
+    vkl_context *ctx = p->g->ctx;
+    vkl_free(ctx, p->order);
+    vkl_free(ctx, p->buffer_of);
+    vkl_free(ctx, p->first);
+    vkl_free(ctx, p->last);
+    vkl_free(ctx, p->buffer_size);
+    vkl_free(ctx, p->buffer_state);
+    vkl_free(ctx, p);
+}
+
+static vkl_status tensor_size(const vkl_graph *g, uint32_t t, vkl_expr *bytes) {
+    const vkl_tensor *tt = &g->tensors[t];
+    size_t es = vkl_dtype_size(tt->dtype);
+    if (!es) return vkl_fail(g->ctx, VKL_ERR_UNSUPPORTED, "plan: tensor '%s' has no plain dtype", tt->name);
+    vkl_status st = vkl_expr_const(g->syms, (int64_t)es, bytes);
+    for (uint32_t d = 0; !st && d < tt->shape.rank; d++) st = vkl_expr_mul(g->syms, *bytes, tt->shape.dims[d], bytes);
+    return st;
+}
+
+/* Live ranges: inputs and states from step 0, outputs and states to the
+ * end; an in-place output extends its input's range (same memory). */
+static void live_ranges(vkl_plan *p) {
+    const vkl_graph *g = p->g;
+    uint32_t end = p->n_order ? p->n_order - 1 : 0;
+    for (uint32_t t = 0; t < g->n_tensors; t++) {
+        p->first[t] = VKL_NONE;
+        p->last[t] = 0;
+        const vkl_tensor *tt = &g->tensors[t];
+        if (tt->kind == VKL_TENSOR_INPUT || tt->kind == VKL_TENSOR_STATE || (tt->value && tt->producer == VKL_NONE &&
+                                                                             tt->kind != VKL_TENSOR_WEIGHT))
+            p->first[t] = 0;
+        if (tt->kind == VKL_TENSOR_STATE || tt->is_output) p->last[t] = end;
+    }
+    for (uint32_t s = 0; s < p->n_order; s++) {
+        const vkl_node *n = &g->nodes[p->order[s]];
+        for (uint32_t k = 0; k < n->n_inputs; k++) {
+            uint32_t t = n->inputs[k];
+            if (t == VKL_NONE) continue;
+            if (p->first[t] == VKL_NONE) p->first[t] = s;
+            if (p->last[t] < s) p->last[t] = s;
+        }
+        for (uint32_t k = 0; k < n->n_outputs; k++) {
+            uint32_t t = n->outputs[k];
+            if (t == VKL_NONE) continue;
+            if (p->first[t] == VKL_NONE || p->first[t] > s) p->first[t] = s;
+            if (p->last[t] < s) p->last[t] = s;
+        }
+    }
+}
+
+static vkl_status add_buffer(vkl_plan *p, uint32_t *cap, vkl_expr size, bool state, uint32_t *id) {
+    vkl_context *ctx = p->g->ctx;
+    if (p->n_buffers == *cap) {
+        uint32_t ncap = *cap ? *cap * 2 : 64;
+        vkl_expr *s = vkl_realloc_array(ctx, p->buffer_size, ncap, sizeof(vkl_expr));
+        if (!s) return VKL_ERR_OUT_OF_MEMORY;
+        p->buffer_size = s;
+        bool *b = vkl_realloc_array(ctx, p->buffer_state, ncap, sizeof(bool));
+        if (!b) return VKL_ERR_OUT_OF_MEMORY;
+        p->buffer_state = b;
+        *cap = ncap;
+    }
+    p->buffer_size[p->n_buffers] = size;
+    p->buffer_state[p->n_buffers] = state;
+    *id = p->n_buffers++;
+    return VKL_OK;
+}
+
+/* The in-place input whose memory output t takes, or VKL_NONE. */
+static uint32_t alias_of(const vkl_graph *g, uint32_t t) {
+    uint32_t pr = g->tensors[t].producer;
+    if (pr == VKL_NONE) return VKL_NONE;
+    const vkl_node *n = &g->nodes[pr];
+    const vkl_op_info *info = vkl_op_info_get((vkl_op)n->op);
+    if (info->inplace_input < 0 || n->outputs[0] != t || (uint32_t)info->inplace_input >= n->n_inputs) return VKL_NONE;
+    return n->inputs[info->inplace_input];
+}
+
+typedef struct def_key {
+    uint32_t first, t;
+} def_key;
+
+static int by_definition(const void *a, const void *b) {
+    const def_key *x = a, *y = b;
+    if (x->first != y->first) return x->first < y->first ? -1 : 1;
+    return x->t < y->t ? -1 : x->t > y->t;
+}
+
+/* Memory that must not be handed to another tensor: states persist across
+ * runs; outputs are read after the run; shape values are written once at
+ * prepare time and read by every replay. */
+static bool pinned(const vkl_tensor *t) {
+    return t->kind == VKL_TENSOR_STATE || t->is_output || (t->value && t->producer == VKL_NONE);
+}
+
+static vkl_status assign(vkl_plan *p) {
+    const vkl_graph *g = p->g;
+    vkl_context *ctx = g->ctx;
+    uint32_t cap = 0;
+    /* busy_until[b]: last step buffer b is in use (VKL_NONE: pinned for good). */
+    uint32_t *busy_until = vkl_calloc(ctx, g->n_tensors + 1, sizeof(uint32_t));
+    def_key *by_first = vkl_calloc(ctx, g->n_tensors + 1, sizeof(def_key));
+    if (!busy_until || !by_first) {
+        vkl_free(ctx, busy_until);
+        vkl_free(ctx, by_first);
+        return VKL_ERR_OUT_OF_MEMORY;
+    }
+    vkl_status st = VKL_OK;
+    /* Tensors in order of definition. */
+    uint32_t n = 0;
+    for (uint32_t t = 0; t < g->n_tensors; t++)
+        if (p->first[t] != VKL_NONE && g->tensors[t].kind != VKL_TENSOR_WEIGHT) by_first[n++] = (def_key){p->first[t], t};
+    qsort(by_first, n, sizeof(def_key), by_definition);
+    for (uint32_t i = 0; !st && i < n; i++) {
+        uint32_t t = by_first[i].t;
+        const vkl_tensor *tt = &g->tensors[t];
+        p->buffer_of[t] = VKL_NONE;
+        uint32_t alias = alias_of(g, t);
+        if (alias != VKL_NONE && p->buffer_of[alias] != VKL_NONE) {
+            uint32_t b = p->buffer_of[alias];
+            p->buffer_of[t] = b;
+            if (busy_until[b] < p->last[t]) busy_until[b] = p->last[t];
+            continue;
+        }
+        vkl_expr size;
+        st = tensor_size(g, t, &size);
+        if (st) break;
+        bool pin = pinned(tt);
+        uint32_t pick = VKL_NONE;
+        for (uint32_t b = 0; !pin && b < p->n_buffers; b++) {
+            if (p->buffer_state[b] || busy_until[b] == VKL_NONE || busy_until[b] >= p->first[t]) continue;
+            vkl_sym_order o = vkl_expr_compare(g->syms, p->buffer_size[b], size);
+            if (o == VKL_SYM_UNKNOWN) continue;
+            if (o == VKL_SYM_EQ) {
+                pick = b;
+                break;
+            }
+            if (pick == VKL_NONE) pick = b;
+        }
+        if (pick == VKL_NONE) {
+            st = add_buffer(p, &cap, size, tt->kind == VKL_TENSOR_STATE, &pick);
+            if (st) break;
+        } else if (vkl_expr_compare(g->syms, p->buffer_size[pick], size) == VKL_SYM_LE ||
+                   vkl_expr_compare(g->syms, p->buffer_size[pick], size) == VKL_SYM_LT) {
+            p->buffer_size[pick] = size; /* grow: every earlier tenant is provably smaller */
+        }
+        p->buffer_of[t] = pick;
+        /* pinned buffers are never handed out again */
+        busy_until[pick] = pin ? VKL_NONE : p->last[t];
+    }
+    vkl_free(ctx, busy_until);
+    vkl_free(ctx, by_first);
+    return st;
+}
+
+vkl_status vkl_plan_create(const vkl_graph *g, vkl_plan **out) {
+    *out = NULL;
+    vkl_context *ctx = g->ctx;
+    vkl_plan *p = vkl_calloc(ctx, 1, sizeof(*p));
+    if (!p) return VKL_ERR_OUT_OF_MEMORY;
+    p->g = g;
+    uint32_t nt = g->n_tensors ? g->n_tensors : 1;
+    p->order = vkl_calloc(ctx, g->n_nodes ? g->n_nodes : 1, sizeof(uint32_t));
+    p->buffer_of = vkl_calloc(ctx, nt, sizeof(uint32_t));
+    p->first = vkl_calloc(ctx, nt, sizeof(uint32_t));
+    p->last = vkl_calloc(ctx, nt, sizeof(uint32_t));
+    vkl_status st = (!p->order || !p->buffer_of || !p->first || !p->last) ? VKL_ERR_OUT_OF_MEMORY : VKL_OK;
+    for (uint32_t t = 0; t < g->n_tensors && p->buffer_of; t++) p->buffer_of[t] = VKL_NONE;
+    if (!st) st = vkl_graph_topo_order(g, p->order, &p->n_order);
+    if (!st) {
+        live_ranges(p);
+        st = assign(p);
+    }
+    if (st) {
+        vkl_plan_destroy(p);
+        return st;
+    }
+    *out = p;
+    return VKL_OK;
+}
+
+static size_t round_up(size_t n) { return (n + PLAN_ALIGN - 1) & ~(size_t)(PLAN_ALIGN - 1); }
+
+static vkl_status eval_bytes(const vkl_graph *g, vkl_expr e, const int64_t *values, size_t n, size_t *out) {
+    int64_t v;
+    vkl_status st = vkl_expr_eval(g->syms, e, values, n, &v);
+    if (st) return st;
+    if (v < 0) return vkl_fail(g->ctx, VKL_ERR_SHAPE, "plan: a buffer size evaluates to %lld", (long long)v);
+    *out = round_up((size_t)v);
+    return VKL_OK;
+}
+
+vkl_status vkl_plan_layout(const vkl_plan *p, const int64_t *values, size_t n_values, size_t *offsets, size_t *total) {
+    const vkl_graph *g = p->g;
+    size_t *buf_off = vkl_calloc(g->ctx, p->n_buffers ? p->n_buffers : 1, sizeof(size_t));
+    if (!buf_off) return VKL_ERR_OUT_OF_MEMORY;
+    size_t end = 0;
+    vkl_status st = VKL_OK;
+    for (int pass = 0; pass < 2 && !st; pass++) {
+        for (uint32_t b = 0; b < p->n_buffers && !st; b++) {
+            if (p->buffer_state[b] != (pass == 0)) continue;
+            size_t bytes;
+            st = eval_bytes(g, p->buffer_size[b], values, n_values, &bytes);
+            if (st) break;
+            buf_off[b] = end;
+            if (!vkl_add_size(end, bytes, &end)) st = vkl_fail(g->ctx, VKL_ERR_OVERFLOW, "plan: arena size overflows");
+        }
+    }
+    for (uint32_t t = 0; !st && t < g->n_tensors; t++)
+        offsets[t] = p->buffer_of[t] == VKL_NONE ? SIZE_MAX : buf_off[p->buffer_of[t]];
+    *total = end;
+    vkl_free(g->ctx, buf_off);
+    return st;
+}
+
+vkl_status vkl_plan_no_reuse_bytes(const vkl_plan *p, const int64_t *values, size_t n_values, size_t *total) {
+    const vkl_graph *g = p->g;
+    size_t sum = 0;
+    for (uint32_t t = 0; t < g->n_tensors; t++) {
+        if (p->buffer_of[t] == VKL_NONE || alias_of(g, t) != VKL_NONE) continue;
+        vkl_expr e;
+        size_t bytes;
+        vkl_status st = tensor_size(g, t, &e);
+        if (!st) st = eval_bytes(g, e, values, n_values, &bytes);
+        if (st) return st;
+        if (!vkl_add_size(sum, bytes, &sum)) return vkl_fail(g->ctx, VKL_ERR_OVERFLOW, "plan: size overflows");
+    }
+    *total = sum;
+    return VKL_OK;
+}
+
+vkl_status vkl_plan_verify(const vkl_plan *p, const int64_t *values, size_t n_values) {
+    const vkl_graph *g = p->g;
+    vkl_context *ctx = g->ctx;
+    size_t *off = vkl_calloc(ctx, g->n_tensors ? g->n_tensors : 1, sizeof(size_t));
+    size_t *len = vkl_calloc(ctx, g->n_tensors ? g->n_tensors : 1, sizeof(size_t));
+    size_t total;
+    vkl_status st = (!off || !len) ? VKL_ERR_OUT_OF_MEMORY : vkl_plan_layout(p, values, n_values, off, &total);
+    for (uint32_t t = 0; !st && t < g->n_tensors; t++) {
+        if (p->buffer_of[t] == VKL_NONE) continue;
+        vkl_expr e;
+        int64_t v;
+        st = tensor_size(g, t, &e);
+        if (!st) st = vkl_expr_eval(g->syms, e, values, n_values, &v);
+        if (st) break;
+        len[t] = (size_t)v;
+        size_t cap;
+        st = eval_bytes(g, p->buffer_size[p->buffer_of[t]], values, n_values, &cap);
+        if (!st && len[t] > cap)
+            st = vkl_fail(ctx, VKL_ERR_INTERNAL, "plan: tensor '%s' (%zu bytes) exceeds its buffer (%zu)",
+                          g->tensors[t].name, len[t], cap);
+        if (!st && off[t] + len[t] > total)
+            st = vkl_fail(ctx, VKL_ERR_INTERNAL, "plan: tensor '%s' ends past the arena", g->tensors[t].name);
+    }
+    for (uint32_t a = 0; !st && a < g->n_tensors; a++) {
+        if (p->buffer_of[a] == VKL_NONE || !len[a]) continue;
+        for (uint32_t b = a + 1; !st && b < g->n_tensors; b++) {
+            if (p->buffer_of[b] == VKL_NONE || !len[b]) continue;
+            if (alias_of(g, a) == b || alias_of(g, b) == a) continue; /* in place by design */
+            bool live = p->first[a] <= p->last[b] && p->first[b] <= p->last[a];
+            bool bytes = off[a] < off[b] + len[b] && off[b] < off[a] + len[a];
+            if (live && bytes)
+                st = vkl_fail(ctx, VKL_ERR_INTERNAL, "plan: '%s' and '%s' are live together and share bytes",
+                              g->tensors[a].name, g->tensors[b].name);
+        }
+    }
+    vkl_free(ctx, off);
+    vkl_free(ctx, len);
+    return st;
+}

@@ -1,0 +1,40 @@
+/* Memory plan (Transformer-Lite §2.1): tensor lifetimes from the schedule,
+ * buffers shared between tensors whose sizes are provably related for all
+ * symbol values (the paper's subtraction/division test through
+ * vkl_expr_compare), one arena laid out per binding within a capacity fixed
+ * at the maximum binding. States (the KV cache) and graph inputs/outputs are
+ * never shared. */
+#ifndef VKL_PLAN_H
+#define VKL_PLAN_H
+
+#include "graph.h"
+
+typedef struct vkl_plan {
+    const vkl_graph *g;
+    uint32_t *order;       /* live nodes, the schedule */
+    uint32_t n_order;
+    uint32_t *buffer_of;   /* per tensor: buffer index, VKL_NONE for weights and unused tensors */
+    uint32_t *first, *last;/* per tensor: live range in schedule steps */
+    vkl_expr *buffer_size; /* per buffer: bytes, symbolic */
+    bool *buffer_state;    /* per buffer: holds a state (laid out first, never moves) */
+    uint32_t n_buffers;
+} vkl_plan;
+
+vkl_status vkl_plan_create(const vkl_graph *g, vkl_plan **out);
+void vkl_plan_destroy(vkl_plan *p);
+
+/* Offsets (per tensor; VKL_NO_OFFSET-style SIZE_MAX for weights/unused) for
+ * one binding; *total is the arena bytes it needs. Buffers are 64-byte
+ * aligned; states come first so their offsets depend only on the binding of
+ * their own dims. */
+vkl_status vkl_plan_layout(const vkl_plan *p, const int64_t *values, size_t n_values, size_t *offsets, size_t *total);
+
+/* Bytes if every tensor had its own memory, for the same binding. */
+vkl_status vkl_plan_no_reuse_bytes(const vkl_plan *p, const int64_t *values, size_t n_values, size_t *total);
+
+/* Brute-force check for one binding: no two tensors whose live ranges
+ * overlap share bytes, and every tensor fits its buffer. VKL_ERR_INTERNAL
+ * naming both tensors otherwise. */
+vkl_status vkl_plan_verify(const vkl_plan *p, const int64_t *values, size_t n_values);
+
+#endif
