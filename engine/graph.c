@@ -5,6 +5,7 @@
 
 #include "graph.h"
 #include "ops.h"
+#include "quant/quant.h"
 
 vkl_status vkl_graph_create(vkl_context *ctx, vkl_graph **out) {
     *out = NULL;
@@ -157,6 +158,30 @@ vkl_status vkl_graph_add_input(vkl_graph *g, uint32_t tensor) {
 vkl_status vkl_graph_add_output(vkl_graph *g, uint32_t tensor) {
     vkl_status st = append_id(g, &g->outputs, &g->n_outputs, &g->cap_outputs, tensor);
     if (!st) g->tensors[tensor].is_output = true;
+    return st;
+}
+
+static vkl_status remove_id(vkl_graph *g, uint32_t *arr, uint32_t *n, uint32_t tensor, const char *what) {
+    for (uint32_t k = 0; k < *n; k++) {
+        if (arr[k] != tensor) continue;
+        memmove(&arr[k], &arr[k + 1], (size_t)(*n - k - 1) * sizeof(uint32_t));
+        --*n;
+        return VKL_OK;
+    }
+    return vkl_fail(g->ctx, VKL_ERR_NOT_FOUND, "tensor %u is not a graph %s", tensor, what);
+}
+
+vkl_status vkl_graph_remove_input(vkl_graph *g, uint32_t tensor) {
+    return remove_id(g, g->inputs, &g->n_inputs, tensor, "input");
+}
+
+vkl_status vkl_graph_remove_output(vkl_graph *g, uint32_t tensor) {
+    vkl_status st = remove_id(g, g->outputs, &g->n_outputs, tensor, "output");
+    if (!st) {
+        bool still = false; /* listed twice */
+        for (uint32_t k = 0; k < g->n_outputs; k++) still |= g->outputs[k] == tensor;
+        g->tensors[tensor].is_output = still;
+    }
     return st;
 }
 
@@ -436,13 +461,13 @@ bool vkl_tensor_bytes(vkl_dtype dtype, uint32_t group, int64_t elements, size_t 
         size_t es = vkl_dtype_size(dtype);
         return es && vkl_mul_size((size_t)elements, es, bytes);
     }
-    /* Block formats (engine/quant): per group of `group` elements,
-     * e0m4/int4: group/2 bytes of nibbles + fp16 scale + fp16 bias;
-     * int8: group bytes + fp32 scale. */
-    if (group == 0 || group % 2 || elements % group) return false;
-    size_t groups = (size_t)(elements / group);
-    size_t per = dtype == VKL_DTYPE_Q_INT8 ? (size_t)group + 4 : (size_t)group / 2 + 4;
-    return vkl_mul_size(groups, per, bytes);
+    /* Block formats (engine/quant/quant.h, docs/quant.md): whole groups of
+     * `group` elements along the last axis, one block each;
+     * e0m4/int4 (group % 32 == 0): fp16 d, fp16 zero code, group/2 bytes of
+     * nibbles; int8 (group >= 1): f32 d, group bytes. */
+    size_t per = vkl_quant_block_bytes(dtype, group);
+    if (!per || elements % group) return false;
+    return vkl_mul_size((size_t)(elements / group), per, bytes);
 }
 
 vkl_status vkl_graph_replace_uses(vkl_graph *g, uint32_t from, uint32_t to) {

@@ -116,6 +116,11 @@ vkl_status vkl_graph_set_value(vkl_graph *g, uint32_t tensor, const vkl_expr *va
 vkl_status vkl_graph_find_tensor(const vkl_graph *g, const char *name, uint32_t *id);
 vkl_status vkl_graph_add_input(vkl_graph *g, uint32_t tensor);
 vkl_status vkl_graph_add_output(vkl_graph *g, uint32_t tensor);
+/* Drop a tensor from the graph's inputs / outputs (a pass made it internal,
+ * e.g. the KV cache); VKL_ERR_NOT_FOUND if it is not listed. The tensor
+ * stays until vkl_graph_compact finds it unreferenced. */
+vkl_status vkl_graph_remove_input(vkl_graph *g, uint32_t tensor);
+vkl_status vkl_graph_remove_output(vkl_graph *g, uint32_t tensor);
 /* Adds a node; copies inputs, outputs and attrs (names, strings, arrays) into
  * the graph. Sets each output's producer. */
 vkl_status vkl_graph_add_node(vkl_graph *g, uint32_t op, const char *name, const uint32_t *inputs,
@@ -159,8 +164,11 @@ vkl_status vkl_shape_eval(const vkl_graph *g, const vkl_shape *s, const int64_t 
 /* Shape as text "[1, seq, 4096]" for messages; returns buf. */
 const char *vkl_shape_str(const vkl_graph *g, const vkl_shape *s, char *buf, size_t cap);
 
-/* Bytes for `elements` elements of dtype (quantized: per engine/quant's
- * block layout with `group`); false on overflow or unknown dtype. */
+/* Bytes for `elements` elements of dtype; false on overflow, unknown dtype,
+ * or a quantized dtype whose `group` is invalid or does not divide elements.
+ * Quantized (engine/quant/quant.h, docs/quant.md): elements / group blocks of
+ * Q_E0M4 / Q_INT4: 4 + group/2 bytes (fp16 scale, fp16 zero code, nibbles;
+ * group a multiple of 32) and Q_INT8: 4 + group bytes (f32 scale, int8s). */
 bool vkl_tensor_bytes(vkl_dtype dtype, uint32_t group, int64_t elements, size_t *bytes);
 
 #endif

@@ -104,7 +104,7 @@ static bool is_dtype_attr(vkl_op op, const char *name) {
 }
 
 static vkl_status string_attr(onnx_builder *b, const onnx_node *n, const Onnx__AttributeProto *ap, vkl_attr *out) {
-    if (memchr(ap->s.data, 0, ap->s.len))
+    if (ap->s.len && memchr(ap->s.data, 0, ap->s.len))
         return onnx_node_fail(b, n, VKL_ERR_FORMAT, "string attribute '%s' contains a NUL byte", ap->name);
     char *s = vkl_arena_alloc(&b->g->arena, ap->s.len + 1);
     if (!s) return VKL_ERR_OUT_OF_MEMORY;

@@ -24,4 +24,41 @@ vkl_status vkl_pass_identity(vkl_graph *g, uint32_t *removed);
  * ReduceMean the Arm paper shows); repeats until nothing merges. */
 vkl_status vkl_pass_cse(vkl_graph *g, uint32_t *merged);
 
+/* Constant folding: a node whose every input is a weight (or a constant
+ * shape value), not a shape source nor in place, with outputs of at most
+ * 16 MiB, runs once on the ref backend; its outputs become weights.
+ * Repeats until nothing folds. Counts nodes folded. */
+vkl_status vkl_pass_fold(vkl_graph *g, uint32_t *folded);
+
+/* x / sqrt(mean(x^2, last axis) + eps) [* weight] -> RMSNorm(x, weight or
+ * ones, axis -1). Counts RMSNorm nodes made. */
+vkl_status vkl_pass_fuse_rmsnorm(vkl_graph *g, uint32_t *fused);
+
+/* Decomposed LayerNorm over the last axis [* gamma] [+ beta] ->
+ * LayerNormalization. Counts only the decomposed ones fused (native
+ * LayerNormalization nodes are counted by the importer's summary). */
+vkl_status vkl_pass_fuse_layernorm(vkl_graph *g, uint32_t *fused);
+
+/* 0.5 x (1 + erf(x / sqrt 2)) -> Gelu; 0.5 x (1 + tanh(sqrt(2/pi) (x +
+ * 0.044715 x^3))) -> Gelu(approximate "tanh"). Counts Gelu nodes made. */
+vkl_status vkl_pass_fuse_gelu(vkl_graph *g, uint32_t *fused);
+
+/* Mul(Mul(g, Sigmoid(g)), up) -> SiluMul(g, up). Counts SiluMul nodes made. */
+vkl_status vkl_pass_fuse_silu_mul(vkl_graph *g, uint32_t *fused);
+
+/* Hugging Face rotary embeddings (rotate_half; GPT-J's rotate-every-two;
+ * partial rotary) -> RoPE(x, cos, sin). Counts RoPE nodes made. */
+vkl_status vkl_pass_fuse_rope(vkl_graph *g, uint32_t *fused);
+
+/* Eager attention MatMul -> scale -> (+ mask) -> Softmax -> MatMul, with
+ * repeat_kv's GQA expansion of K/V undone -> Attention. Counts Attention
+ * nodes made. */
+vkl_status vkl_pass_fuse_attention(vkl_graph *g, uint32_t *fused);
+
+/* Transformer-Lite §2.3: Concat(past, new) KV caches -> one state tensor
+ * per layer and K/V, sequence first, written by KvAppend at position_ids;
+ * the past_* inputs and present_* outputs leave the graph. Counts KvAppend
+ * nodes made. */
+vkl_status vkl_pass_kv_inplace(vkl_graph *g, uint32_t *fused);
+
 #endif

@@ -35,7 +35,15 @@ static const struct {
 } schedule[] = {
     {VKL_PASS_IDENTITY, "identity", vkl_pass_identity},
     {VKL_PASS_SHAPE_OPS, "shape_ops", vkl_pass_shape_ops},
+    {VKL_PASS_FOLD, "fold", vkl_pass_fold},
     {VKL_PASS_CSE, "cse", vkl_pass_cse},
+    {VKL_PASS_FUSE_RMSNORM, "fuse_rmsnorm", vkl_pass_fuse_rmsnorm},
+    {VKL_PASS_FUSE_LAYERNORM, "fuse_layernorm", vkl_pass_fuse_layernorm},
+    {VKL_PASS_FUSE_GELU, "fuse_gelu", vkl_pass_fuse_gelu},
+    {VKL_PASS_FUSE_SILU_MUL, "fuse_silu_mul", vkl_pass_fuse_silu_mul},
+    {VKL_PASS_FUSE_ROPE, "fuse_rope", vkl_pass_fuse_rope},
+    {VKL_PASS_FUSE_ATTENTION, "fuse_attention", vkl_pass_fuse_attention},
+    {VKL_PASS_KV_INPLACE, "kv_inplace", vkl_pass_kv_inplace},
 };
 
 vkl_status vkl_pipeline_run(vkl_graph *g, uint32_t passes, vkl_pipeline_report *r) {

@@ -901,9 +901,9 @@ static void test_constants(void) {
     Onnx__TensorProto *t = mb_tensor(&m, "", 7, (int64_t[]){2}, 1);
     mb_raw(&m, t, (int64_t[]){6, 1}, 16);
     mb_attr_tensor(&m, n, "value", t);
-    /* used before the Constant that defines it: graphs need not be sorted */
-    mb_node(&m, "Reshape", "reshape", "x,shape", "y");
+    /* unsorted: Mul reads y before the Reshape that makes it is listed */
     mb_node(&m, "Mul", "mul", "y,half", "z");
+    mb_node(&m, "Reshape", "reshape", "x,shape", "y");
     n = mb_node(&m, "Constant", "late", NULL, "late_c");
     mb_attr_ints(&m, n, "value_ints", (int64_t[]){1}, 1);
     mb_output(&m, "z", 1);
@@ -940,6 +940,27 @@ static void test_constants(void) {
     CHECK(r.st == VKL_ERR_UNSUPPORTED);
     CHECK_MSG(r.ctx, "value_string");
     CHECK_MSG(r.ctx, "node 0 'c_str'");
+    import_end(&r);
+    mb_free(&m);
+}
+
+/* An empty string attribute arrives as (NULL, 0) from protobuf-c. */
+static void test_empty_string_attr(void) {
+    mb m;
+    mb_init(&m, 20);
+    mb_input(&m, "x", 1, "2");
+    Onnx__NodeProto *n = mb_node(&m, "Gelu", "gelu", "x", "y");
+    Onnx__AttributeProto *a = mb_attr(&m, n, "approximate", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING);
+    a->has_s = 1;
+    mb_output(&m, "y", 1);
+    imported r;
+    import_mb(&r, &m, "empty_string_attr", true);
+    CHECK(r.st == VKL_OK || (fprintf(stderr, "%s\n", vkl_context_error(r.ctx)), 0));
+    if (!r.st) {
+        const vkl_node *g = find_node(r.g, VKL_OP_GELU, 0);
+        const vkl_attr *ap = g ? vkl_node_attr(g, "approximate") : NULL;
+        CHECK(ap && ap->kind == VKL_ATTR_STRING && ap->s && !*ap->s);
+    }
     import_end(&r);
     mb_free(&m);
 }
@@ -1342,6 +1363,7 @@ int main(int argc, char **argv) {
     test_opset11_axes();
     test_old_forms();
     test_constants();
+    test_empty_string_attr();
     test_node_errors();
     test_malformed(models);
     test_allocation_failures();
