@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "commands.h"
+#include "report.h"
 #include "onnx_import.h"
 #include "ops.h"
 #include "passes/pipeline.h"
@@ -129,12 +130,12 @@ int vkl_cmd_import(vkl_context *ctx, int argc, char **argv) {
     }
     if (!rc) {
         const vkl_graph *g = vkl_onnx_graph(m);
-        uint64_t bytes = 0;
-        for (uint32_t t = 0; t < g->n_tensors; t++)
-            if (g->tensors[t].kind == VKL_TENSOR_WEIGHT) bytes += g->tensors[t].nbytes;
         printf("symbols:");
         for (size_t i = 0; i < vkl_symtab_symbol_count(g->syms); i++) printf(" %s", vkl_symtab_symbol_name(g->syms, i));
-        printf("\nwrote %s: %u nodes, %llu weight bytes\n", out, g->n_nodes, (unsigned long long)bytes);
+        printf("\n");
+        vkl_tool_print_ops(g);
+        vkl_tool_print_weights(g);
+        printf("wrote %s\n", out);
         /* Peak RSS matters: imports must fit beside the model on small machines. */
         struct rusage ru;
         clock_gettime(CLOCK_MONOTONIC, &t1);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "report.h"
 #include "ops.h"
 #include "plan.h"
 #include "vkm.h"
@@ -32,31 +33,6 @@ static void print_io(const vkl_graph *g, const char *what, const uint32_t *ids, 
         char shape[256];
         printf("  %-24s %-5s %s\n", t->name, vkl_dtype_name(t->dtype), vkl_shape_str(g, &t->shape, shape, sizeof(shape)));
     }
-}
-
-static void print_ops(const vkl_graph *g) {
-    uint32_t counts[VKL_OP_COUNT_] = {0};
-    for (uint32_t i = 0; i < g->n_nodes; i++)
-        if (!g->nodes[i].dead && g->nodes[i].op < VKL_OP_COUNT_) counts[g->nodes[i].op]++;
-    printf("nodes: %u\n ", g->n_nodes);
-    for (unsigned op = 0; op < VKL_OP_COUNT_; op++)
-        if (counts[op]) printf(" %s=%u", vkl_op_info_get((vkl_op)op)->name, counts[op]);
-    printf("\n");
-}
-
-static void print_weights(const vkl_graph *g) {
-    uint64_t bytes[VKL_DTYPE_COUNT_] = {0}, count[VKL_DTYPE_COUNT_] = {0}, total = 0;
-    for (uint32_t i = 0; i < g->n_tensors; i++) {
-        const vkl_tensor *t = &g->tensors[i];
-        if (t->kind != VKL_TENSOR_WEIGHT || t->dtype >= VKL_DTYPE_COUNT_) continue;
-        bytes[t->dtype] += t->nbytes;
-        count[t->dtype]++;
-        total += t->nbytes;
-    }
-    printf("weights: %llu bytes\n", (unsigned long long)total);
-    for (int d = 0; d < VKL_DTYPE_COUNT_; d++)
-        if (count[d]) printf("  %-8s %6llu tensors %12llu bytes\n", vkl_dtype_name((vkl_dtype)d),
-                             (unsigned long long)count[d], (unsigned long long)bytes[d]);
 }
 
 static void set_symbol(const vkl_graph *g, int64_t *values, const char *name, int64_t v) {
@@ -122,8 +98,8 @@ int vkl_cmd_info(vkl_context *ctx, int argc, char **argv) {
     printf("\n");
     print_io(g, "inputs", g->inputs, g->n_inputs);
     print_io(g, "outputs", g->outputs, g->n_outputs);
-    print_ops(g);
-    print_weights(g);
+    vkl_tool_print_ops(g);
+    vkl_tool_print_weights(g);
     int rc = plan_context > 0 ? print_plan(ctx, g, plan_context) : 0;
     vkl_vkm_close(m);
     return rc;
