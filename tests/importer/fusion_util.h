@@ -15,9 +15,7 @@
 #include "ops/shape_util.h"
 #include "passes/pipeline.h"
 #include "run_once.h"
-/* The .npy reader of `vkllm check` (tools/npy.c), compiled in: the importer
- * tests do not link the tools' library. */
-#include "../../tools/npy.c"
+#include "npy.h" /* the .npy reader of `vkllm check` */
 
 static int failures;
 #define CHECK(c)                                                                  \
@@ -246,6 +244,50 @@ static inline bool fu_run(vkl_graph *g, const vkl_host_tensor *in, vkl_host_tens
     return st == VKL_OK;
 }
 
+/* How often the pipeline step `name` fired (0 when it did not run). */
+static inline uint32_t fu_fired(const vkl_pipeline_report *r, const char *name) {
+    for (uint32_t i = 0; i < r->n_steps; i++)
+        if (!strcmp(r->steps[i].name, name)) return r->steps[i].fired;
+    return 0;
+}
+
+/* Concrete dims of tensor t with the named symbols bound (others unbound). */
+static inline void fu_eval_dims(const vkl_graph *g, uint32_t t, const char *const *names, const int64_t *values,
+                                uint32_t n_names, int64_t *dims, uint32_t *rank) {
+    const vkl_shape *s = &g->tensors[t].shape;
+    int64_t binding[16];
+    size_t n = vkl_symtab_symbol_count(g->syms);
+    for (size_t i = 0; i < 16; i++) binding[i] = VKL_SYM_UNBOUND;
+    for (size_t i = 0; i < n && i < 16; i++)
+        for (uint32_t k = 0; k < n_names; k++)
+            if (!strcmp(vkl_symtab_symbol_name(g->syms, i), names[k])) binding[i] = values[k];
+    *rank = s->rank;
+    for (uint32_t d = 0; d < s->rank; d++) CHECK(vkl_expr_eval(g->syms, s->dims[d], binding, n, &dims[d]) == VKL_OK);
+}
+
+/* Two copies of one small graph: `plain` through the pipeline with no pass
+ * (just the clean-up), `fused` with `passes`. Returns how often the
+ * pipeline step `step` fired and prints it against `want`. */
+static inline uint32_t fu_run_pair(vkl_graph *plain, vkl_graph *fused, uint32_t passes, const char *step,
+                                   const char *name, uint32_t want) {
+    vkl_pipeline_report r;
+    CHECK_OK(plain->ctx, vkl_pipeline_run(plain, 0, &r));
+    CHECK_OK(fused->ctx, vkl_pipeline_run(fused, passes, &r));
+    uint32_t fired = fu_fired(&r, step);
+    printf("  %s %-34s fired %u (want %u)\n", step, name, fired, want);
+    return fired;
+}
+
+/* The program's exit: prints the verdict. */
+static inline int fu_finish(const char *program) {
+    if (failures) {
+        fprintf(stderr, "%s: %d check(s) failed\n", program, failures);
+        return 1;
+    }
+    printf("%s: ok\n", program);
+    return 0;
+}
+
 /* ---- fixtures -------------------------------------------------------------------------------- */
 
 /* step<k>.in.<name>.npy or .out. of a fixture folder. */
@@ -273,13 +315,6 @@ static inline vkl_onnx_model *fu_import(vkl_context *ctx, const char *dir, uint3
         return NULL;
     }
     return m;
-}
-
-/* How often the pipeline step `name` fired (0 when it did not run). */
-static inline uint32_t fu_fired(const vkl_pipeline_report *r, const char *name) {
-    for (uint32_t i = 0; i < r->n_steps; i++)
-        if (!strcmp(r->steps[i].name, name)) return r->steps[i].fired;
-    return 0;
 }
 
 #endif

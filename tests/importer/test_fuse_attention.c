@@ -190,30 +190,19 @@ static void compare_runs(vkl_graph *plain, vkl_graph *fused, dims_fn dims_of, co
 
 /* batch 2, seq 3, kv 5; other dims as declared. */
 static void small_dims(const vkl_graph *g, uint32_t t, int64_t *dims, uint32_t *rank) {
-    const vkl_shape *s = &g->tensors[t].shape;
-    const char *names[3] = {"batch", "seq", "kv"};
-    const int64_t values[3] = {2, 3, 5};
-    int64_t binding[16];
-    size_t n = vkl_symtab_symbol_count(g->syms);
-    for (size_t i = 0; i < 16; i++) binding[i] = VKL_SYM_UNBOUND;
-    for (size_t i = 0; i < n && i < 16; i++)
-        for (int k = 0; k < 3; k++)
-            if (!strcmp(vkl_symtab_symbol_name(g->syms, i), names[k])) binding[i] = values[k];
-    *rank = s->rank;
-    for (uint32_t d = 0; d < s->rank; d++) CHECK(vkl_expr_eval(g->syms, s->dims[d], binding, n, &dims[d]) == VKL_OK);
+    static const char *const names[3] = {"batch", "seq", "kv"};
+    static const int64_t values[3] = {2, 3, 5};
+    fu_eval_dims(g, t, names, values, 3, dims, rank);
 }
 
 static void test_rope_case(vkl_context *ctx, const rope_case *c) {
     vkl_graph *plain = build_rope(ctx, c), *fused = build_rope(ctx, c);
-    vkl_pipeline_report r;
     if (!plain || !fused) {
         failures++;
         return;
     }
-    CHECK_OK(ctx, vkl_pipeline_run(plain, 0, &r));
-    CHECK_OK(ctx, vkl_pipeline_run(fused, VKL_PASS_FUSE_ROPE, &r));
-    uint32_t fired = fu_fired(&r, "fuse_rope"), node = fu_find_op(fused, VKL_OP_ROPE);
-    printf("  rope %-34s fired %u (want %u)\n", c->name, fired, c->want);
+    uint32_t fired = fu_run_pair(plain, fused, VKL_PASS_FUSE_ROPE, "fuse_rope", c->name, c->want);
+    uint32_t node = fu_find_op(fused, VKL_OP_ROPE);
     CHECK(fired == c->want && fu_count_ops(fused, VKL_OP_ROPE) == c->want);
     if (c->want && node != VKL_NONE) {
         const vkl_node *n = &fused->nodes[node];
@@ -232,7 +221,7 @@ static void test_rope_case(vkl_context *ctx, const rope_case *c) {
     vkl_graph_destroy(fused);
 }
 
-static void test_rope(void) {
+static void test_rope(vkl_context *ctx) {
     static const rope_case cases[] = {
         {"rotate_half", ROT_HALF, TAB_UNSQUEEZE, false, 16, NO_DEFECT, 1},
         {"rotate_half swapped operands", ROT_HALF, TAB_UNSQUEEZE, true, 16, NO_DEFECT, 1},
@@ -250,13 +239,7 @@ static void test_rope(void) {
         {"miss: Neg also an output", ROT_HALF, TAB_UNSQUEEZE, false, 16, DEF_NEG_IS_OUTPUT, 0},
         {"miss: x*cos of another x", ROT_HALF, TAB_UNSQUEEZE, false, 16, DEF_OTHER_X, 0},
     };
-    vkl_context *ctx;
-    if (vkl_context_create(NULL, &ctx)) {
-        failures++;
-        return;
-    }
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) test_rope_case(ctx, &cases[i]);
-    vkl_context_destroy(ctx);
 }
 
 /* ---- attention on small graphs --------------------------------------------------------------- */
@@ -338,15 +321,12 @@ static vkl_graph *build_attention(vkl_context *ctx, const attn_case *c) {
 
 static void test_attention_case(vkl_context *ctx, const attn_case *c) {
     vkl_graph *plain = build_attention(ctx, c), *fused = build_attention(ctx, c);
-    vkl_pipeline_report r;
     if (!plain || !fused) {
         failures++;
         return;
     }
-    CHECK_OK(ctx, vkl_pipeline_run(plain, 0, &r));
-    CHECK_OK(ctx, vkl_pipeline_run(fused, VKL_PASS_FUSE_ATTENTION, &r));
-    uint32_t fired = fu_fired(&r, "fuse_attention"), node = fu_find_op(fused, VKL_OP_ATTENTION);
-    printf("  attention %-29s fired %u (want %u)\n", c->name, fired, c->want);
+    uint32_t fired = fu_run_pair(plain, fused, VKL_PASS_FUSE_ATTENTION, "fuse_attention", c->name, c->want);
+    uint32_t node = fu_find_op(fused, VKL_OP_ATTENTION);
     CHECK(fired == c->want && fu_count_ops(fused, VKL_OP_ATTENTION) == c->want);
     if (c->want && node != VKL_NONE) {
         const vkl_node *n = &fused->nodes[node];
@@ -364,7 +344,7 @@ static void test_attention_case(vkl_context *ctx, const attn_case *c) {
     vkl_graph_destroy(fused);
 }
 
-static void test_attention(void) {
+static void test_attention(vkl_context *ctx) {
     static const attn_case cases[] = {
         {"mul scale + mask", K_BHTD, SC_MUL, true, false, false, false, A_NO_DEFECT, 1, 4, 0.35f},
         {"mask + scores", K_BHTD, SC_MUL, true, false, false, true, A_NO_DEFECT, 1, 4, 0.35f},
@@ -381,27 +361,19 @@ static void test_attention(void) {
         {"miss: scale not a scalar", K_BHTD, SC_MUL, true, false, false, false, A_SCALE_TENSOR, 0, 0, 0},
         {"miss: mask broadcasts up", K_BHTD, SC_MUL, true, false, false, false, A_MASK_BIGGER, 0, 0, 0},
     };
-    vkl_context *ctx;
-    if (vkl_context_create(NULL, &ctx)) {
-        failures++;
-        return;
-    }
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) test_attention_case(ctx, &cases[i]);
-    vkl_context_destroy(ctx);
 }
 
 int main(void) {
-    test_rope();
-    test_attention();
+    vkl_context *ctx;
+    if (vkl_context_create(NULL, &ctx)) return 1;
+    test_rope(ctx);
+    test_attention(ctx);
+    vkl_context_destroy(ctx);
     test_fixture("llama", 4, 2, 2);
     test_fixture("qwen2", 4, 2, 2);
     test_fixture("gpt2", 0, 2, 2);
     test_fixture("llama-dynamo", 4, 2, 2);
     test_fixture("clip-vision", 0, 2, 1);
-    if (failures) {
-        fprintf(stderr, "test_fuse_attention: %d check(s) failed\n", failures);
-        return 1;
-    }
-    printf("test_fuse_attention: ok\n");
-    return 0;
+    return fu_finish("test_fuse_attention");
 }

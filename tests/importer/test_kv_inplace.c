@@ -210,18 +210,9 @@ static vkl_graph *build_kv(vkl_context *ctx, const kv_case *c) {
 
 /* Input dims at batch 2, `seq` new rows after `past` cached ones. */
 static void kv_dims(const vkl_graph *g, uint32_t t, int64_t seq, int64_t past, int64_t *dims, uint32_t *rank) {
-    const vkl_shape *s = &g->tensors[t].shape;
-    int64_t binding[16];
-    size_t n = vkl_symtab_symbol_count(g->syms);
-    for (size_t i = 0; i < 16; i++) binding[i] = VKL_SYM_UNBOUND;
-    for (size_t i = 0; i < n && i < 16; i++) {
-        const char *name = vkl_symtab_symbol_name(g->syms, i);
-        if (!strcmp(name, "batch")) binding[i] = 2;
-        if (!strcmp(name, "seq")) binding[i] = seq;
-        if (!strcmp(name, "past")) binding[i] = past;
-    }
-    *rank = s->rank;
-    for (uint32_t d = 0; d < s->rank; d++) CHECK(vkl_expr_eval(g->syms, s->dims[d], binding, n, &dims[d]) == VKL_OK);
+    static const char *const names[3] = {"batch", "seq", "past"};
+    const int64_t values[3] = {2, seq, past};
+    fu_eval_dims(g, t, names, values, 3, dims, rank);
 }
 
 /* The plain graph fed its own presents back against the rewritten one
@@ -300,16 +291,13 @@ static void run_kv_steps(vkl_graph *plain, vkl_graph *fused, bool bshd, const ch
 
 static void test_kv_case(vkl_context *ctx, const kv_case *c) {
     vkl_graph *plain = build_kv(ctx, c), *fused = build_kv(ctx, c);
-    vkl_pipeline_report r;
     if (!plain || !fused) {
         failures++;
         return;
     }
-    CHECK_OK(ctx, vkl_pipeline_run(plain, 0, &r));
-    CHECK_OK(ctx, vkl_pipeline_run(fused, VKL_PASS_FUSE_ATTENTION | VKL_PASS_KV_INPLACE, &r));
-    uint32_t fired = fu_fired(&r, "kv_inplace");
-    printf("  kv %-30s fired %u (want %u)\n", c->name, fired, c->want);
-    CHECK(fu_fired(&r, "fuse_attention") == 1);
+    uint32_t passes = VKL_PASS_FUSE_ATTENTION | VKL_PASS_KV_INPLACE;
+    uint32_t fired = fu_run_pair(plain, fused, passes, "kv_inplace", c->name, c->want);
+    CHECK(fu_count_ops(fused, VKL_OP_ATTENTION) == 1);
     CHECK(fired == c->want && fu_count_ops(fused, VKL_OP_KV_APPEND) == c->want);
     if (c->want) {
         CHECK(no_kv_concat(fused) && fu_count_ops(fused, VKL_OP_CONCAT) == 0);
@@ -323,7 +311,7 @@ static void test_kv_case(vkl_context *ctx, const kv_case *c) {
     vkl_graph_destroy(fused);
 }
 
-static void test_small(void) {
+static void test_small(vkl_context *ctx) {
     static const kv_case cases[] = {
         {"[B, H, S, D]", KV_BHSD, false, OK_CASE, 2},
         {"[B, H, S, D] GQA", KV_BHSD, true, OK_CASE, 2},
@@ -332,26 +320,18 @@ static void test_small(void) {
         {"miss: present read elsewhere", KV_BHSD, false, MISS_PRESENT_READ, 0},
         {"miss: past read elsewhere", KV_BHSD, true, MISS_PAST_READ, 0},
     };
-    vkl_context *ctx;
-    if (vkl_context_create(NULL, &ctx)) {
-        failures++;
-        return;
-    }
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) test_kv_case(ctx, &cases[i]);
-    vkl_context_destroy(ctx);
 }
 
 int main(void) {
-    test_small();
+    vkl_context *ctx;
+    if (vkl_context_create(NULL, &ctx)) return 1;
+    test_small(ctx);
+    vkl_context_destroy(ctx);
     test_fixture("llama", 2, 2);
     test_fixture("qwen2", 2, 2);
     test_fixture("gpt2", 2, 4);
     test_fixture("llama-dynamo", 2, 2);
     test_no_cache();
-    if (failures) {
-        fprintf(stderr, "test_kv_inplace: %d check(s) failed\n", failures);
-        return 1;
-    }
-    printf("test_kv_inplace: ok\n");
-    return 0;
+    return fu_finish("test_kv_inplace");
 }

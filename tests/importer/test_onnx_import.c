@@ -906,13 +906,27 @@ static void test_constants(void) {
     mb_node(&m, "Reshape", "reshape", "x,shape", "y");
     n = mb_node(&m, "Constant", "late", NULL, "late_c");
     mb_attr_ints(&m, n, "value_ints", (int64_t[]){1}, 1);
+    /* a TENSOR attribute becomes a weight the attribute names */
+    n = mb_node(&m, "ConstantOfShape", "fill", "shape", "filled");
+    Onnx__TensorProto *fv = mb_tensor(&m, "", 1, (int64_t[]){1}, 1);
+    mb_raw(&m, fv, (float[]){7.0f}, 4);
+    mb_attr_tensor(&m, n, "value", fv);
     mb_output(&m, "z", 1);
+    mb_output(&m, "filled", 1);
     imported r;
     import_mb(&r, &m, "constants", false);
     CHECK(r.st == VKL_OK || (fprintf(stderr, "%s\n", vkl_context_error(r.ctx)), 0));
     if (!r.st) {
         const vkl_graph *g = r.g;
-        CHECK(g->n_nodes == 2);
+        CHECK(g->n_nodes == 3);
+        const vkl_node *cs = find_node(g, VKL_OP_CONSTANT_OF_SHAPE, 0);
+        const vkl_attr *va = cs ? vkl_node_attr(cs, "value") : NULL;
+        CHECK(va && va->kind == VKL_ATTR_TENSOR && va->i >= 0 && (uint32_t)va->i < g->n_tensors);
+        if (va && va->kind == VKL_ATTR_TENSOR) {
+            const vkl_tensor *w = &g->tensors[va->i];
+            CHECK(w->kind == VKL_TENSOR_WEIGHT && w->nbytes == 4 && *(const float *)w->data == 7.0f);
+            CHECK(!strcmp(w->name, "filled::value"));
+        }
         CHECK(weight_i64_equals(g, tensor_id(g, "shape"), (int64_t[]){3, 2}, 2));
         CHECK(weight_i64_equals(g, tensor_id(g, "t"), (int64_t[]){6, 1}, 2));
         const vkl_tensor *h = &g->tensors[tensor_id(g, "half")];
@@ -923,8 +937,9 @@ static void test_constants(void) {
         CHECK(o->dtype == VKL_DTYPE_I64 && *(const int64_t *)o->data == 1 && o->shape.rank == 0);
         CHECK(!strcmp(dims_str(g, tensor_id(g, "fl"), buf, sizeof(buf)), "[3]"));
         CHECK(!strcmp(dims_str(g, tensor_id(g, "z"), buf, sizeof(buf)), "[3, 2]"));
+        CHECK(!strcmp(dims_str(g, tensor_id(g, "filled"), buf, sizeof(buf)), "[3, 2]"));
         const vkl_onnx_stats *s = vkl_onnx_stats_get(r.model);
-        CHECK(s->constants == 6 && s->nodes == 8 && s->opset == 17);
+        CHECK(s->constants == 6 && s->nodes == 9 && s->opset == 17);
     }
     import_end(&r);
     mb_free(&m);
