@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "cmd_quant_report.h"
 #include "commands.h"
 #include "context.h"
 
@@ -15,6 +16,7 @@ static int usage(FILE *f) {
             "  import MODEL.onnx -o OUT.vkm   import an ONNX export (see `vkllm import` for options)\n"
             "  check FIXTURE_DIR   compare a fixture's ONNX Runtime outputs with a backend\n"
             "  info MODEL.vkm      what a model file holds: metadata, inputs, ops, weights\n"
+            "  quant-report MODEL.onnx [--group N]   E0M4 vs int4 error per weight matrix\n"
             "  version             print the version\n");
     return f == stderr ? 2 : 0;
 }
@@ -45,6 +47,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[1], "info")) rc = vkl_cmd_info(ctx, argc - 1, argv + 1);
     else if (!strcmp(argv[1], "import")) rc = vkl_cmd_import(ctx, argc - 1, argv + 1);
     else if (!strcmp(argv[1], "check")) rc = vkl_cmd_check(ctx, argc - 1, argv + 1);
+    else if (!strcmp(argv[1], "quant-report")) rc = vkl_cmd_quant_report(ctx, argc - 1, argv + 1);
     else if (!strcmp(argv[1], "version")) rc = printf("vkllm 0.1.0\n") < 0;
     else if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) rc = usage(stdout);
     else {

@@ -1,0 +1,95 @@
+/* Entry points of engine/quant: argument and size checks, then dispatch to
+ * the format's file (e0m4.c, int4.c, int8.c); helpers every format shares. */
+#include <math.h>
+
+#include "quant_internal.h"
+
+static const char *fmt_name(vkl_dtype t) { return vkl_dtype_name(t); }
+
+vkl_status vkl_quant_canonical_bytes(vkl_context *ctx, vkl_dtype dtype, uint32_t group, int64_t rows, int64_t cols,
+                                     size_t *bytes) {
+    if (!vkl_dtype_is_quantized(dtype))
+        return vkl_fail(ctx, VKL_ERR_INVALID_ARGUMENT, "quant: %s is not a block-quantized dtype", fmt_name(dtype));
+    size_t block = vkl_quant_block_bytes(dtype, group);
+    if (!block)
+        return vkl_fail(ctx, VKL_ERR_INVALID_ARGUMENT, "quant: group %u is not valid for %s (%s)", group,
+                        fmt_name(dtype), dtype == VKL_DTYPE_Q_INT8 ? "need >= 1" : "need a multiple of 32");
+    if (rows < 0 || cols <= 0)
+        return vkl_fail(ctx, VKL_ERR_SHAPE, "quant: %s matrix [%lld, %lld] has no valid shape", fmt_name(dtype),
+                        (long long)rows, (long long)cols);
+    if (cols % group)
+        return vkl_fail(ctx, VKL_ERR_SHAPE, "quant: %s row length %lld is not a multiple of group %u",
+                        fmt_name(dtype), (long long)cols, group);
+    int64_t groups;
+    if (!vkl_mul_i64(rows, cols / group, &groups) || !vkl_mul_size((size_t)groups, block, bytes))
+        return vkl_fail(ctx, VKL_ERR_OVERFLOW, "quant: %s matrix [%lld, %lld] size overflows", fmt_name(dtype),
+                        (long long)rows, (long long)cols);
+    return VKL_OK;
+}
+
+void vkl_quant_spec_init(vkl_quant_spec *spec, vkl_dtype dtype) {
+    spec->dtype = dtype;
+    spec->group = VKL_QUANT_GROUP_DEFAULT;
+    spec->e0m4_n = 1;
+}
+
+vkl_status vkl_quant_check_finite(vkl_context *ctx, const char *format, const float *src, int64_t rows,
+                                  int64_t cols) {
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < cols; c++) {
+            float v = src[r * cols + c];
+            if (!isfinite(v))
+                return vkl_fail(ctx, VKL_ERR_INVALID_ARGUMENT,
+                                "%s: weight [%lld, %lld] is %s; non-finite weights cannot be quantized", format,
+                                (long long)r, (long long)c, isnan(v) ? "NaN" : v > 0 ? "+inf" : "-inf");
+        }
+    return VKL_OK;
+}
+
+uint16_t vkl_quant_f16_ceil(double x) {
+    if (!(x <= 65504.0)) return 0x7C00;
+    uint16_t h = vkl_f32_to_f16((float)x);
+    while (h < 0x7C00 && (double)vkl_f16_to_f32(h) < x) h++;
+    while (h > 0 && (double)vkl_f16_to_f32((uint16_t)(h - 1)) >= x) h--;
+    return h;
+}
+
+vkl_status vkl_quant_quantize(vkl_context *ctx, const vkl_quant_spec *spec, const float *src, int64_t rows,
+                              int64_t cols, void *dst, size_t dst_bytes) {
+    if (!spec || (!src && rows) || (!dst && rows))
+        return vkl_fail(ctx, VKL_ERR_INVALID_ARGUMENT, "quant: NULL spec or buffer");
+    size_t need = 0;
+    vkl_status st = vkl_quant_canonical_bytes(ctx, spec->dtype, spec->group, rows, cols, &need);
+    if (st) return st;
+    if (dst_bytes != need)
+        return vkl_fail(ctx, VKL_ERR_INVALID_ARGUMENT, "quant: %s [%lld, %lld] group %u needs %zu bytes, got %zu",
+                        fmt_name(spec->dtype), (long long)rows, (long long)cols, spec->group, need, dst_bytes);
+    st = vkl_quant_check_finite(ctx, fmt_name(spec->dtype), src, rows, cols);
+    if (st) return st;
+    switch (spec->dtype) {
+    case VKL_DTYPE_Q_E0M4: {
+        uint32_t n = spec->e0m4_n ? spec->e0m4_n : 1;
+        if (n != 1 && n != 2)
+            return vkl_fail(ctx, VKL_ERR_INVALID_ARGUMENT, "e0m4: n = %u, must be 1 or 2", spec->e0m4_n);
+        return vkl_e0m4_quantize(ctx, src, rows, cols, spec->group, n, dst);
+    }
+    case VKL_DTYPE_Q_INT4: return vkl_int4_quantize(ctx, src, rows, cols, spec->group, dst);
+    default: return vkl_int8_quantize(ctx, src, rows, cols, spec->group, dst);
+    }
+}
+
+vkl_status vkl_quant_dequantize(vkl_context *ctx, vkl_dtype dtype, uint32_t group, const void *src,
+                                size_t src_bytes, int64_t rows, int64_t cols, float *dst) {
+    if ((!src || !dst) && rows) return vkl_fail(ctx, VKL_ERR_INVALID_ARGUMENT, "dequant: NULL buffer");
+    size_t need = 0;
+    vkl_status st = vkl_quant_canonical_bytes(ctx, dtype, group, rows, cols, &need);
+    if (st) return st;
+    if (src_bytes != need)
+        return vkl_fail(ctx, VKL_ERR_FORMAT, "dequant: %s [%lld, %lld] group %u has %zu bytes, expected %zu",
+                        fmt_name(dtype), (long long)rows, (long long)cols, group, src_bytes, need);
+    switch (dtype) {
+    case VKL_DTYPE_Q_E0M4: return vkl_e0m4_dequantize(ctx, src, rows, cols, group, dst);
+    case VKL_DTYPE_Q_INT4: return vkl_int4_dequantize(ctx, src, rows, cols, group, dst);
+    default: return vkl_int8_dequantize(ctx, src, rows, cols, group, dst);
+    }
+}

@@ -1,0 +1,41 @@
+/* Inside engine/quant: the per-format kernels behind vkl_quant_quantize /
+ * vkl_quant_dequantize (arguments already checked by quant.c: shapes valid,
+ * buffers sized) and the helpers they share. */
+#ifndef VKL_QUANT_INTERNAL_H
+#define VKL_QUANT_INTERNAL_H
+
+#include "quant.h"
+
+/* VKL_ERR_INVALID_ARGUMENT naming the first NaN/inf element as [row, col]. */
+vkl_status vkl_quant_check_finite(vkl_context *ctx, const char *format, const float *src, int64_t rows,
+                                  int64_t cols);
+/* Smallest fp16 >= x, for finite x >= 0; 0x7C00 (inf) when x > 65504. */
+uint16_t vkl_quant_f16_ceil(double x);
+/* A stored fp16 scale is usable: finite and not negative (+0 allowed). */
+static inline bool vkl_quant_f16_scale_ok(uint16_t d) { return !(d & 0x8000) && (d & 0x7C00) != 0x7C00; }
+
+/* 4-bit code i of a canonical qs array (byte i/2, low nibble for even i). */
+static inline unsigned vkl_quant_nibble(const uint8_t *qs, size_t i) {
+    return (qs[i >> 1] >> ((i & 1) * 4)) & 15u;
+}
+
+vkl_status vkl_e0m4_quantize(vkl_context *ctx, const float *src, int64_t rows, int64_t cols, uint32_t group,
+                             uint32_t n, uint8_t *dst);
+vkl_status vkl_e0m4_dequantize(vkl_context *ctx, const uint8_t *src, int64_t rows, int64_t cols, uint32_t group,
+                               float *dst);
+/* Header check for one block (row r, group g named in the error). */
+vkl_status vkl_e0m4_check_header(vkl_context *ctx, uint16_t d, uint16_t b, int64_t r, int64_t g);
+
+vkl_status vkl_int4_quantize(vkl_context *ctx, const float *src, int64_t rows, int64_t cols, uint32_t group,
+                             uint8_t *dst);
+vkl_status vkl_int4_dequantize(vkl_context *ctx, const uint8_t *src, int64_t rows, int64_t cols, uint32_t group,
+                               float *dst);
+vkl_status vkl_int4_check_header(vkl_context *ctx, uint16_t d, uint16_t z, int64_t r, int64_t g);
+
+vkl_status vkl_int8_quantize(vkl_context *ctx, const float *src, int64_t rows, int64_t cols, uint32_t group,
+                             uint8_t *dst);
+vkl_status vkl_int8_dequantize(vkl_context *ctx, const uint8_t *src, int64_t rows, int64_t cols, uint32_t group,
+                               float *dst);
+vkl_status vkl_int8_check_header(vkl_context *ctx, float d, int64_t r, int64_t g);
+
+#endif
