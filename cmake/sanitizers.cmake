@@ -12,7 +12,8 @@ if(VKL_FUZZ)
   # Coverage instrumentation everywhere; only fuzz targets link libFuzzer's
   # main. VKL_FUZZING lets parsers ignore checksum mismatches so the fuzzer
   # explores past them (the checks still run).
-  add_compile_options(-fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer)
+  add_compile_options(-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined
+    -fno-omit-frame-pointer)
   add_link_options(-fsanitize=address,undefined)
   add_compile_definitions(VKL_FUZZING=1)
 endif()

@@ -244,46 +244,100 @@ const vkl_attr *vkl_node_attr(const vkl_node *n, const char *name) {
     return NULL;
 }
 
+/* Min-heap of node indexes: among ready nodes the lowest index goes first,
+ * so the order is stable and exporters' (already sorted) order survives. */
+static void heap_push(uint32_t *h, uint32_t *n, uint32_t v) {
+    uint32_t i = (*n)++;
+    while (i && h[(i - 1) / 2] > v) {
+        h[i] = h[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    h[i] = v;
+}
+
+static uint32_t heap_pop(uint32_t *h, uint32_t *n) {
+    uint32_t top = h[0], v = h[--(*n)], i = 0;
+    for (;;) {
+        uint32_t c = 2 * i + 1;
+        if (c >= *n) break;
+        if (c + 1 < *n && h[c + 1] < h[c]) c++;
+        if (h[c] >= v) break;
+        h[i] = h[c];
+        i = c;
+    }
+    h[i] = v;
+    return top;
+}
+
+/* Kahn's algorithm: pending[i] counts node i's inputs not yet produced;
+ * consumers of each tensor in CSR form (first[t] .. first[t+1]). */
 vkl_status vkl_graph_topo_order(const vkl_graph *g, uint32_t *order, uint32_t *count) {
-    /* Sweeps over live nodes, emitting each once all its inputs are ready. */
     vkl_context *ctx = g->ctx;
-    bool *emitted = vkl_calloc(ctx, g->n_nodes ? g->n_nodes : 1, sizeof(bool));
-    bool *ready_tensor = vkl_calloc(ctx, g->n_tensors ? g->n_tensors : 1, sizeof(bool));
-    if (!emitted || !ready_tensor) {
-        vkl_free(ctx, emitted);
-        vkl_free(ctx, ready_tensor);
-        return VKL_ERR_OUT_OF_MEMORY;
-    }
-    for (uint32_t t = 0; t < g->n_tensors; t++) {
+    uint32_t nn = g->n_nodes, nt = g->n_tensors;
+    uint32_t *pending = vkl_calloc(ctx, nn + 1, sizeof(uint32_t));
+    uint32_t *first = vkl_calloc(ctx, nt + 2, sizeof(uint32_t));
+    uint32_t *heap = vkl_calloc(ctx, nn + 1, sizeof(uint32_t));
+    bool *produced = vkl_calloc(ctx, nt + 1, sizeof(bool));
+    uint32_t *users = NULL;
+    vkl_status st = (!pending || !first || !heap || !produced) ? VKL_ERR_OUT_OF_MEMORY : VKL_OK;
+    /* A tensor is available from the start unless a live node produces it. */
+    for (uint32_t t = 0; !st && t < nt; t++) {
         uint32_t p = g->tensors[t].producer;
-        ready_tensor[t] = p == VKL_NONE || p >= g->n_nodes || g->nodes[p].dead;
+        produced[t] = p == VKL_NONE || p >= nn || g->nodes[p].dead;
     }
-    uint32_t done = 0, live = 0;
-    for (uint32_t i = 0; i < g->n_nodes; i++) live += !g->nodes[i].dead;
-    /* Repeated sweeps keep the order stable (lowest index first among ready
-     * nodes within a sweep); graphs from exporters are nearly sorted already,
-     * so this takes few sweeps. */
-    bool progress = true;
-    while (done < live && progress) {
-        progress = false;
-        for (uint32_t i = 0; i < g->n_nodes; i++) {
-            const vkl_node *n = &g->nodes[i];
-            if (n->dead || emitted[i]) continue;
-            bool ok = true;
-            for (uint32_t k = 0; k < n->n_inputs && ok; k++)
-                ok = n->inputs[k] == VKL_NONE || (n->inputs[k] < g->n_tensors && ready_tensor[n->inputs[k]]);
-            if (!ok) continue;
-            emitted[i] = true;
-            order[done++] = i;
-            for (uint32_t k = 0; k < n->n_outputs; k++)
-                if (n->outputs[k] != VKL_NONE && n->outputs[k] < g->n_tensors) ready_tensor[n->outputs[k]] = true;
-            progress = true;
+    size_t edges = 0;
+    for (uint32_t i = 0; !st && i < nn; i++) {
+        const vkl_node *n = &g->nodes[i];
+        if (n->dead) continue;
+        for (uint32_t k = 0; k < n->n_inputs; k++) {
+            uint32_t t = n->inputs[k];
+            if (t == VKL_NONE) continue;
+            if (t >= nt) {
+                pending[i]++; /* never satisfied: reported below */
+                continue;
+            }
+            if (!produced[t]) {
+                pending[i]++;
+                first[t + 1]++;
+                edges++;
+            }
         }
     }
-    vkl_status st = VKL_OK;
-    if (done < live) {
-        for (uint32_t i = 0; i < g->n_nodes; i++) {
-            if (g->nodes[i].dead || emitted[i]) continue;
+    if (!st) users = vkl_calloc(ctx, edges + 1, sizeof(uint32_t));
+    if (!st && !users) st = VKL_ERR_OUT_OF_MEMORY;
+    for (uint32_t t = 0; !st && t < nt; t++) first[t + 1] += first[t];
+    for (uint32_t i = 0; !st && i < nn; i++) {
+        const vkl_node *n = &g->nodes[i];
+        if (n->dead) continue;
+        for (uint32_t k = 0; k < n->n_inputs; k++) {
+            uint32_t t = n->inputs[k];
+            if (t != VKL_NONE && t < nt && !produced[t]) users[first[t]++] = i;
+        }
+    }
+    /* first[t] now points one past t's range: shift back. */
+    for (uint32_t t = nt; !st && t > 0; t--) first[t] = first[t - 1];
+    if (!st) first[0] = 0;
+    uint32_t hn = 0, done = 0, live = 0;
+    for (uint32_t i = 0; !st && i < nn; i++) {
+        if (g->nodes[i].dead) continue;
+        live++;
+        if (!pending[i]) heap_push(heap, &hn, i);
+    }
+    while (!st && hn) {
+        uint32_t i = heap_pop(heap, &hn);
+        order[done++] = i;
+        const vkl_node *n = &g->nodes[i];
+        for (uint32_t k = 0; k < n->n_outputs; k++) {
+            uint32_t t = n->outputs[k];
+            if (t == VKL_NONE || t >= nt || produced[t]) continue;
+            produced[t] = true;
+            for (uint32_t u = first[t]; u < first[t + 1]; u++)
+                if (--pending[users[u]] == 0) heap_push(heap, &hn, users[u]);
+        }
+    }
+    if (!st && done < live) {
+        for (uint32_t i = 0; i < nn; i++) {
+            if (g->nodes[i].dead || !pending[i]) continue;
             char buf[160];
             st = vkl_fail(ctx, VKL_ERR_FORMAT, "%s is on a cycle or reads a tensor nothing produces",
                           vkl_node_str(g, i, buf, sizeof(buf)));
@@ -291,8 +345,11 @@ vkl_status vkl_graph_topo_order(const vkl_graph *g, uint32_t *order, uint32_t *c
         }
     }
     *count = done;
-    vkl_free(ctx, emitted);
-    vkl_free(ctx, ready_tensor);
+    vkl_free(ctx, pending);
+    vkl_free(ctx, first);
+    vkl_free(ctx, heap);
+    vkl_free(ctx, produced);
+    vkl_free(ctx, users);
     return st;
 }
 

@@ -121,8 +121,11 @@ static vkl_status tensor_attr(onnx_builder *b, const onnx_node *n, const Onnx__A
     uint32_t id;
     vkl_status st =
         onnx_tensor_to_weight(b, ap->t, "attribute tensor", onnx_node_base(n, base, sizeof(base)), suffix, &id);
-    if (st) return vkl_fail_prefix(b->ctx, st, "node %u '%s' (%s) attribute '%s'", n->index, n->name, n->op_type,
-                                   ap->name);
+    if (st) {
+        char who[512];
+        return vkl_fail_prefix(b->ctx, st, "%s attribute '%s'", onnx_node_str(b, n->index, who, sizeof(who)),
+                               ap->name);
+    }
     out->kind = VKL_ATTR_TENSOR;
     out->i = id;
     return VKL_OK;

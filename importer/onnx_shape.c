@@ -70,9 +70,13 @@ static vkl_status dim_expr(onnx_builder *b, const char *tensor, uint32_t axis,
         return param_expr(b, d->dim_param, out);
     /* Unknown (or a negative dim_value, which some tools write for
      * "unknown"): a symbol of its own, bound from the input at run time. */
-    char text[VKL_SYM_NAME_MAX * 2];
-    snprintf(text, sizeof(text), "unk__%s_%u", tensor, axis);
-    return symbol_expr(b, text, out);
+    size_t len = strlen(tensor) + 32;
+    char *text = vkl_malloc(b->ctx, len);
+    if (!text) return VKL_ERR_OUT_OF_MEMORY;
+    snprintf(text, len, "unk__%s_%u", tensor, axis);
+    vkl_status st = symbol_expr(b, text, out);
+    vkl_free(b->ctx, text);
+    return st;
 }
 
 vkl_status onnx_value_info_type(onnx_builder *b, const Onnx__ValueInfoProto *vi, vkl_dtype *dtype,
