@@ -204,7 +204,8 @@ static vkl_status eval_bytes(const vkl_graph *g, vkl_expr e, const int64_t *valu
     return VKL_OK;
 }
 
-vkl_status vkl_plan_layout(const vkl_plan *p, const int64_t *values, size_t n_values, size_t *offsets, size_t *total) {
+vkl_status vkl_plan_layout(const vkl_plan *p, const int64_t *values, const int64_t *state_values, size_t n_values,
+                           size_t *offsets, size_t *total) {
     const vkl_graph *g = p->g;
     size_t *buf_off = vkl_calloc(g->ctx, p->n_buffers ? p->n_buffers : 1, sizeof(size_t));
     if (!buf_off) return VKL_ERR_OUT_OF_MEMORY;
@@ -214,7 +215,7 @@ vkl_status vkl_plan_layout(const vkl_plan *p, const int64_t *values, size_t n_va
         for (uint32_t b = 0; b < p->n_buffers && !st; b++) {
             if (p->buffer_state[b] != (pass == 0)) continue;
             size_t bytes;
-            st = eval_bytes(g, p->buffer_size[b], values, n_values, &bytes);
+            st = eval_bytes(g, p->buffer_size[b], pass == 0 && state_values ? state_values : values, n_values, &bytes);
             if (st) break;
             buf_off[b] = end;
             if (!vkl_add_size(end, bytes, &end)) st = vkl_fail(g->ctx, VKL_ERR_OVERFLOW, "plan: arena size overflows");
@@ -249,7 +250,7 @@ vkl_status vkl_plan_verify(const vkl_plan *p, const int64_t *values, size_t n_va
     size_t *off = vkl_calloc(ctx, g->n_tensors ? g->n_tensors : 1, sizeof(size_t));
     size_t *len = vkl_calloc(ctx, g->n_tensors ? g->n_tensors : 1, sizeof(size_t));
     size_t total;
-    vkl_status st = (!off || !len) ? VKL_ERR_OUT_OF_MEMORY : vkl_plan_layout(p, values, n_values, off, &total);
+    vkl_status st = (!off || !len) ? VKL_ERR_OUT_OF_MEMORY : vkl_plan_layout(p, values, NULL, n_values, off, &total);
     for (uint32_t t = 0; !st && t < g->n_tensors; t++) {
         if (p->buffer_of[t] == VKL_NONE) continue;
         vkl_expr e;

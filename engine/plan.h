@@ -23,11 +23,12 @@ typedef struct vkl_plan {
 vkl_status vkl_plan_create(const vkl_graph *g, vkl_plan **out);
 void vkl_plan_destroy(vkl_plan *p);
 
-/* Offsets (per tensor; VKL_NO_OFFSET-style SIZE_MAX for weights/unused) for
- * one binding; *total is the arena bytes it needs. Buffers are 64-byte
- * aligned; states come first so their offsets depend only on the binding of
- * their own dims. */
-vkl_status vkl_plan_layout(const vkl_plan *p, const int64_t *values, size_t n_values, size_t *offsets, size_t *total);
+/* Offsets (per tensor; SIZE_MAX for weights and unused tensors) for one
+ * binding; *total is the arena bytes it needs. Buffers are 64-byte aligned.
+ * States come first, sized by `state_values` (the session's maximum binding;
+ * NULL: `values`), so the KV cache keeps its place whatever the step. */
+vkl_status vkl_plan_layout(const vkl_plan *p, const int64_t *values, const int64_t *state_values, size_t n_values,
+                           size_t *offsets, size_t *total);
 
 /* Bytes if every tensor had its own memory, for the same binding. */
 vkl_status vkl_plan_no_reuse_bytes(const vkl_plan *p, const int64_t *values, size_t n_values, size_t *total);

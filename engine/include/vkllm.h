@@ -64,6 +64,95 @@ void vkl_context_destroy(vkl_context *ctx);
  * or serialize calls. */
 const char *vkl_context_error(const vkl_context *ctx);
 
+
+/* --- Models -------------------------------------------------------------
+ * A model is a .vkm file mapped read-only plus the backend that runs it,
+ * with its weights resident in the backend's layout. Several sessions share
+ * one model. Loading and freeing a model are not thread-safe with respect
+ * to its sessions; once loaded, a model is read-only and may be used by
+ * sessions on different threads. */
+typedef struct vkl_model vkl_model;
+
+typedef struct vkl_model_options {
+    const char *backend;        /* "ref", ...; NULL: the first backend that probes OK */
+    uint32_t disable_features;  /* backend features to turn off (engine/backend.h VKL_FEATURE_*) */
+    const void *external_device;/* the app's device (e.g. Vulkan handles), borrowed; NULL: own */
+} vkl_model_options;
+
+void vkl_model_options_init(vkl_model_options *options);
+/* options may be NULL (defaults). */
+vkl_status vkl_model_load(vkl_context *ctx, const char *path, const vkl_model_options *options, vkl_model **out);
+void vkl_model_free(vkl_model *model); /* accepts NULL; free every session first */
+/* Entries in one row of logits. */
+size_t vkl_model_vocab_size(const vkl_model *model);
+const char *vkl_model_backend_name(const vkl_model *model);
+
+/* --- Sampling ----------------------------------------------------------- */
+typedef struct vkl_sampling_options {
+    float temperature;        /* <= 0: greedy */
+    int32_t top_k;            /* <= 0: off */
+    float top_p;              /* >= 1: off */
+    float min_p;              /* <= 0: off */
+    float repetition_penalty; /* 1: off */
+    int32_t repetition_window;/* last N tokens the penalty sees */
+    uint64_t seed;            /* same seed, same tokens */
+} vkl_sampling_options;
+
+/* --- Sessions -----------------------------------------------------------
+ * A session holds one conversation: its KV cache (inside the backend, in
+ * place, sized for max_context at creation) and its memory plan. Nothing is
+ * allocated after vkl_session_create. A session is used by one thread at a
+ * time; different sessions may run on different threads if each has its own
+ * context (errors are per context). */
+typedef struct vkl_session vkl_session;
+
+typedef struct vkl_session_options {
+    size_t max_context;       /* tokens the cache holds; default 2048 */
+    size_t prefill_chunk;     /* prompts are fed at most this many tokens per step; default 256 */
+    uint32_t pad_multiple;    /* attention length is padded to a multiple of this (masked), so recorded
+                                 work is replayed until a boundary is crossed; default 64, 1: off */
+    vkl_sampling_options sampling;
+} vkl_session_options;
+
+void vkl_session_options_init(vkl_session_options *options);
+vkl_status vkl_session_create(vkl_model *model, const vkl_session_options *options, vkl_session **out);
+void vkl_session_free(vkl_session *session); /* accepts NULL */
+
+/* Append tokens to the conversation (prefill) and compute the logits of the
+ * last one. Fails with VKL_ERR_INVALID_ARGUMENT, and changes nothing, when
+ * the tokens would not fit in max_context or an id is outside the vocab. */
+vkl_status vkl_session_append(vkl_session *session, const int32_t *tokens, size_t count);
+/* Logits of the last appended token: vocab_size floats, valid until the next
+ * call on the session; NULL before the first append. */
+const float *vkl_session_logits(const vkl_session *session);
+/* Draw the next token from the last logits with the session's sampler
+ * (it does not append it). */
+vkl_status vkl_session_sample(vkl_session *session, int32_t *token);
+/* Called with each generated token; return nonzero to stop. */
+typedef int (*vkl_token_callback)(void *user, int32_t token);
+/* Append the prompt, then sample and append up to max_new tokens, calling
+ * `callback` (may be NULL) after each; stops early at `stop_token` (>= 0) or
+ * when the context is full (then VKL_OK with fewer tokens). */
+vkl_status vkl_session_generate(vkl_session *session, const int32_t *prompt, size_t count, size_t max_new,
+                                int32_t stop_token, vkl_token_callback callback, void *user);
+/* Tokens in the conversation. */
+size_t vkl_session_length(const vkl_session *session);
+/* Keep only the first `length` tokens (the KV cache is truncated in place;
+ * the logits are those of the kept last token only after the next append).
+ * VKL_ERR_INVALID_ARGUMENT if length exceeds the current length. */
+vkl_status vkl_session_rewind(vkl_session *session, size_t length);
+void vkl_session_reset(vkl_session *session); /* back to empty; reseeds the sampler */
+
+typedef struct vkl_session_stats {
+    uint64_t prefill_tokens, decode_tokens;
+    double prefill_seconds, decode_seconds;
+    uint64_t prepares;        /* executables built (one per new padded shape) */
+    uint64_t replays;         /* steps that reused a prepared executable */
+    size_t arena_bytes;       /* the planned arena */
+    size_t kv_bytes;          /* the KV cache */
+} vkl_session_stats;
+void vkl_session_get_stats(const vkl_session *session, vkl_session_stats *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,112 @@
+/* vkl_model: open a .vkm, choose and open a backend, load the weights,
+ * and find the inputs/outputs and symbols a causal LM session binds. */
+#include <string.h>
+
+#include "model.h"
+
+void vkl_model_options_init(vkl_model_options *o) {
+    if (o) memset(o, 0, sizeof(*o));
+}
+
+static const vkl_backend_vtable *choose_backend(vkl_context *ctx, const vkl_model_options *o) {
+    if (o->backend) {
+        const vkl_backend_vtable *be = vkl_backend_find(o->backend);
+        if (!be) vkl_fail(ctx, VKL_ERR_NOT_FOUND, "no backend named '%s' in this build", o->backend);
+        return be;
+    }
+    vkl_backend_options bo = {o->disable_features, o->external_device, -1};
+    for (size_t i = 0; i < vkl_backend_count(); i++) {
+        vkl_backend_caps caps;
+        if (vkl_backend_at(i)->probe(ctx, &bo, &caps) == VKL_OK) return vkl_backend_at(i);
+    }
+    vkl_fail(ctx, VKL_ERR_UNSUPPORTED, "no backend in this build can run on this machine");
+    return NULL;
+}
+
+static uint32_t find_io(const vkl_graph *g, const uint32_t *list, uint32_t n, const char *name) {
+    for (uint32_t i = 0; i < n; i++)
+        if (!strcmp(g->tensors[list[i]].name, name)) return i;
+    return VKL_NONE;
+}
+
+static size_t symbol_of(const vkl_graph *g, vkl_expr e) {
+    size_t s;
+    return vkl_expr_is_symbol(g->syms, e, &s) ? s : VKL_NO_SYMBOL;
+}
+
+/* Roles by the names every HF causal-LM export uses; the KV cache's length
+ * symbol is the one its sequence dimension adds to `seq`. */
+static vkl_status find_roles(vkl_model *m) {
+    const vkl_graph *g = m->g;
+    m->in_ids = find_io(g, g->inputs, g->n_inputs, "input_ids");
+    m->in_mask = find_io(g, g->inputs, g->n_inputs, "attention_mask");
+    m->in_pos = find_io(g, g->inputs, g->n_inputs, "position_ids");
+    m->out_logits = find_io(g, g->outputs, g->n_outputs, "logits");
+    if (m->out_logits == VKL_NONE && g->n_outputs) m->out_logits = 0;
+    m->sym_batch = m->sym_seq = m->sym_total = m->sym_past = VKL_NO_SYMBOL;
+    if (m->in_ids == VKL_NONE || m->out_logits == VKL_NONE)
+        return VKL_OK; /* not a causal LM: loadable, but sessions will refuse it */
+    const vkl_tensor *ids = &g->tensors[g->inputs[m->in_ids]];
+    const vkl_tensor *logits = &g->tensors[g->outputs[m->out_logits]];
+    if (ids->shape.rank != 2 || logits->shape.rank != 3)
+        return vkl_fail(m->ctx, VKL_ERR_UNSUPPORTED, "model: input_ids must be [batch, seq] and logits [batch, seq, vocab]");
+    m->sym_batch = symbol_of(g, ids->shape.dims[0]);
+    m->sym_seq = symbol_of(g, ids->shape.dims[1]);
+    int64_t vocab;
+    if (!vkl_expr_is_const(g->syms, logits->shape.dims[2], &vocab) || vocab <= 0)
+        return vkl_fail(m->ctx, VKL_ERR_UNSUPPORTED, "model: the logits' vocab dimension is not a constant");
+    m->vocab = (size_t)vocab;
+    if (m->in_mask != VKL_NONE) {
+        const vkl_tensor *mask = &g->tensors[g->inputs[m->in_mask]];
+        if (mask->shape.rank == 2) m->sym_total = symbol_of(g, mask->shape.dims[1]);
+    }
+    for (uint32_t t = 0; t < g->n_tensors && m->sym_past == VKL_NO_SYMBOL; t++) {
+        const vkl_tensor *st = &g->tensors[t];
+        if (st->kind != VKL_TENSOR_STATE || !st->shape.rank) continue;
+        for (size_t s = 0; s < vkl_symtab_symbol_count(g->syms); s++)
+            if (s != m->sym_seq && s != m->sym_batch && s != m->sym_total &&
+                vkl_expr_uses_symbol(g->syms, st->shape.dims[0], s))
+                m->sym_past = s;
+    }
+    return VKL_OK;
+}
+
+void vkl_model_free(vkl_model *m) {
+    if (!m) return;
+    if (m->weights) m->be->weights_release(m->dev, m->weights);
+    if (m->dev) m->be->close(m->dev);
+    vkl_vkm_close(m->vkm);
+    vkl_free(m->ctx, m);
+}
+
+vkl_status vkl_model_load(vkl_context *ctx, const char *path, const vkl_model_options *options, vkl_model **out) {
+    if (!ctx || !out) return VKL_ERR_INVALID_ARGUMENT;
+    *out = NULL;
+    if (!path) return vkl_fail(ctx, VKL_ERR_INVALID_ARGUMENT, "vkl_model_load: path is NULL");
+    vkl_model_options defaults;
+    vkl_model_options_init(&defaults);
+    if (!options) options = &defaults;
+    vkl_model *m = vkl_calloc(ctx, 1, sizeof(*m));
+    if (!m) return VKL_ERR_OUT_OF_MEMORY;
+    m->ctx = ctx;
+    vkl_status st = vkl_vkm_open(ctx, path, &m->vkm);
+    if (!st) {
+        m->g = vkl_vkm_graph(m->vkm);
+        m->be = choose_backend(ctx, options);
+        if (!m->be) st = VKL_ERR_NOT_FOUND;
+    }
+    vkl_backend_options bo = {options->disable_features, options->external_device, -1};
+    if (!st) st = m->be->open(ctx, &bo, &m->dev);
+    if (!st) st = m->be->weights_load(m->dev, m->g, &m->weights);
+    if (!st) st = find_roles(m);
+    if (st) {
+        vkl_model_free(m);
+        return st;
+    }
+    *out = m;
+    return VKL_OK;
+}
+
+size_t vkl_model_vocab_size(const vkl_model *m) { return m ? m->vocab : 0; }
+
+const char *vkl_model_backend_name(const vkl_model *m) { return m ? m->be->name : ""; }

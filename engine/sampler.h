@@ -1,0 +1,73 @@
+/* Token sampler: turns one step's logits into the next token id, with
+ * repetition penalty, top-k, temperature, top-p and min-p, and its own seeded
+ * PRNG so a given seed replays the same tokens.
+ *
+ * Order of operations (fixed; every stage is skipped when it is off):
+ *   1. repetition penalty over the last `repetition_window` tokens of the
+ *      history, once per distinct token: logit > 0 ? logit / p : logit * p
+ *      (HF transformers / llama.cpp semantics);
+ *   2. temperature <= 0: greedy, the argmax (lowest index on ties); stop;
+ *   3. top-k: keep the k largest logits (ties: lower index first);
+ *   4. temperature: logit / T;
+ *   5. softmax in double with the max subtracted;
+ *   6. top-p: keep the smallest prefix, in descending order, whose cumulative
+ *      probability is >= top_p (at least one token);
+ *   7. min-p: drop tokens whose probability is < min_p * the top probability;
+ *   8. renormalize and draw with the sampler's PRNG (xoshiro256** seeded by
+ *      splitmix64; one 64-bit draw per non-greedy call, turned into a double
+ *      in [0,1) from its top 53 bits, so the stream is the same on every
+ *      platform).
+ * Temperature is applied before top-p and min-p (as HF transformers does);
+ * llama.cpp's default chain applies it after them, which gives a different
+ * candidate set whenever T != 1.
+ *
+ * Logits: -inf is an impossible token; NaN is an error naming its index; all
+ * -inf is an error. +inf tokens, if any, share all the probability equally.
+ *
+ * A sampler is not thread-safe; sample() allocates nothing (scratch for the
+ * whole vocabulary is made at create). */
+#ifndef VKL_SAMPLER_H
+#define VKL_SAMPLER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "vkllm.h"
+
+typedef struct vkl_sampling {
+    float temperature;        /* <= 0: greedy (argmax, lowest index on ties); finite */
+    int32_t top_k;            /* <= 0: off */
+    float top_p;              /* in (0, 1]; 1: off */
+    float min_p;              /* <= 0: off; at most 1 */
+    float repetition_penalty; /* 1: off; finite, > 0 */
+    int32_t repetition_window; /* last N tokens of the history; 0: all given; >= 0 */
+    uint64_t seed;
+} vkl_sampling;
+
+/* Greedy, no top-k/top-p/min-p, no penalty, window 64, seed 0. */
+void vkl_sampling_defaults(vkl_sampling *s);
+
+typedef struct vkl_sampler vkl_sampler;
+
+/* Validates `opt` (NaN or infinite values, top_p outside (0,1], min_p > 1,
+ * penalty <= 0, negative window, vocab 0 or above INT32_MAX: each a
+ * VKL_ERR_INVALID_ARGUMENT naming the field) and allocates scratch for
+ * `vocab` tokens. The PRNG starts from opt->seed. */
+vkl_status vkl_sampler_create(vkl_context *ctx, const vkl_sampling *opt, size_t vocab,
+                              vkl_sampler **out);
+
+/* Picks the next token from `logits` (vocab floats, not modified).
+ * `history` (n_history ids, oldest first; may be NULL when n_history is 0) is
+ * read only for the repetition penalty; its ids in the window must lie in
+ * [0, vocab). *token is written only on success; the PRNG advances by one
+ * draw per successful non-greedy call and not at all otherwise. */
+vkl_status vkl_sampler_sample(vkl_sampler *s, const float *logits, const int32_t *history,
+                              size_t n_history, int32_t *token);
+
+/* Restarts the PRNG stream as if the sampler had been created with `seed`. */
+void vkl_sampler_reseed(vkl_sampler *s, uint64_t seed);
+
+/* NULL is a no-op. */
+void vkl_sampler_destroy(vkl_sampler *s);
+
+#endif

@@ -1,0 +1,355 @@
+/* vkl_session: one conversation over a model. Memory is planned once for
+ * the largest step (a prefill chunk at full context) and allocated at
+ * creation; each distinct padded shape gets an executable that is prepared
+ * once and replayed; the KV cache lives in state tensors at fixed offsets
+ * and is written in place. */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
+#include <string.h>
+#include <time.h>
+
+#include "model.h"
+#include "plan.h"
+#include "sampler.h"
+
+/* Prepared executables kept per session: the decode bucket, the last
+ * prefill shapes. */
+#define EXEC_CACHE 6
+
+typedef struct exec_slot {
+    vkl_backend_exec *exec;
+    int64_t seq, past, total;
+    size_t *offsets;  /* the layout the executable was prepared with */
+    uint64_t last_use;
+} exec_slot;
+
+struct vkl_session {
+    vkl_model *m;
+    vkl_context *ctx;
+    vkl_session_options opt;
+    vkl_plan *plan;
+    vkl_backend_buffer *arena;
+    size_t arena_bytes, kv_bytes;
+    int64_t *values, *max_values; /* symbol bindings: this step, the planned maximum */
+    size_t n_values;
+    exec_slot slots[EXEC_CACHE];
+    uint64_t clock;
+    /* host staging, sized at creation for one prefill chunk */
+    int64_t *ids, *pos, *mask;
+    float *logits;
+    bool have_logits;
+    int32_t *history; /* max_context tokens */
+    size_t length;
+    vkl_sampler *sampler;
+    vkl_session_stats stats;
+};
+
+void vkl_session_options_init(vkl_session_options *o) {
+    if (!o) return;
+    memset(o, 0, sizeof(*o));
+    o->max_context = 2048;
+    o->prefill_chunk = 256;
+    o->pad_multiple = 64;
+    o->sampling.temperature = 0;
+    o->sampling.top_p = 1;
+    o->sampling.repetition_penalty = 1;
+    o->sampling.repetition_window = 64;
+}
+
+static double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void bind(vkl_session *s, int64_t *values, int64_t seq, int64_t past, int64_t total) {
+    const vkl_model *m = s->m;
+    for (size_t i = 0; i < s->n_values; i++) values[i] = 1; /* symbols no role names: 1 */
+    if (m->sym_batch != VKL_NO_SYMBOL) values[m->sym_batch] = 1;
+    if (m->sym_seq != VKL_NO_SYMBOL) values[m->sym_seq] = seq;
+    if (m->sym_past != VKL_NO_SYMBOL) values[m->sym_past] = past;
+    if (m->sym_total != VKL_NO_SYMBOL) values[m->sym_total] = total;
+}
+
+void vkl_session_free(vkl_session *s) {
+    if (!s) return;
+    vkl_model *m = s->m;
+    for (int i = 0; i < EXEC_CACHE; i++) {
+        if (s->slots[i].exec) m->be->exec_release(m->dev, s->slots[i].exec);
+        vkl_free(s->ctx, s->slots[i].offsets);
+    }
+    if (s->arena) m->be->buffer_destroy(m->dev, s->arena);
+    vkl_plan_destroy(s->plan);
+    vkl_sampler_destroy(s->sampler);
+    vkl_free(s->ctx, s->values);
+    vkl_free(s->ctx, s->max_values);
+    vkl_free(s->ctx, s->ids);
+    vkl_free(s->ctx, s->pos);
+    vkl_free(s->ctx, s->mask);
+    vkl_free(s->ctx, s->logits);
+    vkl_free(s->ctx, s->history);
+    vkl_free(s->ctx, s);
+}
+
+static vkl_status check_model(vkl_context *ctx, const vkl_model *m) {
+    if (m->in_ids == VKL_NONE || m->vocab == 0)
+        return vkl_fail(ctx, VKL_ERR_UNSUPPORTED, "session: the model is not a causal LM (no input_ids / logits)");
+    if (m->sym_past == VKL_NO_SYMBOL)
+        return vkl_fail(ctx, VKL_ERR_UNSUPPORTED,
+                        "session: the model has no internal KV cache; import it without --no-kv-inplace");
+    if (m->sym_seq == VKL_NO_SYMBOL) return vkl_fail(ctx, VKL_ERR_UNSUPPORTED, "session: input_ids' length is not a symbol");
+    return VKL_OK;
+}
+
+/* Arena sized for the largest step; states zeroed so masked cache rows are
+ * finite (0 weight x NaN would still be NaN). */
+static vkl_status allocate(vkl_session *s) {
+    vkl_context *ctx = s->ctx;
+    const vkl_graph *g = s->m->g;
+    int64_t chunk = (int64_t)s->opt.prefill_chunk, maxc = (int64_t)s->opt.max_context;
+    bind(s, s->max_values, chunk, maxc - chunk, maxc);
+    size_t *offsets = vkl_calloc(ctx, g->n_tensors + 1, sizeof(size_t));
+    if (!offsets) return VKL_ERR_OUT_OF_MEMORY;
+    vkl_status st = vkl_plan_layout(s->plan, s->max_values, s->max_values, s->n_values, offsets, &s->arena_bytes);
+    size_t decode_bytes = 0;
+    int64_t *tmp = s->values;
+    bind(s, tmp, 1, maxc - 1, maxc);
+    if (!st) st = vkl_plan_layout(s->plan, tmp, s->max_values, s->n_values, offsets, &decode_bytes);
+    if (decode_bytes > s->arena_bytes) s->arena_bytes = decode_bytes;
+    if (!st) st = s->m->be->buffer_create(s->m->dev, VKL_BUFFER_DEVICE, s->arena_bytes, &s->arena);
+    /* the states are the first buffers of the layout */
+    s->kv_bytes = 0;
+    for (uint32_t t = 0; !st && t < g->n_tensors; t++)
+        if (g->tensors[t].kind == VKL_TENSOR_STATE && s->plan->buffer_of[t] != VKL_NONE) {
+            int64_t dims[VKL_MAX_RANK], n;
+            size_t bytes;
+            st = vkl_shape_eval(g, &g->tensors[t].shape, s->max_values, s->n_values, dims, &n);
+            if (!st && vkl_tensor_bytes(g->tensors[t].dtype, 0, n, &bytes)) s->kv_bytes += bytes;
+        }
+    if (!st && s->kv_bytes) {
+        void *zero = vkl_calloc(ctx, 1, s->kv_bytes);
+        st = zero ? s->m->be->buffer_write(s->m->dev, s->arena, 0, zero, s->kv_bytes) : VKL_ERR_OUT_OF_MEMORY;
+        vkl_free(ctx, zero);
+    }
+    vkl_free(ctx, offsets);
+    return st;
+}
+
+vkl_status vkl_session_create(vkl_model *m, const vkl_session_options *options, vkl_session **out) {
+    if (!m || !out) return m ? vkl_fail(m->ctx, VKL_ERR_INVALID_ARGUMENT, "vkl_session_create: out is NULL")
+                             : VKL_ERR_INVALID_ARGUMENT;
+    *out = NULL;
+    vkl_context *ctx = m->ctx;
+    vkl_status st = check_model(ctx, m);
+    if (st) return st;
+    vkl_session *s = vkl_calloc(ctx, 1, sizeof(*s));
+    if (!s) return VKL_ERR_OUT_OF_MEMORY;
+    s->m = m;
+    s->ctx = ctx;
+    if (options) s->opt = *options;
+    else vkl_session_options_init(&s->opt);
+    if (s->opt.max_context < 1 || s->opt.prefill_chunk < 1 || s->opt.pad_multiple < 1) {
+        vkl_free(ctx, s);
+        return vkl_fail(ctx, VKL_ERR_INVALID_ARGUMENT, "session: max_context, prefill_chunk and pad_multiple must be >= 1");
+    }
+    if (s->opt.prefill_chunk > s->opt.max_context) s->opt.prefill_chunk = s->opt.max_context;
+    size_t chunk = s->opt.prefill_chunk, maxc = s->opt.max_context;
+    s->n_values = vkl_symtab_symbol_count(m->g->syms);
+    s->values = vkl_calloc(ctx, s->n_values + 1, sizeof(int64_t));
+    s->max_values = vkl_calloc(ctx, s->n_values + 1, sizeof(int64_t));
+    s->ids = vkl_calloc(ctx, chunk, sizeof(int64_t));
+    s->pos = vkl_calloc(ctx, chunk, sizeof(int64_t));
+    s->mask = vkl_calloc(ctx, maxc, sizeof(int64_t));
+    s->logits = vkl_calloc(ctx, m->vocab, sizeof(float));
+    s->history = vkl_calloc(ctx, maxc, sizeof(int32_t));
+    for (int i = 0; i < EXEC_CACHE && !st; i++) {
+        s->slots[i].offsets = vkl_calloc(ctx, m->g->n_tensors + 1, sizeof(size_t));
+        if (!s->slots[i].offsets) st = VKL_ERR_OUT_OF_MEMORY;
+    }
+    if (!s->values || !s->max_values || !s->ids || !s->pos || !s->mask || !s->logits || !s->history)
+        st = VKL_ERR_OUT_OF_MEMORY;
+    vkl_sampling so = {s->opt.sampling.temperature,        s->opt.sampling.top_k, s->opt.sampling.top_p,
+                       s->opt.sampling.min_p,              s->opt.sampling.repetition_penalty,
+                       s->opt.sampling.repetition_window,  s->opt.sampling.seed};
+    if (!st) st = vkl_sampler_create(ctx, &so, m->vocab, &s->sampler);
+    if (!st) st = vkl_plan_create(m->g, &s->plan);
+    if (!st) st = allocate(s);
+    if (st) {
+        vkl_session_free(s);
+        return st;
+    }
+    s->stats.arena_bytes = s->arena_bytes;
+    s->stats.kv_bytes = s->kv_bytes;
+    *out = s;
+    return VKL_OK;
+}
+
+/* The prepared executable for this shape: a cached one, or a fresh one in
+ * the least recently used slot. */
+static vkl_status executable(vkl_session *s, int64_t seq, int64_t past, int64_t total, exec_slot **out) {
+    vkl_model *m = s->m;
+    exec_slot *victim = &s->slots[0];
+    s->clock++;
+    for (int i = 0; i < EXEC_CACHE; i++) {
+        exec_slot *e = &s->slots[i];
+        if (e->exec && e->seq == seq && e->past == past && e->total == total) {
+            e->last_use = s->clock;
+            s->stats.replays++;
+            *out = e;
+            return VKL_OK;
+        }
+        if (!e->exec || (victim->exec && e->last_use < victim->last_use)) victim = e;
+    }
+    if (victim->exec) m->be->exec_release(m->dev, victim->exec);
+    victim->exec = NULL;
+    size_t total_bytes;
+    vkl_status st = vkl_plan_layout(s->plan, s->values, s->max_values, s->n_values, victim->offsets, &total_bytes);
+    if (!st && total_bytes > s->arena_bytes)
+        st = vkl_fail(s->ctx, VKL_ERR_INTERNAL, "session: step needs %zu arena bytes, planned %zu", total_bytes,
+                      s->arena_bytes);
+    vkl_memory_map mem = {s->arena, victim->offsets, m->g->n_tensors};
+    vkl_binding b = {s->values, s->n_values};
+    if (!st) st = m->be->prepare(m->dev, m->g, m->weights, &mem, &b, &victim->exec);
+    if (st) return st;
+    victim->seq = seq;
+    victim->past = past;
+    victim->total = total;
+    victim->last_use = s->clock;
+    s->stats.prepares++;
+    *out = victim;
+    return VKL_OK;
+}
+
+static vkl_status write_input(vkl_session *s, exec_slot *e, uint32_t role, const int64_t *data, size_t count) {
+    const vkl_graph *g = s->m->g;
+    if (role == VKL_NONE) return VKL_OK;
+    uint32_t t = g->inputs[role];
+    if (g->tensors[t].dtype != VKL_DTYPE_I64)
+        return vkl_fail(s->ctx, VKL_ERR_UNSUPPORTED, "session: input '%s' is %s; int64 expected", g->tensors[t].name,
+                        vkl_dtype_name(g->tensors[t].dtype));
+    return s->m->be->buffer_write(s->m->dev, s->arena, e->offsets[t], data, count * sizeof(int64_t));
+}
+
+/* One step: n tokens at positions [length, length + n). Decode steps (n = 1)
+ * attend over a length padded to pad_multiple, masked, so their executable
+ * is replayed until the padding runs out. */
+static vkl_status step(vkl_session *s, const int32_t *tokens, size_t n) {
+    vkl_model *m = s->m;
+    double t0 = now_seconds();
+    int64_t len = (int64_t)s->length, total = len + (int64_t)n, maxc = (int64_t)s->opt.max_context;
+    int64_t padded = total;
+    if (n == 1 && s->opt.pad_multiple > 1) {
+        int64_t p = (int64_t)s->opt.pad_multiple;
+        padded = (total + p - 1) / p * p;
+        if (padded > maxc) padded = maxc;
+    }
+    bind(s, s->values, (int64_t)n, padded - (int64_t)n, padded);
+    exec_slot *e;
+    vkl_status st = executable(s, (int64_t)n, padded - (int64_t)n, padded, &e);
+    for (size_t i = 0; !st && i < n; i++) {
+        s->ids[i] = tokens[i];
+        s->pos[i] = len + (int64_t)i;
+    }
+    for (int64_t j = 0; !st && j < padded; j++) s->mask[j] = j < total;
+    if (!st) st = write_input(s, e, m->in_ids, s->ids, n);
+    if (!st) st = write_input(s, e, m->in_pos, s->pos, n);
+    if (!st) st = write_input(s, e, m->in_mask, s->mask, (size_t)padded);
+    vkl_binding actual = {s->values, s->n_values};
+    if (!st) st = m->be->execute(m->dev, e->exec, &actual);
+    if (!st) st = m->be->wait(m->dev, e->exec);
+    if (!st) {
+        uint32_t t = m->g->outputs[m->out_logits];
+        size_t row = m->vocab * sizeof(float);
+        st = m->be->buffer_read(m->dev, s->arena, e->offsets[t] + (n - 1) * row, s->logits, row);
+    }
+    if (st) {
+        /* the cache rows of this step may be written: forget them */
+        s->have_logits = false;
+        return st;
+    }
+    memcpy(s->history + s->length, tokens, n * sizeof(int32_t));
+    s->length += n;
+    s->have_logits = true;
+    double dt = now_seconds() - t0;
+    if (n == 1) {
+        s->stats.decode_tokens++;
+        s->stats.decode_seconds += dt;
+    } else {
+        s->stats.prefill_tokens += n;
+        s->stats.prefill_seconds += dt;
+    }
+    return VKL_OK;
+}
+
+vkl_status vkl_session_append(vkl_session *s, const int32_t *tokens, size_t count) {
+    if (!s) return VKL_ERR_INVALID_ARGUMENT;
+    if (!tokens && count) return vkl_fail(s->ctx, VKL_ERR_INVALID_ARGUMENT, "vkl_session_append: tokens is NULL");
+    if (count > s->opt.max_context - s->length)
+        return vkl_fail(s->ctx, VKL_ERR_INVALID_ARGUMENT,
+                        "session: %zu tokens do not fit: %zu of the %zu-token context are used", count, s->length,
+                        s->opt.max_context);
+    for (size_t i = 0; i < count; i++)
+        if (tokens[i] < 0 || (size_t)tokens[i] >= s->m->vocab)
+            return vkl_fail(s->ctx, VKL_ERR_INVALID_ARGUMENT, "session: token %zu is %d, outside the vocab of %zu", i,
+                            tokens[i], s->m->vocab);
+    for (size_t done = 0; done < count;) {
+        size_t n = count - done < s->opt.prefill_chunk ? count - done : s->opt.prefill_chunk;
+        vkl_status st = step(s, tokens + done, n);
+        if (st) return st;
+        done += n;
+    }
+    return VKL_OK;
+}
+
+const float *vkl_session_logits(const vkl_session *s) { return s && s->have_logits ? s->logits : NULL; }
+
+vkl_status vkl_session_sample(vkl_session *s, int32_t *token) {
+    if (!s || !token) return s ? vkl_fail(s->ctx, VKL_ERR_INVALID_ARGUMENT, "vkl_session_sample: token is NULL")
+                               : VKL_ERR_INVALID_ARGUMENT;
+    if (!s->have_logits) return vkl_fail(s->ctx, VKL_ERR_STATE, "session: no logits yet; append tokens first");
+    return vkl_sampler_sample(s->sampler, s->logits, s->history, s->length, token);
+}
+
+vkl_status vkl_session_generate(vkl_session *s, const int32_t *prompt, size_t count, size_t max_new,
+                                int32_t stop_token, vkl_token_callback callback, void *user) {
+    if (!s) return VKL_ERR_INVALID_ARGUMENT;
+    vkl_status st = vkl_session_append(s, prompt, count);
+    for (size_t i = 0; !st && i < max_new && s->length < s->opt.max_context; i++) {
+        int32_t tok;
+        st = vkl_session_sample(s, &tok);
+        if (st) break;
+        if (callback && callback(user, tok)) break;
+        if (tok == stop_token) break;
+        st = vkl_session_append(s, &tok, 1);
+    }
+    return st;
+}
+
+size_t vkl_session_length(const vkl_session *s) { return s ? s->length : 0; }
+
+vkl_status vkl_session_rewind(vkl_session *s, size_t length) {
+    if (!s) return VKL_ERR_INVALID_ARGUMENT;
+    if (length > s->length)
+        return vkl_fail(s->ctx, VKL_ERR_INVALID_ARGUMENT, "session: cannot rewind to %zu tokens; it holds %zu", length,
+                        s->length);
+    /* Rows past `length` stay in the cache but are masked out, and are
+     * overwritten in place by the next tokens. */
+    s->length = length;
+    s->have_logits = false;
+    return VKL_OK;
+}
+
+void vkl_session_reset(vkl_session *s) {
+    if (!s) return;
+    s->length = 0;
+    s->have_logits = false;
+    vkl_sampler_reseed(s->sampler, s->opt.sampling.seed);
+}
+
+void vkl_session_get_stats(const vkl_session *s, vkl_session_stats *out) {
+    if (!out) return;
+    if (!s) {
+        memset(out, 0, sizeof(*out));
+        return;
+    }
+    *out = s->stats;
+}
