@@ -109,4 +109,8 @@ vkl_status vkl_model_load(vkl_context *ctx, const char *path, const vkl_model_op
 
 size_t vkl_model_vocab_size(const vkl_model *m) { return m ? m->vocab : 0; }
 
+int vkl_model_metadata(const vkl_model *m, const char *key, const void **data, size_t *size) {
+    return m && key && data && size && vkl_vkm_meta_get(m->vkm, key, data, size);
+}
+
 const char *vkl_model_backend_name(const vkl_model *m) { return m ? m->be->name : ""; }

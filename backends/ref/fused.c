@@ -137,7 +137,7 @@ vkl_status vkl_ref_attention(const vkl_ref_args *a) {
     if (!st) st = vkl_op_attr_float(a->g, a->node, "scale", &scale);
     if (st) return st;
     double sc = scale != 0 ? scale : 1.0 / sqrt((double)s.D);
-    double *scores = vkl_malloc(a->ctx, (size_t)(s.T + s.D + s.Dv + 1) * sizeof(double));
+    double *scores = vkl_ref_scratch_get(a, (size_t)(s.T + s.D + s.Dv + 1) * sizeof(double));
     if (!scores) return VKL_ERR_OUT_OF_MEMORY;
     double *qrow = scores + s.T, *acc = qrow + s.D;
     for (int64_t b = 0; b < s.B; b++) {
@@ -169,7 +169,6 @@ vkl_status vkl_ref_attention(const vkl_ref_args *a) {
             }
         }
     }
-    vkl_free(a->ctx, scores);
     return VKL_OK;
 }
 

@@ -115,7 +115,7 @@ vkl_status vkl_ref_mat_mul(const vkl_ref_args *a) {
     if (!st) st = vkl_ref_nn_broadcast_to(a, "MatMul", &ab, Y->dims, nb, "A (batch dims)");
     if (!st) st = vkl_ref_nn_broadcast_to(a, "MatMul", &bb, Y->dims, nb, "B (batch dims)");
     if (st) return st;
-    void *scratch = vkl_malloc(a->ctx, (size_t)(N + 1) * sizeof(double));
+    void *scratch = vkl_ref_scratch_get(a, (size_t)(N + 1) * sizeof(double));
     if (!scratch) return VKL_ERR_OUT_OF_MEMORY;
     int64_t batches = vkl_ref_nn_prod(Y->dims, 0, nb);
     for (int64_t bi = 0; bi < batches; bi++) {
@@ -123,7 +123,6 @@ vkl_status vkl_ref_mat_mul(const vkl_ref_args *a) {
         mat bm = {B, vkl_ref_nn_broadcast_flat(&bb, Y->dims, nb, bi) * K * N, N, 1};
         matmul_block(am, bm, Y, bi * M * N, M, K, N, NULL, scratch);
     }
-    vkl_free(a->ctx, scratch);
     return VKL_OK;
 }
 
@@ -146,11 +145,10 @@ vkl_status vkl_ref_gemm(const vkl_ref_args *a) {
     st = vkl_ref_nn_dim_eq(a, "Gemm", K, Kb, "the inner dims of A' and B'");
     if (!st && e.c) st = vkl_ref_nn_broadcast_to(a, "Gemm", e.c, e.mn, 2, "C");
     if (st) return st;
-    void *scratch = vkl_malloc(a->ctx, (size_t)(N + 1) * sizeof(double));
+    void *scratch = vkl_ref_scratch_get(a, (size_t)(N + 1) * sizeof(double));
     if (!scratch) return VKL_ERR_OUT_OF_MEMORY;
     /* A' (i, k) and B' (k, j) as strided views of the stored matrices. */
     mat am = {A, 0, ta ? 1 : K, ta ? M : 1}, bm = {B, 0, tb ? 1 : N, tb ? K : 1};
     matmul_block(am, bm, Y, 0, M, K, N, &e, scratch);
-    vkl_free(a->ctx, scratch);
     return VKL_OK;
 }

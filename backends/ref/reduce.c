@@ -266,7 +266,7 @@ vkl_status vkl_ref_top_k(const vkl_ref_args *a) {
     const vkl_ref_tensor *first = values ? values : indices;
     if (first) st = vkl_ref_nn_dim_eq(a, "TopK", first->dims[v.axis], k, "the output's axis dim and K");
     if (st || !first) return st;
-    int64_t *idx = vkl_malloc(a->ctx, (size_t)(2 * v.n + 1) * sizeof(int64_t));
+    int64_t *idx = vkl_ref_scratch_get(a, (size_t)(2 * v.n + 1) * sizeof(int64_t));
     if (!idx) return VKL_ERR_OUT_OF_MEMORY;
     for (int64_t o = 0; o < v.outer; o++) {
         for (int64_t i = 0; i < v.inner; i++) {
@@ -281,6 +281,5 @@ vkl_status vkl_ref_top_k(const vkl_ref_args *a) {
             }
         }
     }
-    vkl_free(a->ctx, idx);
     return VKL_OK;
 }

@@ -26,6 +26,7 @@ struct vkl_backend_exec {
     uint32_t *order;         /* live nodes, topological */
     uint32_t n_order;
     vkl_ref_tensor *in, *out; /* scratch argument arrays, max arity */
+    vkl_ref_scratch scratch;  /* kernels' working memory, kept across replays */
 };
 
 static vkl_status ref_probe(vkl_context *ctx, const vkl_backend_options *opt, vkl_backend_caps *out) {
@@ -128,6 +129,7 @@ static void ref_exec_release(vkl_backend_device *dev, vkl_backend_exec *e) {
     vkl_free(dev->ctx, e->order);
     vkl_free(dev->ctx, e->in);
     vkl_free(dev->ctx, e->out);
+    vkl_free(dev->ctx, e->scratch.data);
     vkl_free(dev->ctx, e);
 }
 
@@ -236,7 +238,7 @@ static vkl_status ref_execute(vkl_backend_device *dev, vkl_backend_exec *e, cons
             e->in[j] = n->inputs[j] == VKL_NONE ? (vkl_ref_tensor){0} : e->tensors[n->inputs[j]];
         for (uint32_t j = 0; j < n->n_outputs; j++)
             e->out[j] = n->outputs[j] == VKL_NONE ? (vkl_ref_tensor){0} : e->tensors[n->outputs[j]];
-        vkl_ref_args args = {dev->ctx, g, ni, e->in, n->n_inputs, e->out, n->n_outputs};
+        vkl_ref_args args = {dev->ctx, &e->scratch, g, ni, e->in, n->n_inputs, e->out, n->n_outputs};
         vkl_status st = vkl_ref_kernels[n->op](&args);
         if (st) {
             char buf[160];

@@ -14,6 +14,17 @@ VKL_OP_LIST(VKL_DECLARE_KERNEL)
 #define VKL_KERNEL_ENTRY(E, n) [VKL_OP_##E] = vkl_ref_##n,
 const vkl_ref_kernel vkl_ref_kernels[VKL_OP_COUNT_] = {VKL_OP_LIST(VKL_KERNEL_ENTRY)};
 
+void *vkl_ref_scratch_get(const vkl_ref_args *a, size_t bytes) {
+    vkl_ref_scratch *s = a->scratch;
+    if (s->size < bytes) {
+        void *p = vkl_realloc(a->ctx, s->data, bytes);
+        if (!p) return NULL;
+        s->data = p;
+        s->size = bytes;
+    }
+    return s->data;
+}
+
 double vkl_ref_get_f(const vkl_ref_tensor *t, int64_t i) {
     const unsigned char *p = t->data;
     switch (t->dtype) {

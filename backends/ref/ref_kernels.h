@@ -20,8 +20,16 @@ typedef struct vkl_ref_tensor {
     uint32_t group;     /* quantization group (quantized weights) */
 } vkl_ref_tensor;
 
+/* Scratch memory owned by a prepared executable: it grows on first use and
+ * is reused by every replay, so steady-state execution allocates nothing. */
+typedef struct vkl_ref_scratch {
+    void *data;
+    size_t size;
+} vkl_ref_scratch;
+
 typedef struct vkl_ref_args {
     vkl_context *ctx;
+    vkl_ref_scratch *scratch;
     const vkl_graph *g;
     uint32_t node;               /* for attributes: vkl_op_attr_*(g, node, ...) */
     const vkl_ref_tensor *in;    /* n_in entries, node input order */
@@ -36,6 +44,11 @@ typedef vkl_status (*vkl_ref_kernel)(const vkl_ref_args *a);
 
 /* Indexed by vkl_op; defined in ref_kernels.c. Every op has an entry. */
 extern const vkl_ref_kernel vkl_ref_kernels[VKL_OP_COUNT_];
+
+/* At least `bytes` of 64-byte aligned scratch, valid until the kernel
+ * returns (one buffer per call: split it for several). NULL (error set) when
+ * out of memory. */
+void *vkl_ref_scratch_get(const vkl_ref_args *a, size_t bytes);
 
 /* Element access shared by kernels: read any plain dtype as double / int64,
  * write from double / int64 (float->int truncates toward zero as C casts,

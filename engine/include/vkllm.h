@@ -85,6 +85,9 @@ vkl_status vkl_model_load(vkl_context *ctx, const char *path, const vkl_model_op
 void vkl_model_free(vkl_model *model); /* accepts NULL; free every session first */
 /* Entries in one row of logits. */
 size_t vkl_model_vocab_size(const vkl_model *model);
+/* A metadata entry of the model file ("tokenizer.json", "import.recipe",
+ * ...): its bytes, valid while the model is loaded. 0 if absent. */
+int vkl_model_metadata(const vkl_model *model, const char *key, const void **data, size_t *size);
 const char *vkl_model_backend_name(const vkl_model *model);
 
 /* --- Sampling ----------------------------------------------------------- */
