@@ -114,3 +114,10 @@ int vkl_model_metadata(const vkl_model *m, const char *key, const void **data, s
 }
 
 const char *vkl_model_backend_name(const vkl_model *m) { return m ? m->be->name : ""; }
+
+size_t vkl_model_weight_bytes(const vkl_model *m) {
+    size_t bytes = 0;
+    for (uint32_t t = 0; m && t < m->g->n_tensors; t++)
+        if (m->g->tensors[t].kind == VKL_TENSOR_WEIGHT) bytes += m->g->tensors[t].nbytes;
+    return bytes;
+}

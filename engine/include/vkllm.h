@@ -89,6 +89,8 @@ size_t vkl_model_vocab_size(const vkl_model *model);
  * ...): its bytes, valid while the model is loaded. 0 if absent. */
 int vkl_model_metadata(const vkl_model *model, const char *key, const void **data, size_t *size);
 const char *vkl_model_backend_name(const vkl_model *model);
+/* Bytes of weights one forward pass reads (every weight once). */
+size_t vkl_model_weight_bytes(const vkl_model *model);
 
 /* --- Sampling ----------------------------------------------------------- */
 typedef struct vkl_sampling_options {
