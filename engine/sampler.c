@@ -13,10 +13,12 @@
 /* top-k up to this keeps a heap during the pass over the logits: one compare
  * per token, a sift only when a token enters the current top k. */
 #define HEAP_MAX_K 256
-/* Histogram resolution: a bucket spans 1/1023 of the range of possible
- * logits, so the bucket that needs sorting is a small slice of the vocab. */
+/* Most histogram buckets: with 1024 over the range of the possible logits,
+ * the one bucket that needs sorting is a small slice of the vocabulary. */
 #define NBUCKETS 1024u
 #define KEY_NONE UINT16_MAX /* -inf: in no bucket */
+/* The full-vocabulary draw sums p in blocks of this many tokens. */
+#define DRAW_BLOCK 64u
 /* Below this many elements, introsort hands over to insertion sort. */
 #define SMALL_SORT 16
 
@@ -36,6 +38,7 @@ struct vkl_sampler {
     double *p;      /* per-token probability on the full-vocabulary path */
     uint16_t *key;  /* per-token histogram bucket */
     cand *cand;     /* candidate list once top-k or a cut has narrowed it */
+    double *bsum;   /* per DRAW_BLOCK tokens: the sum of their p */
     uint32_t bcount[NBUCKETS];
     double bmass[NBUCKETS];
 };
@@ -173,6 +176,50 @@ static void sort_cands(cand *c, size_t n) {
 }
 
 
+/* ---- exp ---- */
+
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF /* gcc: off already in ISO C mode (-std=c11) */
+#endif
+
+/* 2^(j/32), correctly rounded. */
+static const double exp2_32[32] = {
+    0x1.0000000000000p+0, 0x1.059b0d3158574p+0, 0x1.0b5586cf9890fp+0, 0x1.11301d0125b51p+0,
+    0x1.172b83c7d517bp+0, 0x1.1d4873168b9aap+0, 0x1.2387a6e756238p+0, 0x1.29e9df51fdee1p+0,
+    0x1.306fe0a31b715p+0, 0x1.371a7373aa9cbp+0, 0x1.3dea64c123422p+0, 0x1.44e086061892dp+0,
+    0x1.4bfdad5362a27p+0, 0x1.5342b569d4f82p+0, 0x1.5ab07dd485429p+0, 0x1.6247eb03a5585p+0,
+    0x1.6a09e667f3bcdp+0, 0x1.71f75e8ec5f74p+0, 0x1.7a11473eb0187p+0, 0x1.82589994cce13p+0,
+    0x1.8ace5422aa0dbp+0, 0x1.93737b0cdc5e5p+0, 0x1.9c49182a3f090p+0, 0x1.a5503b23e255dp+0,
+    0x1.ae89f995ad3adp+0, 0x1.b7f76f2fb5e47p+0, 0x1.c199bdd85529cp+0, 0x1.cb720dcef9069p+0,
+    0x1.d5818dcfba487p+0, 0x1.dfc97337b9b5fp+0, 0x1.ea4afa2a490dap+0, 0x1.f50765b6e4540p+0,
+};
+/* exp(y) for y <= 0 in plain IEEE double arithmetic, no libm: the same bits
+ * on every platform (libm's exp differs in the last place between C
+ * libraries), so a seed replays the same tokens everywhere; as fast as
+ * glibc's here. y = (32k' + j) ln2/32 + r, |r| <= ln2/64, then a degree-5
+ * polynomial: relative error below 3e-15 (measured against glibc over
+ * [-708, 0]). Below -708 it returns 0, dropping only tokens 1e-307 times
+ * less likely than the top one. */
+static inline double exp_nonpos(double y) {
+    if (!(y > -708.0)) return 0.0; /* also -inf */
+    const double shifter = 0x1.8p52; /* adding it rounds to an integer */
+    const double kd = (y * (32.0 * 1.44269504088896338700e+00) + shifter) - shifter;
+    /* ln2/32 split in two (fdlibm's ln2_hi has 32 bits: kd * hi is exact) */
+    const double r = (y - kd * (6.93147180369123816490e-01 / 32.0)) - kd * (1.90821492927058770002e-10 / 32.0);
+    const int64_t k = (int64_t)kd; /* in [-32687, 0] */
+    const uint64_t j = (uint64_t)k & 31u;
+    const int64_t e = (k - (int64_t)j) / 32; /* exact: floor(k / 32) */
+    double q = 1.0 / 120.0;
+    q = q * r + 1.0 / 24.0;
+    q = q * r + 1.0 / 6.0;
+    q = q * r + 0.5;
+    q = q * r * r + r; /* exp(r) - 1 */
+    const uint64_t bits = (uint64_t)(e + 1023) << 52; /* 2^e, e in [-1022, 0]: normal */
+    double scale;
+    memcpy(&scale, &bits, sizeof(scale));
+    return (exp2_32[j] + exp2_32[j] * q) * scale;
+}
+
 /* ---- scanning ---- */
 
 static vkl_status fail_nan(vkl_sampler *s, size_t i) {
@@ -241,15 +288,25 @@ static vkl_status scan(vkl_sampler *s, const float *x, bool want_lo, range *out)
     return VKL_OK;
 }
 
-/* Buckets split [lo, hi] evenly, highest logits in bucket 0: key order is
- * sort order, and tokens of one logit share a bucket. */
-static double bucket_scale(double hi, double lo) {
-    return hi > lo ? (double)(NBUCKETS - 1) / (hi - lo) : 0.0;
+/* A histogram splits [lo, hi] into nb even buckets, highest logits in bucket
+ * 0: key order is sort order, and tokens of one logit share a bucket. About
+ * 8 tokens a bucket, at most NBUCKETS, so small lists pay little for it. */
+typedef struct hist {
+    double hi, scale;
+    uint32_t nb;
+} hist;
+
+static hist hist_make(double hi, double lo, size_t n) {
+    hist h;
+    h.nb = n / 8 < 16 ? 16u : n / 8 > NBUCKETS ? NBUCKETS : (uint32_t)(n / 8);
+    h.hi = hi;
+    h.scale = hi > lo ? (double)(h.nb - 1) / (hi - lo) : 0.0;
+    return h;
 }
 
-static inline uint16_t bucket_of(float v, double hi, double scale) {
-    const double d = (hi - (double)v) * scale;
-    return d < (double)(NBUCKETS - 1) ? (uint16_t)d : (uint16_t)(NBUCKETS - 1);
+static inline uint16_t bucket_of(float v, const hist *h) {
+    const double d = (h->hi - (double)v) * h->scale;
+    return d < (double)(h->nb - 1) ? (uint16_t)d : (uint16_t)(h->nb - 1);
 }
 
 static inline double next_unit(vkl_sampler *s) {
@@ -268,24 +325,24 @@ static size_t list_top_p(vkl_sampler *s, size_t n, double need) {
         if (c[j].logit > hi) hi = c[j].logit;
         if (c[j].logit < lo) lo = c[j].logit;
     }
-    const double scale = bucket_scale(hi, lo);
-    memset(s->bmass, 0, sizeof(s->bmass));
-    memset(s->bcount, 0, sizeof(s->bcount));
+    const hist h = hist_make(hi, lo, n);
+    memset(s->bmass, 0, h.nb * sizeof(s->bmass[0]));
+    memset(s->bcount, 0, h.nb * sizeof(s->bcount[0]));
     for (size_t j = 0; j < n; j++) {
         /* Stored, not recomputed, so both passes agree on the bucket even
          * where a compiler keeps excess precision. */
-        const uint16_t b = bucket_of(c[j].logit, hi, scale);
+        const uint16_t b = bucket_of(c[j].logit, &h);
         s->key[c[j].id] = b;
         s->bmass[b] += c[j].p;
         s->bcount[b]++;
     }
     double before = 0.0;
     uint32_t edge = 0;
-    for (; edge < NBUCKETS; edge++) {
+    for (; edge < h.nb; edge++) {
         if (before + s->bmass[edge] >= need) break;
         before += s->bmass[edge];
     }
-    if (edge == NBUCKETS) return n; /* short of need by rounding only: keep all */
+    if (edge == h.nb) return n; /* short of need by rounding only: keep all */
 
     size_t front = 0;
     for (size_t j = 0; j < n; j++)
@@ -307,8 +364,8 @@ static vkl_status sample_list(vkl_sampler *s, size_t n, bool sorted, float hi, b
     const vkl_sampling *o = &s->opt;
     cand *c = s->cand;
     if (!p_set) {
-        const double t = (double)o->temperature;
-        for (size_t j = 0; j < n; j++) c[j].p = exp(((double)c[j].logit - (double)hi) / t);
+        const double inv_t = 1.0 / (double)o->temperature; /* a multiply per token, not a divide */
+        for (size_t j = 0; j < n; j++) c[j].p = exp_nonpos(((double)c[j].logit - (double)hi) * inv_t);
     }
 
     if (o->top_p < 1.0f && n > 1) {
@@ -357,17 +414,23 @@ static vkl_status sample_list(vkl_sampler *s, size_t n, bool sorted, float hi, b
  * is the weakest member. Returns how many (fewer than k if fewer possible). */
 static size_t heap_top_k(vkl_sampler *s, const float *x, size_t k) {
     cand *c = s->cand;
-    size_t n = 0;
-    for (size_t i = 0; i < s->vocab; i++) {
+    size_t n = 0, i = 0;
+    for (; i < s->vocab && n < k; i++) {
+        if (x[i] == -INFINITY) continue;
+        c[n] = (cand){.logit = x[i], .id = (int32_t)i};
+        sift_up(c, n);
+        n++;
+    }
+    /* The weakest member's logit, in a local: stores into c would otherwise
+     * force a reload per token. An equal logit has a later id: it ranks
+     * lower, so only a strictly greater one enters (and -inf never does). */
+    float weakest = n ? c[0].logit : INFINITY;
+    for (; i < s->vocab; i++) {
         const float v = x[i];
-        if (v == -INFINITY) continue;
-        if (n < k) {
-            c[n] = (cand){.logit = v, .id = (int32_t)i};
-            sift_up(c, n);
-            n++;
-        } else if (v > c[0].logit) { /* an equal logit has a later id: it ranks lower */
+        if (v > weakest) {
             c[0] = (cand){.logit = v, .id = (int32_t)i};
             sift_down(c, n, 0);
+            weakest = c[0].logit;
         }
     }
     sort_cands(c, n);
@@ -377,17 +440,17 @@ static size_t heap_top_k(vkl_sampler *s, const float *x, size_t k) {
 /* The k best into cand[0..k) through a histogram by count; only the edge
  * bucket is sorted. SIZE_MAX when k covers every possible token. */
 static size_t hist_top_k(vkl_sampler *s, const float *x, range r, size_t k) {
-    const double hi = r.hi, scale = bucket_scale(r.hi, r.lo);
+    const hist h = hist_make(r.hi, r.lo, s->vocab);
     uint16_t *key = s->key;
     size_t possible = 0;
-    memset(s->bcount, 0, sizeof(s->bcount));
+    memset(s->bcount, 0, h.nb * sizeof(s->bcount[0]));
     for (size_t i = 0; i < s->vocab; i++) {
         const float v = x[i];
         if (v == -INFINITY) {
             key[i] = KEY_NONE;
             continue;
         }
-        const uint16_t b = bucket_of(v, hi, scale);
+        const uint16_t b = bucket_of(v, &h);
         key[i] = b;
         s->bcount[b]++;
         possible++;
@@ -395,7 +458,7 @@ static size_t hist_top_k(vkl_sampler *s, const float *x, range r, size_t k) {
     if (k >= possible) return SIZE_MAX;
     size_t before = 0;
     uint32_t edge = 0;
-    for (; edge < NBUCKETS; edge++) { /* stops: the counts add up to possible > k */
+    for (; edge < h.nb; edge++) { /* stops: the counts add up to possible > k */
         if (before + s->bcount[edge] >= k) break;
         before += s->bcount[edge];
     }
@@ -414,85 +477,101 @@ static size_t hist_top_k(vkl_sampler *s, const float *x, range r, size_t k) {
 
 /* ---- full-vocabulary path: no top-k narrowing ---- */
 
-/* The kept tokens in draw order: each token whose bucket lies before `edge`
- * (with no cut: every token), then the kept head cand[0..m) of the edge
- * bucket; each only if p > 0 and p >= floor_p. Returns the running sum at the
- * end; with pick != NULL it stops where the sum first exceeds target and
- * sets *pick (the last kept token if rounding never lets it exceed). The sum
- * and the draw use this one walk, so their additions agree bit for bit. */
-static double dense_walk(const vkl_sampler *s, bool cut, uint32_t edge, size_t m, double floor_p,
-                         double target, int32_t *pick) {
+/* Sums block by block, four accumulators each: short dependency chains, and
+ * the draw can skip whole blocks. */
+static double block_sum(const double *p, size_t n) {
+    double a = 0.0, b = 0.0, c = 0.0, d = 0.0;
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        a += p[i];
+        b += p[i + 1];
+        c += p[i + 2];
+        d += p[i + 3];
+    }
+    for (; i < n; i++) a += p[i];
+    return (a + b) + (c + d);
+}
+
+/* Draws from the weights p[0..vocab) (zero: dropped) in token order: whole
+ * blocks while their sums stay <= target, then token by token. Rounding can
+ * leave the running sum short of target at the end of a block or of the
+ * vocabulary: then the last token with weight there is the pick. */
+static int32_t dense_draw(vkl_sampler *s, double u) {
+    const size_t n = s->vocab, nb = (n + DRAW_BLOCK - 1) / DRAW_BLOCK;
+    double sum = 0.0;
+    for (size_t b = 0; b < nb; b++) sum += s->bsum[b];
+    const double target = u * sum;
     double cum = 0.0;
-    int32_t last = -1;
-    for (size_t i = 0; i < s->vocab; i++) {
-        const double q = s->p[i];
-        if (!(q > 0.0 && q >= floor_p) || (cut && s->key[i] >= edge)) continue;
-        cum += q;
-        last = (int32_t)i;
-        if (pick && cum > target) {
-            *pick = last;
-            return cum;
+    for (size_t b = 0; b < nb; b++) {
+        if (!(cum + s->bsum[b] > target)) {
+            cum += s->bsum[b];
+            continue;
         }
+        const size_t end = (b + 1) * DRAW_BLOCK < n ? (b + 1) * DRAW_BLOCK : n;
+        size_t last = SIZE_MAX;
+        for (size_t i = b * DRAW_BLOCK; i < end; i++) {
+            if (!(s->p[i] > 0.0)) continue;
+            cum += s->p[i];
+            last = i;
+            if (cum > target) break;
+        }
+        if (last != SIZE_MAX) return (int32_t)last;
+        break; /* a block of zeros cannot pass; rounding: fall back below */
     }
-    for (size_t j = 0; j < m; j++) {
-        const double q = s->cand[j].p;
-        if (!(q > 0.0 && q >= floor_p)) continue;
-        cum += q;
-        last = s->cand[j].id;
-        if (pick && cum > target) break;
-    }
-    if (pick) *pick = last;
-    return cum;
+    for (size_t i = n; i-- > 0;)
+        if (s->p[i] > 0.0) return (int32_t)i;
+    return -1;
 }
 
 static vkl_status sample_dense(vkl_sampler *s, const float *x, range r, int32_t *token) {
     const vkl_sampling *o = &s->opt;
     const size_t n = s->vocab;
-    const double hi = r.hi, t = (double)o->temperature;
+    const double hi = r.hi, inv_t = 1.0 / (double)o->temperature;
     double *p = s->p;
     uint16_t *key = s->key;
-    const bool cut = o->top_p < 1.0f;
-    double total = 0.0;
-    if (!cut) {
-        for (size_t i = 0; i < n; i++) {
-            const double q = exp(((double)x[i] - hi) / t); /* -inf: 0 */
-            p[i] = q;
-            total += q;
+    /* min-p relative to the top token, whose p is exp(0) = 1 */
+    const double floor_p = o->min_p > 0.0f ? (double)o->min_p : 0.0;
+
+    if (o->top_p >= 1.0f) {
+        for (size_t b0 = 0, blk = 0; b0 < n; b0 += DRAW_BLOCK, blk++) {
+            const size_t end = b0 + DRAW_BLOCK < n ? b0 + DRAW_BLOCK : n;
+            for (size_t i = b0; i < end; i++) {
+                const double q = exp_nonpos(((double)x[i] - hi) * inv_t); /* -inf: 0 */
+                p[i] = q >= floor_p ? q : 0.0;
+            }
+            s->bsum[blk] = block_sum(p + b0, end - b0);
         }
     } else {
-        const double scale = bucket_scale(r.hi, r.lo);
-        memset(s->bmass, 0, sizeof(s->bmass));
+        /* top-p: a histogram of mass by logit; buckets before the edge are
+         * kept whole, the edge bucket is sorted and cut where the running
+         * mass reaches top_p. */
+        const hist h = hist_make(r.hi, r.lo, n);
+        double tot[4] = {0.0, 0.0, 0.0, 0.0};
+        memset(s->bmass, 0, h.nb * sizeof(s->bmass[0]));
         for (size_t i = 0; i < n; i++) {
             const float v = x[i];
-            const double q = exp(((double)v - hi) / t);
+            const double q = exp_nonpos(((double)v - hi) * inv_t);
             p[i] = q;
-            total += q;
-            const uint16_t b = v == -INFINITY ? KEY_NONE : bucket_of(v, hi, scale);
+            tot[i & 3] += q;
+            const uint16_t b = v == -INFINITY ? KEY_NONE : bucket_of(v, &h);
             key[i] = b;
             if (b != KEY_NONE) s->bmass[b] += q;
         }
-    }
-
-    /* top-p: buckets before the edge are kept whole; the edge bucket is
-     * sorted and cut where the running mass reaches top_p. */
-    uint32_t edge = NBUCKETS;
-    size_t m = 0;
-    if (cut) {
-        const double need = (double)o->top_p * total;
+        const double need = (double)o->top_p * ((tot[0] + tot[1]) + (tot[2] + tot[3]));
         double before = 0.0;
-        uint32_t b = 0;
-        for (; b < NBUCKETS; b++) {
-            if (before + s->bmass[b] >= need) break;
-            before += s->bmass[b];
+        uint32_t edge = 0;
+        for (; edge < h.nb; edge++) {
+            if (before + s->bmass[edge] >= need) break;
+            before += s->bmass[edge];
         }
-        if (b < NBUCKETS) { /* else short of need by rounding only: keep all */
-            edge = b;
+        /* edge == h.nb: short of need by rounding only; keep all */
+        if (edge < h.nb) {
             cand *c = s->cand;
             size_t e = 0;
             for (size_t i = 0; i < n; i++)
-                if (key[i] == b) c[e++] = (cand){.p = p[i], .logit = x[i], .id = (int32_t)i};
+                if (key[i] == edge) c[e++] = (cand){.p = p[i], .logit = x[i], .id = (int32_t)i};
             sort_cands(c, e);
-            m = e;
+            size_t m = e; /* short of need by rounding only: keep the bucket */
             double cum = before;
             for (size_t j = 0; j < e; j++) {
                 cum += c[j].p;
@@ -501,14 +580,22 @@ static vkl_status sample_dense(vkl_sampler *s, const float *x, range r, int32_t 
                     break;
                 }
             }
+            for (size_t j = m; j < e; j++) p[c[j].id] = 0.0;
+        }
+        for (size_t b0 = 0, blk = 0; b0 < n; b0 += DRAW_BLOCK, blk++) {
+            const size_t end = b0 + DRAW_BLOCK < n ? b0 + DRAW_BLOCK : n;
+            for (size_t i = b0; i < end; i++) {
+                /* A multiply, not a branch: which tokens survive the cut is
+                 * data-dependent noise to a branch predictor. KEY_NONE (-inf)
+                 * lies past any edge. */
+                const int keep = (key[i] <= edge) & (p[i] >= floor_p);
+                p[i] *= (double)keep;
+            }
+            s->bsum[blk] = block_sum(p + b0, end - b0);
         }
     }
 
-    /* min-p relative to the top token, whose p is exp(0) = 1. */
-    const double floor_p = o->min_p > 0.0f ? (double)o->min_p : 0.0;
-    const double sum = !cut && floor_p == 0.0 ? total : dense_walk(s, cut, edge, m, floor_p, 0.0, NULL);
-    int32_t pick = -1;
-    dense_walk(s, cut, edge, m, floor_p, next_unit(s) * sum, &pick);
+    const int32_t pick = dense_draw(s, next_unit(s));
     if (pick < 0) /* cannot happen: the top token has p = 1 and is kept */
         return vkl_fail(s->ctx, VKL_ERR_INTERNAL, "sampler: no token kept");
     *token = pick;
@@ -619,7 +706,8 @@ vkl_status vkl_sampler_create(vkl_context *ctx, const vkl_sampling *opt, size_t 
     s->p = vkl_calloc(ctx, vocab, sizeof(double));
     s->key = vkl_calloc(ctx, vocab, sizeof(uint16_t));
     s->cand = vkl_calloc(ctx, vocab, sizeof(cand));
-    if (!s->pen || !s->p || !s->key || !s->cand) {
+    s->bsum = vkl_calloc(ctx, vocab / DRAW_BLOCK + 1, sizeof(double));
+    if (!s->pen || !s->p || !s->key || !s->cand || !s->bsum) {
         vkl_sampler_destroy(s);
         return vkl_fail_prefix(ctx, VKL_ERR_OUT_OF_MEMORY, "sampler scratch for %zu tokens: ", vocab);
     }
@@ -635,6 +723,7 @@ void vkl_sampler_destroy(vkl_sampler *s) {
     vkl_free(ctx, s->p);
     vkl_free(ctx, s->key);
     vkl_free(ctx, s->cand);
+    vkl_free(ctx, s->bsum);
     vkl_free(ctx, s);
 }
 

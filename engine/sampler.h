@@ -8,15 +8,19 @@
  *      (HF transformers / llama.cpp semantics);
  *   2. temperature <= 0: greedy, the argmax (lowest index on ties); stop;
  *   3. top-k: keep the k largest logits (ties: lower index first);
- *   4. temperature: logit / T;
- *   5. softmax in double with the max subtracted;
+ *   4. temperature: (logit - max) * (1/T);
+ *   5. softmax in double with the max subtracted (exp is the sampler's own,
+ *      plain IEEE arithmetic, so probabilities are bit-identical across
+ *      platforms and C libraries);
  *   6. top-p: keep the smallest prefix, in descending order, whose cumulative
  *      probability is >= top_p (at least one token);
  *   7. min-p: drop tokens whose probability is < min_p * the top probability;
  *   8. renormalize and draw with the sampler's PRNG (xoshiro256** seeded by
  *      splitmix64; one 64-bit draw per non-greedy call, turned into a double
- *      in [0,1) from its top 53 bits, so the stream is the same on every
- *      platform).
+ *      in [0,1) from its top 53 bits). Sums run in a fixed order, so for the
+ *      same logits and seed the tokens are the same on every platform with
+ *      IEEE doubles and no FMA contraction (gcc in ISO C mode; a pragma in
+ *      sampler.c for clang).
  * Temperature is applied before top-p and min-p (as HF transformers does);
  * llama.cpp's default chain applies it after them, which gives a different
  * candidate set whenever T != 1.
@@ -52,7 +56,8 @@ typedef struct vkl_sampler vkl_sampler;
 /* Validates `opt` (NaN or infinite values, top_p outside (0,1], min_p > 1,
  * penalty <= 0, negative window, vocab 0 or above INT32_MAX: each a
  * VKL_ERR_INVALID_ARGUMENT naming the field) and allocates scratch for
- * `vocab` tokens. The PRNG starts from opt->seed. */
+ * `vocab` tokens (about 31 bytes a token: 4 MB for 128k). The PRNG starts
+ * from opt->seed. */
 vkl_status vkl_sampler_create(vkl_context *ctx, const vkl_sampling *opt, size_t vocab,
                               vkl_sampler **out);
 

@@ -96,7 +96,7 @@ size_t vkl_model_weight_bytes(const vkl_model *model);
 typedef struct vkl_sampling_options {
     float temperature;        /* <= 0: greedy */
     int32_t top_k;            /* <= 0: off */
-    float top_p;              /* >= 1: off */
+    float top_p;              /* in (0, 1]; 1: off */
     float min_p;              /* <= 0: off */
     float repetition_penalty; /* 1: off */
     int32_t repetition_window;/* last N tokens the penalty sees */
