@@ -27,6 +27,6 @@
     X(SHAPE, shape) X(SIZE, size) X(CONSTANT_OF_SHAPE, constant_of_shape)                \
     X(CONSTANT, constant) X(RANGE, range)                                                \
     X(RMS_NORM, rms_norm) X(SILU_MUL, silu_mul) X(ROPE, rope) X(ATTENTION, attention)    \
-    X(KV_APPEND, kv_append)
+    X(KV_APPEND, kv_append) X(QUANT_MAT_MUL, quant_mat_mul)
 
 #endif

@@ -41,6 +41,7 @@ typedef enum vkl_op {
     VKL_OP_ROPE,       /* (x, cos, sin) attr interleaved */
     VKL_OP_ATTENTION,  /* (q, k, v, mask?) attrs scale, causal, window, kv_layout */
     VKL_OP_KV_APPEND,  /* (state, x, position_ids) -> state, in place */
+    VKL_OP_QUANT_MAT_MUL, /* (A [..., K], W [N, K] quantized or f32/f16/bf16, bias? [N]) -> [..., N] */
     VKL_OP_COUNT_
 } vkl_op;
 

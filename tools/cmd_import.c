@@ -1,5 +1,6 @@
 /* `vkllm import MODEL.onnx -o MODEL.vkm`: read the ONNX export, run the
- * optimization pipeline, write the model file atomically, print a summary. */
+ * optimization pipeline (quantizing per --weights/--group/--lm-head/--embed),
+ * write the model file atomically, print a summary. */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,14 +24,40 @@ static const struct {
     {"--no-fuse-layernorm", VKL_PASS_FUSE_LAYERNORM}, {"--no-fuse-gelu", VKL_PASS_FUSE_GELU},
     {"--no-fuse-silu-mul", VKL_PASS_FUSE_SILU_MUL}, {"--no-fuse-rope", VKL_PASS_FUSE_ROPE},
     {"--no-fuse-attention", VKL_PASS_FUSE_ATTENTION}, {"--no-kv-inplace", VKL_PASS_KV_INPLACE},
+    {"--no-quantize", VKL_PASS_QUANTIZE},
 };
 
 static int usage(void) {
-    fprintf(stderr, "usage: vkllm import MODEL.onnx -o OUT.vkm [--tokenizer DIR] [--no-fuse] [--no-<pass>]\n"
+    fprintf(stderr, "usage: vkllm import MODEL.onnx -o OUT.vkm [--tokenizer DIR] [quantization]\n"
+                    "                    [--no-fuse] [--no-<pass>]\n"
+                    "quantization (docs/quant.md; the recipe is stored in the .vkm as import.recipe):\n"
+                    "  --weights e0m4|int4|int8|f16|f32  projection weights (default f32: unchanged)\n"
+                    "  --group N                         elements per block along K, 32/64/128 (default 128)\n"
+                    "  --lm-head int8|same               int8 per output channel, or like --weights (default same)\n"
+                    "  --embed bf16|same                 embedding tables bf16, or like --weights (default same)\n"
                     "passes:");
     for (size_t i = 0; i < sizeof(pass_flags) / sizeof(pass_flags[0]); i++) fprintf(stderr, " %s", pass_flags[i].flag);
-    fprintf(stderr, "\n");
+    fprintf(stderr, " --no-quantize\n");
     return 2;
+}
+
+int vkl_tool_parse_quant(vkl_context *ctx, int argc, char **argv, int *i, vkl_quant_recipe *r) {
+    static const struct {
+        const char *flag, *key;
+    } flags[] = {{"--weights", "weights"}, {"--group", "group"}, {"--lm-head", "lm_head"}, {"--embed", "embed"}};
+    for (size_t k = 0; k < sizeof(flags) / sizeof(flags[0]); k++) {
+        if (strcmp(argv[*i], flags[k].flag)) continue;
+        if (*i + 1 >= argc) {
+            fprintf(stderr, "vkllm: %s needs a value\n", flags[k].flag);
+            return -1;
+        }
+        if (vkl_quant_recipe_set(ctx, r, flags[k].key, argv[++*i])) {
+            fprintf(stderr, "vkllm: %s\n", vkl_context_error(ctx));
+            return -1;
+        }
+        return 1;
+    }
+    return 0;
 }
 
 bool vkl_tool_parse_passes(const char *arg, uint32_t *passes) {
@@ -47,12 +74,30 @@ bool vkl_tool_parse_passes(const char *arg, uint32_t *passes) {
     return false;
 }
 
+/* "quantize: 15 MatMul -> QuantMatMul (lm_head included), ..." */
+static void print_quant(const vkl_quant_recipe *recipe, const vkl_pipeline_report *r) {
+    char text[128];
+    const vkl_quantize_report *q = &r->quant;
+    printf("quantize %s: %u MatMul/Gemm -> QuantMatMul%s, %u embedding%s, %u skipped (left f32)\n",
+           vkl_quant_recipe_str(recipe, text, sizeof(text)), q->matmuls, q->lm_head ? " (lm_head included)" : "",
+           q->embeddings, q->embeddings == 1 ? "" : "s", q->skipped);
+    printf("  made:");
+    for (int d = 0; d < VKL_DTYPE_COUNT_; d++)
+        if (q->tensors[d]) printf(" %s=%u", vkl_dtype_name((vkl_dtype)d), q->tensors[d]);
+    printf("; %llu f32 bytes -> %llu bytes\n", (unsigned long long)q->bytes_before, (unsigned long long)q->bytes_after);
+}
+
 vkl_status vkl_tool_import(vkl_context *ctx, const char *path, uint32_t passes, bool quiet, vkl_onnx_model **out) {
+    return vkl_tool_import_recipe(ctx, path, passes, NULL, quiet, out);
+}
+
+vkl_status vkl_tool_import_recipe(vkl_context *ctx, const char *path, uint32_t passes, const vkl_quant_recipe *recipe,
+                                  bool quiet, vkl_onnx_model **out) {
     vkl_status st = vkl_onnx_open(ctx, path, out);
     if (st) return st;
     vkl_graph *g = vkl_onnx_graph(*out);
     vkl_pipeline_report r;
-    st = vkl_pipeline_run(g, passes, &r);
+    st = vkl_pipeline_run_recipe(g, passes, recipe, &r);
     if (st) {
         vkl_onnx_close(*out);
         *out = NULL;
@@ -67,6 +112,7 @@ vkl_status vkl_tool_import(vkl_context *ctx, const char *path, uint32_t passes, 
     printf("passes:");
     for (uint32_t i = 0; i < r.n_steps; i++) printf(" %s=%u", r.steps[i].name, r.steps[i].fired);
     printf("\n");
+    if (r.quantized) print_quant(recipe, &r);
     return VKL_OK;
 }
 
@@ -89,9 +135,14 @@ static void *slurp(vkl_context *ctx, const char *path, size_t *size) {
 int vkl_cmd_import(vkl_context *ctx, int argc, char **argv) {
     const char *in = NULL, *out = NULL, *tok_dir = NULL;
     uint32_t passes = VKL_PASS_ALL;
+    vkl_quant_recipe recipe;
+    vkl_quant_recipe_init(&recipe);
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (int i = 1; i < argc; i++) {
+        int q = vkl_tool_parse_quant(ctx, argc, argv, &i, &recipe);
+        if (q < 0) return 2;
+        if (q > 0) continue;
         if (!strcmp(argv[i], "-o") && i + 1 < argc) out = argv[++i];
         else if (!strcmp(argv[i], "--tokenizer") && i + 1 < argc) tok_dir = argv[++i];
         else if (vkl_tool_parse_passes(argv[i], &passes)) continue;
@@ -100,16 +151,21 @@ int vkl_cmd_import(vkl_context *ctx, int argc, char **argv) {
     }
     if (!in || !out) return usage();
     vkl_onnx_model *m;
-    if (vkl_tool_import(ctx, in, passes, false, &m)) {
+    if (vkl_tool_import_recipe(ctx, in, passes, &recipe, false, &m)) {
         fprintf(stderr, "vkllm import: %s\n", vkl_context_error(ctx));
         return 1;
     }
-    vkl_vkm_meta meta[4];
+    vkl_vkm_meta meta[5];
     size_t n_meta = 0;
     void *blobs[2] = {NULL, NULL};
-    char options[64];
+    char options[64], recipe_text[128];
     snprintf(options, sizeof(options), "passes=0x%x", passes);
     meta[n_meta++] = (vkl_vkm_meta){VKL_VKM_KEY_IMPORT_OPTIONS, options, strlen(options)};
+    /* What was done to the weights, for `vkllm info` and loaders: written
+     * also when nothing was converted (weights=f32 ..., or --no-quantize). */
+    if (!(passes & VKL_PASS_QUANTIZE)) vkl_quant_recipe_init(&recipe);
+    vkl_quant_recipe_str(&recipe, recipe_text, sizeof(recipe_text));
+    meta[n_meta++] = (vkl_vkm_meta){VKL_QUANT_RECIPE_META_KEY, recipe_text, strlen(recipe_text)};
     static const char *const tok_files[2] = {"tokenizer.json", "tokenizer_config.json"};
     int rc = 0;
     for (int k = 0; tok_dir && k < 2; k++) {

@@ -1,5 +1,6 @@
-/* Ref-backend helper for matmuls whose weight operand is block-quantized
- * (engine/quant): expand it to f32 so MatMul/Gemm compute on plain floats. */
+/* Ref-backend helpers for block-quantized weights (engine/quant): the
+ * QuantMatMul kernel (declared with every kernel in ref_ops.h) lives in
+ * quant_matmul.c beside this f32 expansion of a quantized operand. */
 #ifndef VKL_REF_QUANT_MATMUL_H
 #define VKL_REF_QUANT_MATMUL_H
 

@@ -1,5 +1,7 @@
 /* Pass order: no-ops first (so patterns see through casts), shape ops, CSE,
- * fusions from the innermost pattern out, the KV rewrite, then DCE. */
+ * fusions from the innermost pattern out, the KV rewrite, quantization
+ * (last: the fusions match f32 MatMuls, and the weights it converts are
+ * final), then DCE. */
 #include <string.h>
 
 #include "../ops.h"
@@ -47,6 +49,11 @@ static const struct {
 };
 
 vkl_status vkl_pipeline_run(vkl_graph *g, uint32_t passes, vkl_pipeline_report *r) {
+    return vkl_pipeline_run_recipe(g, passes, NULL, r);
+}
+
+vkl_status vkl_pipeline_run_recipe(vkl_graph *g, uint32_t passes, const vkl_quant_recipe *recipe,
+                                   vkl_pipeline_report *r) {
     memset(r, 0, sizeof(*r));
     r->nodes_before = live_nodes(g);
     r->shape_ops_before = vkl_count_shape_ops(g);
@@ -56,6 +63,13 @@ vkl_status vkl_pipeline_run(vkl_graph *g, uint32_t passes, vkl_pipeline_report *
         vkl_pipeline_step *s = &r->steps[r->n_steps++];
         s->name = schedule[i].name;
         st = schedule[i].run(g, &s->fired);
+        if (st) vkl_fail_prefix(g->ctx, st, "pass %s", s->name);
+    }
+    if (!st && (passes & VKL_PASS_QUANTIZE) && vkl_quant_recipe_active(recipe)) {
+        vkl_pipeline_step *s = &r->steps[r->n_steps++];
+        s->name = "quantize";
+        r->quantized = true;
+        st = vkl_pass_quantize(g, recipe, &r->quant, &s->fired);
         if (st) vkl_fail_prefix(g->ctx, st, "pass %s", s->name);
     }
     if (!st) {

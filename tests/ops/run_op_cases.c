@@ -42,14 +42,40 @@ static double json_number(const cJSON *v) {
     return v->valuedouble;
 }
 
-/* A host tensor from {"dtype","shape","data"}; data malloc'ed. */
+/* Raw bytes {"bytes": [u8...], "group": G} of a tensor whose elements have
+ * no JSON number form (the block-quantized weights: canonical blocks, see
+ * docs/quant.md); the count must be what dtype, group and shape need. */
+static int parse_bytes(const cJSON *j, vkl_host_tensor *t, int64_t n, char *err, size_t cap) {
+    const cJSON *bytes = cJSON_GetObjectItem(j, "bytes"), *grp = cJSON_GetObjectItem(j, "group"), *v;
+    uint32_t group = cJSON_IsNumber(grp) ? (uint32_t)grp->valuedouble : 0;
+    size_t want;
+    if (!vkl_tensor_bytes(t->dtype, group, n, &want)) {
+        snprintf(err, cap, "%lld %s elements with group %u have no valid size", (long long)n,
+                 vkl_dtype_name(t->dtype), group);
+        return -1;
+    }
+    if ((size_t)cJSON_GetArraySize(bytes) != want) {
+        snprintf(err, cap, "%d bytes given, %zu needed", cJSON_GetArraySize(bytes), want);
+        return -1;
+    }
+    t->nbytes = want;
+    t->data = malloc(want ? want : 1);
+    size_t i = 0;
+    cJSON_ArrayForEach(v, bytes) {
+        ((unsigned char *)t->data)[i++] = (unsigned char)(int64_t)v->valuedouble;
+    }
+    return 0;
+}
+
+/* A host tensor from {"dtype","shape","data"} (or "bytes" instead of data,
+ * with "group" for quantized dtypes); data malloc'ed. */
 static int parse_tensor(const cJSON *j, vkl_host_tensor *t, char *err, size_t cap) {
     const cJSON *dt = cJSON_GetObjectItem(j, "dtype"), *shape = cJSON_GetObjectItem(j, "shape"),
-                *data = cJSON_GetObjectItem(j, "data");
+                *data = cJSON_GetObjectItem(j, "data"), *bytes = cJSON_GetObjectItem(j, "bytes");
     memset(t, 0, sizeof(*t));
     if (!cJSON_IsString(dt) || !vkl_dtype_from_name(dt->valuestring, &t->dtype) || !cJSON_IsArray(shape) ||
-        !cJSON_IsArray(data)) {
-        snprintf(err, cap, "tensor needs dtype, shape, data");
+        !(cJSON_IsArray(data) || cJSON_IsArray(bytes))) {
+        snprintf(err, cap, "tensor needs dtype, shape, data (or bytes)");
         return -1;
     }
     t->rank = (uint32_t)cJSON_GetArraySize(shape);
@@ -57,6 +83,11 @@ static int parse_tensor(const cJSON *j, vkl_host_tensor *t, char *err, size_t ca
     for (uint32_t d = 0; d < t->rank; d++) {
         t->dims[d] = (int64_t)cJSON_GetArrayItem(shape, (int)d)->valuedouble;
         n *= t->dims[d];
+    }
+    if (cJSON_IsArray(bytes)) return parse_bytes(j, t, n, err, cap);
+    if (vkl_dtype_is_quantized(t->dtype)) {
+        snprintf(err, cap, "a %s tensor needs bytes and group", vkl_dtype_name(t->dtype));
+        return -1;
     }
     if (cJSON_GetArraySize(data) != n) {
         snprintf(err, cap, "data has %d elements, shape needs %lld", cJSON_GetArraySize(data), (long long)n);
@@ -243,6 +274,8 @@ static int run_case(vkl_context *ctx, const cJSON *c, char *err, size_t cap) {
             if (cJSON_IsString(sd)) st = vkl_expr_parse(g->syms, sd->valuestring, &s.dims[d]);
         }
         if (!st) st = vkl_graph_add_tensor(g, name, h.dtype, is_const ? VKL_TENSOR_WEIGHT : VKL_TENSOR_INPUT, &s, &in_ids[n_in]);
+        const cJSON *grp = cJSON_GetObjectItem(j, "group"); /* quantized dtypes: elements per block */
+        if (!st && cJSON_IsNumber(grp)) g->tensors[in_ids[n_in]].group = (uint32_t)grp->valuedouble;
         if (!st && is_const) st = vkl_graph_set_data(g, in_ids[n_in], h.data, h.nbytes, true);
         if (!st && !is_const) {
             st = vkl_graph_add_input(g, in_ids[n_in]);

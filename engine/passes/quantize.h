@@ -1,0 +1,67 @@
+/* Import-time weight quantization: the recipe (`vkllm import --weights F
+ * --group N --lm-head int8|same --embed bf16|same`, stored in the .vkm
+ * metadata under "import.recipe") and the pass that applies it, the last
+ * one the pipeline runs. docs/quant.md ("Import recipe") specifies both. */
+#ifndef VKL_PASSES_QUANTIZE_H
+#define VKL_PASSES_QUANTIZE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../graph.h"
+
+/* .vkm metadata key of the recipe text (vkl_quant_recipe_str). */
+#define VKL_QUANT_RECIPE_META_KEY "import.recipe"
+
+typedef struct vkl_quant_recipe {
+    /* Projection weights: VKL_DTYPE_F32 (left as they are), F16, Q_E0M4,
+     * Q_INT4 or Q_INT8 (blocks of `group`). */
+    vkl_dtype weights;
+    uint32_t group;    /* elements per block along K: a multiple of 32 (32, 64, 128); default 128 */
+    bool lm_head_int8; /* lm_head as int8 per output channel; false: like the other weights */
+    bool embed_bf16;   /* embedding tables as bf16; false: f16 with weights=f16, else left f32 */
+} vkl_quant_recipe;
+
+/* weights=f32 group=128 lm_head=same embed=same: changes nothing. */
+void vkl_quant_recipe_init(vkl_quant_recipe *r);
+/* Whether the recipe converts anything (the pass is a no-op otherwise). */
+bool vkl_quant_recipe_active(const vkl_quant_recipe *r);
+/* One setting: key "weights" (e0m4 int4 int8 f16 f32), "group" (a
+ * positive multiple of 32), "lm_head" or "lm-head" (int8 same), "embed"
+ * (bf16 same). VKL_ERR_INVALID_ARGUMENT naming key and value otherwise. */
+vkl_status vkl_quant_recipe_set(vkl_context *ctx, vkl_quant_recipe *r, const char *key, const char *value);
+/* "weights=e0m4 group=128 lm_head=int8 embed=bf16" (the metadata text);
+ * keys may come in any order or be missing (defaults as in _init). */
+vkl_status vkl_quant_recipe_parse(vkl_context *ctx, const char *text, vkl_quant_recipe *r);
+/* The recipe as that text; returns buf. */
+const char *vkl_quant_recipe_str(const vkl_quant_recipe *r, char *buf, size_t cap);
+
+typedef struct vkl_quantize_report {
+    uint32_t matmuls;    /* MatMul / Gemm nodes that became QuantMatMul */
+    uint32_t lm_head;    /* 1 when the lm_head (the MatMul making "logits") was found */
+    uint32_t embeddings; /* Gathers now reading a converted table (+ a Cast to f32) */
+    uint32_t skipped;    /* MatMul / Gemm with a constant f32 B the recipe would convert, left f32:
+                            K not a multiple of the group, a Gemm epilogue QuantMatMul
+                            cannot express, or values the format cannot hold */
+    uint32_t tensors[VKL_DTYPE_COUNT_]; /* weights made, by dtype */
+    uint64_t bytes_before;              /* f32 bytes of the weights converted */
+    uint64_t bytes_after;               /* bytes of the weights that replaced them */
+} vkl_quantize_report;
+
+/* Rewrites, per the recipe (docs/quant.md):
+ *   MatMul(A, W) with W a 2-D f32 weight [K, N] (directly or through a 2-D
+ *     Transpose of a weight [N, K]) -> QuantMatMul(A, Wq), Wq = W^T [N, K]
+ *     in the recipe's format; Gemm(A, B[, C]) with a constant B likewise
+ *     when transA = 0, alpha = 1 and C is absent or (beta = 1, C [N]: the
+ *     bias);
+ *   the lm_head -> int8 per output channel (group = K) with lm_head=int8;
+ *   Gather(table [V, D] f32 weight, integer indices, axis 0) -> Cast(to f32)
+ *     of Gather(table as bf16 / f16).
+ * Converts one matrix at a time (scratch: one 64-row stripe of f32 and the
+ * converted bytes) into the graph's arena; weights read by several nodes
+ * are converted once. The old f32 weights stay until vkl_graph_compact
+ * drops the unreferenced ones. *fired = nodes rewritten. */
+vkl_status vkl_pass_quantize(vkl_graph *g, const vkl_quant_recipe *r, vkl_quantize_report *report, uint32_t *fired);
+
+#endif

@@ -1,0 +1,269 @@
+#!/usr/bin/python3
+"""Op cases for QuantMatMul (domain vkllm): Y [..., N] = A [..., K] . W^T + bias
+with W [N, K] block-quantized (E0M4, int4, int8) or plain f32/f16/bf16.
+
+Independent of engine/quant: the weights are random *canonical blocks* made
+here byte by byte from the layout in docs/quant.md (random fp16 scales,
+random zero codes / biases, random nibbles or int8s), fed to the op as raw
+bytes ("bytes" + "group" in the case JSON), and the expected outputs come
+from this file's own numpy dequantization of those bytes, then a float64
+matmul rounded to the output dtype. Deterministic: run
+`python3 tests/ops/gen_quant.py` and commit tests/ops/cases/quant.json."""
+import json
+import math
+import os
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+rng = np.random.default_rng(20240717)
+
+E0M4_EXP = {1: 0x4000, 2: 0x4400}  # fp16 sign+exponent bits of [2, 4) and [4, 8)
+
+
+# ---------------------------------------------------------------- numbers
+
+def f16_bits_to_f64(bits):
+    return np.asarray(bits, np.uint16).view(np.float16).astype(np.float64)
+
+
+def bf16_round(x):
+    """Round to the nearest bfloat16 (ties to even), as float64."""
+    bits = np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)
+    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+    return bits.astype(np.uint32).view(np.float32).astype(np.float64)
+
+
+def rnd(x, dt):
+    x = np.asarray(x, np.float64)
+    if dt == "f32":
+        return x.astype(np.float32).astype(np.float64)
+    if dt == "f16":
+        return x.astype(np.float16).astype(np.float64)
+    if dt == "bf16":
+        return bf16_round(x)
+    raise ValueError(dt)
+
+
+def fmt(v, dt):
+    v = float(v)
+    if dt in ("f32", "bf16"):
+        return float(repr(np.float32(v)))
+    if dt == "f16":
+        return float(repr(np.float16(v)))
+    return v
+
+
+def rand(shape, dt="f32", lo=0.1, hi=2.0):
+    mag = rng.uniform(lo, hi, size=shape)
+    return rnd(mag * rng.choice([-1.0, 1.0], size=shape), dt)
+
+
+# ---------------------------------------------------------------- canonical blocks (docs/quant.md)
+
+def rand_d16():
+    """A random fp16 scale d >= 0 (normal, mostly around 0.01..0.2)."""
+    return int(np.float16(rng.uniform(0.004, 0.2)).view(np.uint16))
+
+
+def e0m4_block(group, d=None, q0=None, n=None, codes=None):
+    """u16 d, u16 b = EXP | q0 << 6, u8 qs[group/2] (qs[j] = q[2j] | q[2j+1] << 4)."""
+    n = n if n is not None else int(rng.integers(1, 3))
+    q0 = q0 if q0 is not None else int(rng.integers(0, 16))
+    d = d if d is not None else rand_d16()
+    q = codes if codes is not None else rng.integers(0, 16, size=group)
+    b = E0M4_EXP[n] | (q0 << 6)
+    qs = (q[0::2] | (q[1::2] << 4)).astype(np.uint8)
+    return bytes([d & 0xFF, d >> 8, b & 0xFF, b >> 8]) + qs.tobytes()
+
+
+def int4_block(group, d=None, z=None, codes=None):
+    """u16 d, u16 z (fp16 integer 0..15), u8 qs[group/2]."""
+    z = z if z is not None else int(rng.integers(0, 16))
+    d = d if d is not None else rand_d16()
+    q = codes if codes is not None else rng.integers(0, 16, size=group)
+    zb = int(np.float16(z).view(np.uint16))
+    qs = (q[0::2] | (q[1::2] << 4)).astype(np.uint8)
+    return bytes([d & 0xFF, d >> 8, zb & 0xFF, zb >> 8]) + qs.tobytes()
+
+
+def int8_block(group, d=None):
+    """f32 d, i8 q[group] in -127..127."""
+    d = np.float32(d if d is not None else rng.uniform(0.001, 0.02))
+    q = rng.integers(-127, 128, size=group).astype(np.int8)
+    return d.tobytes() + q.tobytes()
+
+
+def nibbles(qs):
+    qs = np.frombuffer(qs, np.uint8)
+    q = np.empty(qs.size * 2, np.int64)
+    q[0::2] = qs & 0x0F
+    q[1::2] = qs >> 4
+    return q
+
+
+def dequant_block(dtype, group, blk):
+    """This file's own reading of one canonical block: float64 values that
+    equal the exact f32 dequantization (no rounding happens for 4-bit; int8
+    rounds once, q * d in f32)."""
+    if dtype == "e0m4":
+        d = f16_bits_to_f64(blk[0] | blk[1] << 8)
+        b_bits = blk[2] | blk[3] << 8
+        exp = b_bits & 0xFC00
+        w1 = f16_bits_to_f64(exp | (nibbles(blk[4:]) << 6))
+        return (w1 - f16_bits_to_f64(b_bits)) * d
+    if dtype == "int4":
+        d = f16_bits_to_f64(blk[0] | blk[1] << 8)
+        z = f16_bits_to_f64(blk[2] | blk[3] << 8)
+        return (nibbles(blk[4:]).astype(np.float64) - z) * d
+    if dtype == "int8":
+        d = np.frombuffer(blk[:4], np.float32)[0]
+        q = np.frombuffer(blk[4:], np.int8).astype(np.float32)
+        return (q * d).astype(np.float64)  # f32 product: one rounding, like (float)q * d
+    raise ValueError(dtype)
+
+
+def block_bytes(dtype, group):
+    return 4 + group // 2 if dtype in ("e0m4", "int4") else 4 + group
+
+
+def dequant(dtype, group, raw, N, K):
+    """[N, K] float64 from canonical bytes: N rows of K / group blocks."""
+    bb = block_bytes(dtype, group)
+    assert len(raw) == N * (K // group) * bb
+    out = np.empty((N, K))
+    for r in range(N):
+        for g in range(K // group):
+            off = (r * (K // group) + g) * bb
+            out[r, g * group:(g + 1) * group] = dequant_block(dtype, group, raw[off:off + bb])
+    return out
+
+
+def make_w(dtype, group, N, K, special=None):
+    """Random canonical bytes for W [N, K]; `special` (row, group) -> block bytes."""
+    raw = b""
+    for r in range(N):
+        for g in range(K // group):
+            if special and (r, g) in special:
+                raw += special[(r, g)]
+            elif dtype == "e0m4":
+                raw += e0m4_block(group)
+            elif dtype == "int4":
+                raw += int4_block(group)
+            else:
+                raw += int8_block(group)
+    return raw
+
+
+# ---------------------------------------------------------------- case building
+
+def tensor(x, dt, sym=None, const=False):
+    x = np.asarray(x)
+    t = {"dtype": dt, "shape": list(x.shape), "data": [fmt(v, dt) for v in rnd(x, dt).reshape(-1)]}
+    if sym is not None:
+        t["sym"] = sym
+    if const:
+        t["const"] = True
+    return t
+
+
+def qtensor(dtype, group, raw, N, K):
+    return {"dtype": dtype, "shape": [N, K], "group": group, "bytes": list(raw), "const": True}
+
+
+cases = []
+
+
+def add(name, inputs, outputs=None, **extra):
+    c = {"name": name, "op": "QuantMatMul", "domain": "vkllm", "attrs": {}, "inputs": inputs}
+    if outputs is not None:
+        c["outputs"] = outputs
+    c.update(extra)
+    cases.append(c)
+
+
+def expected(a, w, bias, dt):
+    """Y = A . W^T (+ bias) in float64 over [..., K] rows, rounded to dt."""
+    y = np.asarray(a, np.float64) @ w.T
+    if bias is not None:
+        y = y + bias
+    return tensor(rnd(y, dt), dt)
+
+
+def quant_case(name, dtype, group, a_shape, N, bias=False, a_dt="f32", sym=None, special=None, rtol=None):
+    K = a_shape[-1]
+    raw = make_w(dtype, group, N, K, special)
+    w = dequant(dtype, group, raw, N, K)
+    a = rand(a_shape, a_dt)
+    b = rand([N], a_dt) if bias else None
+    ins = [tensor(a, a_dt, sym=sym), qtensor(dtype, group, raw, N, K)]
+    if bias:
+        ins.append(tensor(b, a_dt, const=True))
+    extra = {"rtol": rtol} if rtol else {}
+    add(name, ins, [expected(a, w, b, a_dt)], **extra)
+
+
+def plain_case(name, w_dt, a_shape, N, bias=False):
+    K = a_shape[-1]
+    w = rand([N, K], w_dt, lo=0.01, hi=0.5)
+    a = rand(a_shape)
+    b = rand([N]) if bias else None
+    ins = [tensor(a, "f32"), tensor(w, w_dt, const=True)]
+    if bias:
+        ins.append(tensor(b, "f32", const=True))
+    add(name, ins, [expected(a, w, b, "f32")])
+
+
+# E0M4: both exponents (n = 1, 2) mixed in one tensor, every code, the edge blocks.
+all_codes = np.arange(32) % 16
+quant_case("e0m4_g32", "e0m4", 32, [3, 64], 5,
+           special={(0, 0): e0m4_block(32, codes=all_codes, n=1),
+                    (1, 1): e0m4_block(32, codes=all_codes, n=2, q0=15),
+                    (2, 0): e0m4_block(32, d=0, q0=0),                 # all-zero group: d = 0
+                    (3, 1): e0m4_block(32, d=0x0001, q0=7)})          # subnormal d
+# Largest finite d (65504) on its own: its outputs would set the tolerance of the others.
+quant_case("e0m4_large_d", "e0m4", 32, [2, 64], 1, special={(0, 1): e0m4_block(32, d=0x7BFF, q0=3, n=2)})
+quant_case("e0m4_g128_batch_bias", "e0m4", 128, [2, 3, 128], 4, bias=True)
+quant_case("e0m4_g64_sym", "e0m4", 64, [2, 128], 6, sym=["seq", 128])
+quant_case("e0m4_a1d", "e0m4", 32, [96], 3)
+quant_case("e0m4_f16_act", "e0m4", 32, [2, 64], 4, bias=True, a_dt="f16")
+# int4 asymmetric: z at both ends, every code.
+quant_case("int4_g32_bias", "int4", 32, [4, 96], 6, bias=True,
+           special={(0, 0): int4_block(32, codes=all_codes, z=0),
+                    (5, 2): int4_block(32, codes=all_codes, z=15),
+                    (2, 1): int4_block(32, d=0, z=8)})
+quant_case("int4_g128", "int4", 128, [1, 2, 256], 3)
+quant_case("int4_bf16_act", "int4", 64, [3, 64], 2, a_dt="bf16")
+# int8: per output channel (group = K, any K) as the lm_head, and blocks.
+quant_case("int8_per_channel", "int8", 40, [3, 40], 7, bias=True)
+quant_case("int8_g16", "int8", 16, [2, 48], 5,
+           special={(1, 1): int8_block(16, d=0.0)})
+quant_case("int8_lm_head_sym", "int8", 64, [1, 2, 64], 9, sym=["batch", "seq", 64])
+# Plain weights in the same orientation (the f16 recipe, and f32/bf16).
+plain_case("f16_weight", "f16", [3, 40], 5, bias=True)
+plain_case("bf16_weight", "bf16", [2, 2, 24], 3)
+plain_case("f32_weight", "f32", [4, 16], 6, bias=True)
+
+# Errors: shape rule and kernel.
+K_raw = make_w("e0m4", 32, 4, 64)
+add("err_k_mismatch", [tensor(rand([2, 32]), "f32"), qtensor("e0m4", 32, K_raw, 4, 64)],
+    [{"dtype": "f32", "shape": [2, 4], "data": [0] * 8}], expect_error="VKL_ERR_SHAPE")
+# 3 blocks of 64 hold 192 elements, but rows of K = 48 do not hold whole groups.
+add("err_group_straddles_rows", [tensor(rand([2, 48]), "f32"), qtensor("e0m4", 64, make_w("e0m4", 64, 3, 64), 4, 48)],
+    [{"dtype": "f32", "shape": [2, 4], "data": [0] * 8}], expect_error="VKL_ERR_SHAPE")
+add("err_bias_size", [tensor(rand([2, 64]), "f32"), qtensor("e0m4", 32, K_raw, 4, 64), tensor(rand([5]), "f32", const=True)],
+    [{"dtype": "f32", "shape": [2, 4], "data": [0] * 8}], expect_error="VKL_ERR_SHAPE")
+# An E0M4 bias with low fraction bits set is not a code: the kernel refuses it.
+bad = bytearray(e0m4_block(32, q0=3, n=1))
+bad[2] |= 0x01
+bad_raw = make_w("e0m4", 32, 2, 64, special={(1, 0): bytes(bad)})
+add("err_bad_e0m4_header", [tensor(rand([2, 64]), "f32"), qtensor("e0m4", 32, bad_raw, 2, 64)],
+    [{"dtype": "f32", "shape": [2, 2], "data": [0] * 4}], expect_error="VKL_ERR_FORMAT")
+add("err_w_dtype", [tensor(rand([2, 4]), "f32"), {"dtype": "i32", "shape": [3, 4], "data": [1] * 12, "const": True}],
+    [{"dtype": "f32", "shape": [2, 3], "data": [0] * 6}], expect_error="VKL_ERR_UNSUPPORTED")
+
+path = os.path.join(HERE, "cases", "quant.json")
+with open(path, "w") as f:
+    json.dump({"cases": cases}, f, separators=(",", ":"))
+    f.write("\n")
+print("%s: %d cases, %d bytes" % (path, len(cases), os.path.getsize(path)))
