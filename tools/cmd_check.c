@@ -39,9 +39,16 @@ static double get_f(const vkl_host_tensor *t, int64_t i) {
     switch (t->dtype) {
     case VKL_DTYPE_F32: { float f; memcpy(&f, p + i * 4, 4); return f; }
     case VKL_DTYPE_F64: { double f; memcpy(&f, p + i * 8, 8); return f; }
+    case VKL_DTYPE_F16: { uint16_t h; memcpy(&h, p + i * 2, 2); return vkl_f16_to_f32(h); }
+    case VKL_DTYPE_BF16: { uint16_t h; memcpy(&h, p + i * 2, 2); return vkl_bf16_to_f32(h); }
     case VKL_DTYPE_I64: { int64_t q; memcpy(&q, p + i * 8, 8); return (double)q; }
+    case VKL_DTYPE_U64: { uint64_t q; memcpy(&q, p + i * 8, 8); return (double)q; }
     case VKL_DTYPE_I32: { int32_t q; memcpy(&q, p + i * 4, 4); return q; }
-    default: return p[i];
+    case VKL_DTYPE_U32: { uint32_t q; memcpy(&q, p + i * 4, 4); return q; }
+    case VKL_DTYPE_I16: { int16_t q; memcpy(&q, p + i * 2, 2); return q; }
+    case VKL_DTYPE_U16: { uint16_t q; memcpy(&q, p + i * 2, 2); return q; }
+    case VKL_DTYPE_I8: return (int8_t)p[i];
+    default: return p[i]; /* u8, bool */
     }
 }
 
@@ -61,11 +68,19 @@ static bool compare(const check_opts *o, const char *label, const vkl_host_tenso
         printf("%-28s FAIL shape differs from the reference\n", label);
         return false;
     }
+    if (got->dtype != want->dtype) {
+        printf("%-28s FAIL dtype %s, the reference is %s\n", label, vkl_dtype_name(got->dtype),
+               vkl_dtype_name(want->dtype));
+        return false;
+    }
     double max_err = 0, max_ref = 0;
-    bool nan = false;
+    bool nan = false; /* a non-finite value anywhere must match exactly */
     for (int64_t i = 0; i < n; i++) {
         double g = get_f(got, i), w = get_f(want, i);
-        nan |= isnan(g) != isnan(w);
+        if (!isfinite(w) || !isfinite(g)) {
+            nan |= !(isnan(g) && isnan(w)) && g != w;
+            continue;
+        }
         if (fabs(w) > max_ref) max_ref = fabs(w);
         if (fabs(g - w) > max_err) max_err = fabs(g - w);
     }
@@ -85,7 +100,7 @@ static bool compare(const check_opts *o, const char *label, const vkl_host_tenso
         if (o->need_argmax) ok &= agree == rows;
         else if (agree != rows) printf(" (not required)");
     }
-    printf("  %s\n", ok ? "ok" : nan ? "FAIL (NaN)" : "FAIL");
+    printf("  %s\n", ok ? "ok" : nan ? "FAIL (non-finite values differ)" : "FAIL");
     return ok;
 }
 
