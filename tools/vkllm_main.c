@@ -5,6 +5,8 @@
 
 #include "backend.h"
 #include "cmd_quant_report.h"
+#include "cmd_run.h"
+#include "cmd_tokenize.h"
 #include "commands.h"
 #include "context.h"
 
@@ -13,6 +15,9 @@ static int usage(FILE *f) {
             "usage: vkllm COMMAND [ARGS]\n"
             "commands:\n"
             "  backends            list the compiled-in backends and what each device reports\n"
+            "  run [-m MODEL.vkm] -p PROMPT   generate text (default: the bundled model)\n"
+            "  tokenize TOKENIZER [--jsonl FILE | -p TEXT]   token ids as Hugging Face computes them\n"
+            "  chat-template DIR --json FILE  render a chat with the model's template\n"
             "  import MODEL.onnx -o OUT.vkm   import an ONNX export (see `vkllm import` for options)\n"
             "  check FIXTURE_DIR   compare a fixture's ONNX Runtime outputs with a backend\n"
             "  info MODEL.vkm      what a model file holds: metadata, inputs, ops, weights\n"
@@ -45,6 +50,9 @@ int main(int argc, char **argv) {
     int rc;
     if (!strcmp(argv[1], "backends")) rc = cmd_backends(ctx);
     else if (!strcmp(argv[1], "info")) rc = vkl_cmd_info(ctx, argc - 1, argv + 1);
+    else if (!strcmp(argv[1], "run")) rc = vkl_cmd_run(ctx, argc - 1, argv + 1);
+    else if (!strcmp(argv[1], "tokenize")) rc = vkl_cmd_tokenize(ctx, argc - 1, argv + 1);
+    else if (!strcmp(argv[1], "chat-template")) rc = vkl_cmd_chat_template(ctx, argc - 1, argv + 1);
     else if (!strcmp(argv[1], "import")) rc = vkl_cmd_import(ctx, argc - 1, argv + 1);
     else if (!strcmp(argv[1], "check")) rc = vkl_cmd_check(ctx, argc - 1, argv + 1);
     else if (!strcmp(argv[1], "quant-report")) rc = vkl_cmd_quant_report(ctx, argc - 1, argv + 1);

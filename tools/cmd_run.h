@@ -1,0 +1,9 @@
+/* `vkllm run`: generate text from a model (the bundled one by default). */
+#ifndef VKL_TOOLS_CMD_RUN_H
+#define VKL_TOOLS_CMD_RUN_H
+
+#include "vkllm.h"
+
+int vkl_cmd_run(vkl_context *ctx, int argc, char **argv);
+
+#endif
