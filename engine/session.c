@@ -232,7 +232,7 @@ static vkl_status write_input(vkl_session *s, exec_slot *e, uint32_t role, const
 /* One step: n tokens at positions [length, length + n). Decode steps (n = 1)
  * attend over a length padded to pad_multiple, masked, so their executable
  * is replayed until the padding runs out. */
-static vkl_status step(vkl_session *s, const int32_t *tokens, size_t n) {
+static vkl_status step(vkl_session *s, const int32_t *tokens, size_t n, float *all_logits) {
     vkl_model *m = s->m;
     double t0 = now_seconds();
     int64_t len = (int64_t)s->length, total = len + (int64_t)n, maxc = (int64_t)s->opt.max_context;
@@ -260,6 +260,7 @@ static vkl_status step(vkl_session *s, const int32_t *tokens, size_t n) {
         uint32_t t = m->g->outputs[m->out_logits];
         size_t row = m->vocab * sizeof(float);
         st = m->be->buffer_read(m->dev, s->arena, e->offsets[t] + (n - 1) * row, s->logits, row);
+        if (!st && all_logits) st = m->be->buffer_read(m->dev, s->arena, e->offsets[t], all_logits, n * row);
     }
     if (st) {
         /* the cache rows of this step may be written: forget them */
@@ -281,6 +282,10 @@ static vkl_status step(vkl_session *s, const int32_t *tokens, size_t n) {
 }
 
 vkl_status vkl_session_append(vkl_session *s, const int32_t *tokens, size_t count) {
+    return vkl_session_append_scored(s, tokens, count, NULL);
+}
+
+vkl_status vkl_session_append_scored(vkl_session *s, const int32_t *tokens, size_t count, float *all_logits) {
     if (!s) return VKL_ERR_INVALID_ARGUMENT;
     if (!tokens && count) return vkl_fail(s->ctx, VKL_ERR_INVALID_ARGUMENT, "vkl_session_append: tokens is NULL");
     if (count > s->opt.max_context - s->length)
@@ -293,7 +298,7 @@ vkl_status vkl_session_append(vkl_session *s, const int32_t *tokens, size_t coun
                             tokens[i], s->m->vocab);
     for (size_t done = 0; done < count;) {
         size_t n = count - done < s->opt.prefill_chunk ? count - done : s->opt.prefill_chunk;
-        vkl_status st = step(s, tokens + done, n);
+        vkl_status st = step(s, tokens + done, n, all_logits ? all_logits + done * s->m->vocab : NULL);
         if (st) return st;
         done += n;
     }

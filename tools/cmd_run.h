@@ -5,5 +5,7 @@
 #include "vkllm.h"
 
 int vkl_cmd_run(vkl_context *ctx, int argc, char **argv);
+/* `vkllm perplexity`: how well a model predicts a text, line by line. */
+int vkl_cmd_perplexity(vkl_context *ctx, int argc, char **argv);
 
 #endif

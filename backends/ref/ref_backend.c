@@ -27,6 +27,12 @@ struct vkl_backend_exec {
     uint32_t n_order;
     vkl_ref_tensor *in, *out; /* scratch argument arrays, max arity */
     vkl_ref_scratch scratch;  /* kernels' working memory, kept across replays */
+    /* Shape-value tensors (no producer), written at every execute: another
+     * executable's layout may reuse their bytes between our replays. */
+    uint32_t *values;
+    uint32_t n_values;
+    int64_t *binding;         /* the symbol values prepared for */
+    size_t n_binding;
 };
 
 static vkl_status ref_probe(vkl_context *ctx, const vkl_backend_options *opt, vkl_backend_caps *out) {
@@ -130,6 +136,8 @@ static void ref_exec_release(vkl_backend_device *dev, vkl_backend_exec *e) {
     vkl_free(dev->ctx, e->in);
     vkl_free(dev->ctx, e->out);
     vkl_free(dev->ctx, e->scratch.data);
+    vkl_free(dev->ctx, e->values);
+    vkl_free(dev->ctx, e->binding);
     vkl_free(dev->ctx, e);
 }
 
@@ -185,7 +193,11 @@ static vkl_status ref_prepare(vkl_backend_device *dev, const vkl_graph *g, vkl_b
     e->g = g;
     e->tensors = vkl_calloc(ctx, g->n_tensors ? g->n_tensors : 1, sizeof(vkl_ref_tensor));
     e->order = vkl_calloc(ctx, g->n_nodes ? g->n_nodes : 1, sizeof(uint32_t));
-    vkl_status st = (!e->tensors || !e->order) ? VKL_ERR_OUT_OF_MEMORY : VKL_OK;
+    e->values = vkl_calloc(ctx, g->n_tensors ? g->n_tensors : 1, sizeof(uint32_t));
+    e->n_binding = b->count;
+    e->binding = vkl_calloc(ctx, b->count ? b->count : 1, sizeof(int64_t));
+    vkl_status st = (!e->tensors || !e->order || !e->values || !e->binding) ? VKL_ERR_OUT_OF_MEMORY : VKL_OK;
+    if (!st && b->count) memcpy(e->binding, b->values, b->count * sizeof(int64_t));
     if (!st) st = vkl_graph_topo_order(g, e->order, &e->n_order);
     /* Which tensors live nodes touch: only those need memory. */
     uint32_t max_in = 1, max_out = 1;
@@ -202,7 +214,7 @@ static vkl_status ref_prepare(vkl_backend_device *dev, const vkl_graph *g, vkl_b
             st = bind_tensor(dev, g, mem, b, t, &e->tensors[t]);
             if (!st && j < n->n_inputs && g->tensors[t].value && g->tensors[t].producer == VKL_NONE &&
                 g->tensors[t].kind != VKL_TENSOR_WEIGHT)
-                st = materialize_value(dev, g, b, &g->tensors[t], &e->tensors[t]);
+                e->values[e->n_values++] = t;
         }
         /* An in-place op's output is its input's memory. */
         const vkl_op_info *info = vkl_op_info_get((vkl_op)n->op);
@@ -231,6 +243,11 @@ static vkl_status ref_prepare(vkl_backend_device *dev, const vkl_graph *g, vkl_b
 static vkl_status ref_execute(vkl_backend_device *dev, vkl_backend_exec *e, const vkl_binding *actual) {
     (void)actual; /* ref prepares for exact values; nothing varies per run */
     const vkl_graph *g = e->g;
+    vkl_binding prepared = {e->binding, e->n_binding};
+    for (uint32_t k = 0; k < e->n_values; k++) {
+        vkl_status st = materialize_value(dev, g, &prepared, &g->tensors[e->values[k]], &e->tensors[e->values[k]]);
+        if (st) return st;
+    }
     for (uint32_t k = 0; k < e->n_order; k++) {
         uint32_t ni = e->order[k];
         const vkl_node *n = &g->nodes[ni];

@@ -127,6 +127,9 @@ void vkl_session_free(vkl_session *session); /* accepts NULL */
  * last one. Fails with VKL_ERR_INVALID_ARGUMENT, and changes nothing, when
  * the tokens would not fit in max_context or an id is outside the vocab. */
 vkl_status vkl_session_append(vkl_session *session, const int32_t *tokens, size_t count);
+/* The same, and the logits of every appended token: all_logits holds
+ * count * vocab_size floats (perplexity, scoring). */
+vkl_status vkl_session_append_scored(vkl_session *session, const int32_t *tokens, size_t count, float *all_logits);
 /* Logits of the last appended token: vocab_size floats, valid until the next
  * call on the session; NULL before the first append. */
 const float *vkl_session_logits(const vkl_session *session);
