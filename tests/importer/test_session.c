@@ -158,6 +158,23 @@ int main(void) {
     CHECK(vkl_session_length(s) == 0 && vkl_session_logits(s) == NULL);
     CHECK(vkl_session_sample(s, &tok) == VKL_ERR_STATE);
 
+    /* Executables replayed after others ran (different layouts) still see
+     * their own shape values: alternate prefill lengths after resets and
+     * compare with a fresh session each time. */
+    read_ids(ctx, 0, ids, &n);
+    static const size_t lens[] = {5, 3, 7, 5, 3};
+    for (size_t k = 0; k < sizeof(lens) / sizeof(lens[0]); k++) {
+        vkl_session *fresh = NULL;
+        float keep[512];
+        vkl_session_reset(s);
+        CHECK(vkl_session_append(s, ids, lens[k]) == VKL_OK);
+        memcpy(keep, vkl_session_logits(s), sizeof(keep));
+        CHECK(vkl_session_create(m, &so, &fresh) == VKL_OK);
+        CHECK(vkl_session_append(fresh, ids, lens[k]) == VKL_OK);
+        CHECK(!memcmp(keep, vkl_session_logits(fresh), sizeof(keep)));
+        vkl_session_free(fresh);
+    }
+
     /* the same seed gives the same tokens; sessions share the model */
     int32_t out[2][40];
     for (int k = 0; k < 2; k++) {
