@@ -16,6 +16,7 @@ static int usage(FILE *f) {
             "commands:\n"
             "  backends            list the compiled-in backends and what each device reports\n"
             "  run [-m MODEL.vkm] -p PROMPT   generate text (default: the bundled model)\n"
+            "  chat [-m MODEL.vkm]            talk with a model through its chat template\n"
             "  perplexity MODEL.vkm TEXT      perplexity of a text, line by line\n"
             "  tokenize TOKENIZER [--jsonl FILE | -p TEXT]   token ids as Hugging Face computes them\n"
             "  chat-template DIR --json FILE  render a chat with the model's template\n"
@@ -52,6 +53,7 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[1], "backends")) rc = cmd_backends(ctx);
     else if (!strcmp(argv[1], "info")) rc = vkl_cmd_info(ctx, argc - 1, argv + 1);
     else if (!strcmp(argv[1], "run")) rc = vkl_cmd_run(ctx, argc - 1, argv + 1);
+    else if (!strcmp(argv[1], "chat")) rc = vkl_cmd_chat(ctx, argc - 1, argv + 1);
     else if (!strcmp(argv[1], "perplexity")) rc = vkl_cmd_perplexity(ctx, argc - 1, argv + 1);
     else if (!strcmp(argv[1], "tokenize")) rc = vkl_cmd_tokenize(ctx, argc - 1, argv + 1);
     else if (!strcmp(argv[1], "chat-template")) rc = vkl_cmd_chat_template(ctx, argc - 1, argv + 1);

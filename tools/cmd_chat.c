@@ -1,0 +1,135 @@
+/* `vkllm chat [-m MODEL.vkm]`: an interactive conversation. Each turn the
+ * whole conversation is rendered with the model's chat template; the session
+ * keeps the longest prefix it already holds (vkl_session_rewind) and only the
+ * new tokens are computed. */
+#define _POSIX_C_SOURCE 200809L /* strdup */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd_run.h"
+#include "tokenizer/tokenizer.h"
+#include "vkllm.h"
+
+#ifndef VKL_BUNDLED_MODEL
+#define VKL_BUNDLED_MODEL "model/vkllm-kjv.vkm"
+#endif
+
+#define CHAT_MAX_MESSAGES 256
+#define CHAT_REPLY_TOKENS 128
+
+typedef struct chat {
+    vkl_tokenizer *tok;
+    vkl_session *s;
+    int32_t *hist;    /* what the session holds */
+    size_t n_hist, cap;
+    int32_t *reply;   /* this turn's generated ids */
+    size_t n_reply, printed;
+    int32_t eos;
+} chat;
+
+static int on_token(void *user, int32_t token) {
+    chat *c = user;
+    if (token == c->eos || c->n_reply == CHAT_REPLY_TOKENS) return 1;
+    c->reply[c->n_reply++] = token;
+    char *text = NULL;
+    size_t len = 0;
+    if (vkl_tokenizer_decode(c->tok, c->reply, c->n_reply, true, &text, &len) == VKL_OK) {
+        if (len >= 3 && !memcmp(text + len - 3, "\xEF\xBF\xBD", 3)) len -= 3; /* incomplete UTF-8 */
+        if (len > c->printed) fwrite(text + c->printed, 1, len - c->printed, stdout);
+        if (len > c->printed) c->printed = len;
+        fflush(stdout);
+        vkl_tokenizer_free_buffer(c->tok, text);
+    }
+    return 0;
+}
+
+/* One turn: render, keep the common prefix, append the rest, generate. */
+static vkl_status turn(chat *c, const vkl_chat_template *ct, vkl_chat_message *msgs, size_t n, char **reply_text) {
+    char *rendered = NULL;
+    size_t len = 0, n_ids = 0, keep = 0;
+    int32_t *ids = NULL;
+    vkl_status st = vkl_chat_template_render(ct, msgs, n, true, &rendered, &len);
+    if (!st) st = vkl_tokenizer_encode(c->tok, rendered, len, false, &ids, &n_ids);
+    if (rendered) vkl_chat_template_free_buffer(ct, rendered);
+    if (st) return st;
+    while (keep < n_ids && keep < c->n_hist && ids[keep] == c->hist[keep]) keep++;
+    if (n_ids + CHAT_REPLY_TOKENS > c->cap) st = VKL_ERR_INVALID_ARGUMENT; /* conversation too long */
+    if (!st && keep == n_ids) keep--; /* recompute the last token for fresh logits */
+    if (!st) st = vkl_session_rewind(c->s, keep);
+    c->n_reply = c->printed = 0;
+    if (!st) st = vkl_session_generate(c->s, ids + keep, n_ids - keep, CHAT_REPLY_TOKENS, c->eos, on_token, c);
+    if (!st) {
+        memcpy(c->hist, ids, n_ids * sizeof(int32_t));
+        memcpy(c->hist + n_ids, c->reply, c->n_reply * sizeof(int32_t));
+        c->n_hist = n_ids + c->n_reply;
+        size_t tl = 0;
+        st = vkl_tokenizer_decode(c->tok, c->reply, c->n_reply, true, reply_text, &tl);
+    }
+    vkl_tokenizer_free_buffer(c->tok, ids);
+    return st;
+}
+
+int vkl_cmd_chat(vkl_context *ctx, int argc, char **argv) {
+    const char *path = getenv("VKLLM_MODEL") ? getenv("VKLLM_MODEL") : VKL_BUNDLED_MODEL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-m") && i + 1 < argc) path = argv[++i];
+        else {
+            fprintf(stderr, "usage: vkllm chat [-m MODEL.vkm]   (one message per line; end with Ctrl-D)\n");
+            return 2;
+        }
+    }
+    vkl_session_options so;
+    vkl_session_options_init(&so);
+    so.max_context = 1024;
+    chat c = {0};
+    c.cap = so.max_context;
+    vkl_model *m = NULL;
+    const void *json = NULL, *config = NULL;
+    size_t len = 0, config_len = 0;
+    vkl_status st = vkl_model_load(ctx, path, NULL, &m);
+    if (!st && !vkl_model_metadata(m, "tokenizer.json", &json, &len)) st = VKL_ERR_NOT_FOUND;
+    if (!st) {
+        vkl_model_metadata(m, "tokenizer_config.json", &config, &config_len);
+        st = vkl_tokenizer_load_json(ctx, json, len, config, config_len, &c.tok);
+    }
+    const vkl_chat_template *ct = c.tok ? vkl_tokenizer_chat_template(c.tok) : NULL;
+    if (!st && !ct) {
+        fprintf(stderr, "vkllm chat: the model's tokenizer has no chat template\n");
+        st = VKL_ERR_NOT_FOUND;
+    }
+    if (!st) st = vkl_session_create(m, &so, &c.s);
+    c.hist = calloc(c.cap, sizeof(int32_t));
+    c.reply = calloc(CHAT_REPLY_TOKENS, sizeof(int32_t));
+    c.eos = c.tok ? vkl_tokenizer_eos_id(c.tok) : -1;
+    vkl_chat_message msgs[CHAT_MAX_MESSAGES];
+    char *owned[CHAT_MAX_MESSAGES];
+    size_t n = 0;
+    char line[8192];
+    while (!st && c.hist && c.reply && n + 2 <= CHAT_MAX_MESSAGES) {
+        fputs("> ", stderr);
+        if (!fgets(line, sizeof(line), stdin)) break;
+        line[strcspn(line, "\n")] = 0;
+        owned[n] = strdup(line);
+        msgs[n] = (vkl_chat_message){"user", owned[n]};
+        n++;
+        char *reply = NULL;
+        st = turn(&c, ct, msgs, n, &reply);
+        fputc('\n', stdout);
+        if (st == VKL_ERR_INVALID_ARGUMENT) fprintf(stderr, "vkllm chat: the conversation no longer fits the context\n");
+        if (st) break;
+        owned[n] = strdup(reply ? reply : "");
+        msgs[n] = (vkl_chat_message){"assistant", owned[n]};
+        n++;
+        vkl_tokenizer_free_buffer(c.tok, reply);
+    }
+    if (st && st != VKL_ERR_NOT_FOUND && st != VKL_ERR_INVALID_ARGUMENT)
+        fprintf(stderr, "vkllm chat: %s\n", vkl_context_error(ctx));
+    for (size_t i = 0; i < n; i++) free(owned[i]);
+    free(c.hist);
+    free(c.reply);
+    vkl_session_free(c.s);
+    vkl_tokenizer_free(c.tok);
+    vkl_model_free(m);
+    return st ? 1 : 0;
+}
