@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cmd_run.h"
+#include "stream.h"
 #include "tokenizer/tokenizer.h"
 #include "vkllm.h"
 
@@ -21,28 +22,10 @@
 typedef struct chat {
     vkl_tokenizer *tok;
     vkl_session *s;
-    int32_t *hist;    /* what the session holds */
+    int32_t *hist; /* what the session holds */
     size_t n_hist, cap;
-    int32_t *reply;   /* this turn's generated ids */
-    size_t n_reply, printed;
-    int32_t eos;
+    vkl_text_stream reply; /* this turn's generated ids */
 } chat;
-
-static int on_token(void *user, int32_t token) {
-    chat *c = user;
-    if (token == c->eos || c->n_reply == CHAT_REPLY_TOKENS) return 1;
-    c->reply[c->n_reply++] = token;
-    char *text = NULL;
-    size_t len = 0;
-    if (vkl_tokenizer_decode(c->tok, c->reply, c->n_reply, true, &text, &len) == VKL_OK) {
-        if (len >= 3 && !memcmp(text + len - 3, "\xEF\xBF\xBD", 3)) len -= 3; /* incomplete UTF-8 */
-        if (len > c->printed) fwrite(text + c->printed, 1, len - c->printed, stdout);
-        if (len > c->printed) c->printed = len;
-        fflush(stdout);
-        vkl_tokenizer_free_buffer(c->tok, text);
-    }
-    return 0;
-}
 
 /* One turn: render, keep the common prefix, append the rest, generate. */
 static vkl_status turn(chat *c, const vkl_chat_template *ct, vkl_chat_message *msgs, size_t n, char **reply_text) {
@@ -57,14 +40,15 @@ static vkl_status turn(chat *c, const vkl_chat_template *ct, vkl_chat_message *m
     if (n_ids + CHAT_REPLY_TOKENS > c->cap) st = VKL_ERR_INVALID_ARGUMENT; /* conversation too long */
     if (!st && keep == n_ids) keep--; /* recompute the last token for fresh logits */
     if (!st) st = vkl_session_rewind(c->s, keep);
-    c->n_reply = c->printed = 0;
-    if (!st) st = vkl_session_generate(c->s, ids + keep, n_ids - keep, CHAT_REPLY_TOKENS, c->eos, on_token, c);
+    vkl_text_stream_reset(&c->reply);
+    if (!st) st = vkl_session_generate(c->s, ids + keep, n_ids - keep, CHAT_REPLY_TOKENS, c->reply.stop,
+                                  vkl_text_stream_on_token, &c->reply);
     if (!st) {
         memcpy(c->hist, ids, n_ids * sizeof(int32_t));
-        memcpy(c->hist + n_ids, c->reply, c->n_reply * sizeof(int32_t));
-        c->n_hist = n_ids + c->n_reply;
+        memcpy(c->hist + n_ids, c->reply.ids, c->reply.n * sizeof(int32_t));
+        c->n_hist = n_ids + c->reply.n;
         size_t tl = 0;
-        st = vkl_tokenizer_decode(c->tok, c->reply, c->n_reply, true, reply_text, &tl);
+        st = vkl_tokenizer_decode(c->tok, c->reply.ids, c->reply.n, true, reply_text, &tl);
     }
     vkl_tokenizer_free_buffer(c->tok, ids);
     return st;
@@ -100,13 +84,13 @@ int vkl_cmd_chat(vkl_context *ctx, int argc, char **argv) {
     }
     if (!st) st = vkl_session_create(m, &so, &c.s);
     c.hist = calloc(c.cap, sizeof(int32_t));
-    c.reply = calloc(CHAT_REPLY_TOKENS, sizeof(int32_t));
-    c.eos = c.tok ? vkl_tokenizer_eos_id(c.tok) : -1;
+    c.reply = (vkl_text_stream){c.tok, calloc(CHAT_REPLY_TOKENS, sizeof(int32_t)), 0, CHAT_REPLY_TOKENS, 0,
+                                c.tok ? vkl_tokenizer_eos_id(c.tok) : -1};
     vkl_chat_message msgs[CHAT_MAX_MESSAGES];
     char *owned[CHAT_MAX_MESSAGES];
     size_t n = 0;
     char line[8192];
-    while (!st && c.hist && c.reply && n + 2 <= CHAT_MAX_MESSAGES) {
+    while (!st && c.hist && c.reply.ids && n + 2 <= CHAT_MAX_MESSAGES) {
         fputs("> ", stderr);
         if (!fgets(line, sizeof(line), stdin)) break;
         line[strcspn(line, "\n")] = 0;
@@ -127,7 +111,7 @@ int vkl_cmd_chat(vkl_context *ctx, int argc, char **argv) {
         fprintf(stderr, "vkllm chat: %s\n", vkl_context_error(ctx));
     for (size_t i = 0; i < n; i++) free(owned[i]);
     free(c.hist);
-    free(c.reply);
+    free(c.reply.ids);
     vkl_session_free(c.s);
     vkl_tokenizer_free(c.tok);
     vkl_model_free(m);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cmd_run.h"
+#include "stream.h"
 #include "tokenizer/tokenizer.h"
 #include "vkllm.h"
 
@@ -18,34 +19,6 @@ typedef struct run_opts {
     vkl_sampling_options sampling;
     int raw; /* do not add the tokenizer's special tokens to the prompt */
 } run_opts;
-
-/* Streams text: decodes the generated ids so far and prints what is new,
- * so multi-token UTF-8 characters come out whole. */
-typedef struct streamer {
-    vkl_tokenizer *tok;
-    int32_t *ids;
-    size_t n, cap, printed;
-    int32_t eos;
-} streamer;
-
-static int on_token(void *user, int32_t token) {
-    streamer *s = user;
-    if (token == s->eos || s->n == s->cap) return 1;
-    s->ids[s->n++] = token;
-    char *text = NULL;
-    size_t len = 0;
-    if (vkl_tokenizer_decode(s->tok, s->ids, s->n, true, &text, &len) == VKL_OK) {
-        /* hold back an incomplete UTF-8 tail (decoded as U+FFFD at the end) */
-        if (len >= 3 && !memcmp(text + len - 3, "\xEF\xBF\xBD", 3)) len -= 3;
-        if (len > s->printed) {
-            fwrite(text + s->printed, 1, len - s->printed, stdout);
-            fflush(stdout);
-            s->printed = len;
-        }
-        vkl_tokenizer_free_buffer(s->tok, text);
-    }
-    return 0;
-}
 
 static int usage(void) {
     fprintf(stderr, "usage: vkllm run [-m MODEL.vkm] -p PROMPT [-n N] [--temperature T] [--top-k K] [--top-p P]\n"
@@ -107,7 +80,7 @@ int vkl_cmd_run(vkl_context *ctx, int argc, char **argv) {
     vkl_tokenizer *tok = NULL;
     int32_t *prompt = NULL;
     size_t n_prompt = 0;
-    streamer st = {0};
+    vkl_text_stream st = {0};
     vkl_status status = vkl_model_load(ctx, o.model, &mo, &m);
     if (!status) {
         status = model_tokenizer(ctx, m, &tok);
@@ -118,12 +91,12 @@ int vkl_cmd_run(vkl_context *ctx, int argc, char **argv) {
     if (!status) status = vkl_session_create(m, &so, &s);
     st.tok = tok;
     st.cap = o.n_new;
-    st.eos = tok ? vkl_tokenizer_eos_id(tok) : -1;
+    st.stop = tok ? vkl_tokenizer_eos_id(tok) : -1;
     st.ids = calloc(o.n_new + 1, sizeof(int32_t));
     if (!status && !st.ids) status = VKL_ERR_OUT_OF_MEMORY;
     if (!status) {
         fputs(o.prompt, stdout);
-        status = vkl_session_generate(s, prompt, n_prompt, o.n_new, st.eos, on_token, &st);
+        status = vkl_session_generate(s, prompt, n_prompt, o.n_new, st.stop, vkl_text_stream_on_token, &st);
         fputc('\n', stdout);
         fflush(stdout);
     }

@@ -1,0 +1,24 @@
+/* Streaming generated tokens as text: decode everything generated so far
+ * and print only what is new, holding back an incomplete UTF-8 tail, so a
+ * character split over several tokens prints whole. Shared by run and chat. */
+#ifndef VKL_TOOLS_STREAM_H
+#define VKL_TOOLS_STREAM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tokenizer/tokenizer.h"
+
+typedef struct vkl_text_stream {
+    vkl_tokenizer *tok;
+    int32_t *ids;   /* the generated ids, `cap` entries */
+    size_t n, cap, printed;
+    int32_t stop;   /* stop token (eos), or -1 */
+} vkl_text_stream;
+
+void vkl_text_stream_reset(vkl_text_stream *s);
+/* A vkl_token_callback: user is the stream. Returns nonzero at the stop
+ * token or when `cap` tokens were generated. */
+int vkl_text_stream_on_token(void *user, int32_t token);
+
+#endif
