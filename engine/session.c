@@ -31,7 +31,9 @@ struct vkl_session {
     size_t arena_bytes, kv_bytes;
     int64_t *values, *max_values; /* symbol bindings: this step, the planned maximum */
     size_t n_values;
-    exec_slot slots[EXEC_CACHE];
+    exec_slot slots[EXEC_CACHE];  /* prefill shapes, least recently used */
+    exec_slot *decode;            /* one per padded length, prepared at creation */
+    size_t n_decode;
     uint64_t clock;
     /* host staging, sized at creation for one prefill chunk */
     int64_t *ids, *pos, *mask;
@@ -77,6 +79,11 @@ void vkl_session_free(vkl_session *s) {
         if (s->slots[i].exec) m->be->exec_release(m->dev, s->slots[i].exec);
         vkl_free(s->ctx, s->slots[i].offsets);
     }
+    for (size_t i = 0; s->decode && i < s->n_decode; i++) {
+        if (s->decode[i].exec) m->be->exec_release(m->dev, s->decode[i].exec);
+        vkl_free(s->ctx, s->decode[i].offsets);
+    }
+    vkl_free(s->ctx, s->decode);
     if (s->arena) m->be->buffer_destroy(m->dev, s->arena);
     vkl_plan_destroy(s->plan);
     vkl_sampler_destroy(s->sampler);
@@ -134,6 +141,8 @@ static vkl_status allocate(vkl_session *s) {
     return st;
 }
 
+static vkl_status prepare_decode(vkl_session *s);
+
 vkl_status vkl_session_create(vkl_model *m, const vkl_session_options *options, vkl_session **out) {
     if (!m || !out) return m ? vkl_fail(m->ctx, VKL_ERR_INVALID_ARGUMENT, "vkl_session_create: out is NULL")
                              : VKL_ERR_INVALID_ARGUMENT;
@@ -173,6 +182,7 @@ vkl_status vkl_session_create(vkl_model *m, const vkl_session_options *options, 
     if (!st) st = vkl_sampler_create(ctx, &so, m->vocab, &s->sampler);
     if (!st) st = vkl_plan_create(m->g, &s->plan);
     if (!st) st = allocate(s);
+    if (!st) st = prepare_decode(s);
     if (st) {
         vkl_session_free(s);
         return st;
@@ -183,12 +193,58 @@ vkl_status vkl_session_create(vkl_model *m, const vkl_session_options *options, 
     return VKL_OK;
 }
 
-/* The prepared executable for this shape: a cached one, or a fresh one in
- * the least recently used slot. */
-static vkl_status executable(vkl_session *s, int64_t seq, int64_t past, int64_t total, exec_slot **out) {
+/* Lay out and prepare `slot` for the binding in s->values. */
+static vkl_status prepare_slot(vkl_session *s, exec_slot *slot, int64_t seq, int64_t past, int64_t total) {
     vkl_model *m = s->m;
+    size_t total_bytes;
+    vkl_status st = vkl_plan_layout(s->plan, s->values, s->max_values, s->n_values, slot->offsets, &total_bytes);
+    if (!st && total_bytes > s->arena_bytes)
+        st = vkl_fail(s->ctx, VKL_ERR_INTERNAL, "session: step needs %zu arena bytes, planned %zu", total_bytes,
+                      s->arena_bytes);
+    vkl_memory_map mem = {s->arena, slot->offsets, m->g->n_tensors};
+    vkl_binding b = {s->values, s->n_values};
+    if (!st) st = m->be->prepare(m->dev, m->g, m->weights, &mem, &b, &slot->exec);
+    if (st) return st;
+    slot->seq = seq;
+    slot->past = past;
+    slot->total = total;
+    s->stats.prepares++;
+    return VKL_OK;
+}
+
+/* Decode steps attend over a padded length; every such shape gets its
+ * executable now, so decoding never prepares (nor allocates) anything. */
+static vkl_status prepare_decode(vkl_session *s) {
+    if (s->opt.pad_multiple <= 1) return VKL_OK;
+    size_t pad = s->opt.pad_multiple, maxc = s->opt.max_context;
+    s->n_decode = (maxc + pad - 1) / pad;
+    s->decode = vkl_calloc(s->ctx, s->n_decode, sizeof(exec_slot));
+    if (!s->decode) return VKL_ERR_OUT_OF_MEMORY;
+    for (size_t i = 0; i < s->n_decode; i++) {
+        exec_slot *e = &s->decode[i];
+        int64_t total = (int64_t)((i + 1) * pad < maxc ? (i + 1) * pad : maxc);
+        e->offsets = vkl_calloc(s->ctx, s->m->g->n_tensors + 1, sizeof(size_t));
+        if (!e->offsets) return VKL_ERR_OUT_OF_MEMORY;
+        bind(s, s->values, 1, total - 1, total);
+        vkl_status st = prepare_slot(s, e, 1, total - 1, total);
+        if (st) return st;
+    }
+    return VKL_OK;
+}
+
+/* The prepared executable for this shape: a decode bucket, a cached
+ * prefill shape, or a fresh one in the least recently used slot. */
+static vkl_status executable(vkl_session *s, int64_t seq, int64_t past, int64_t total, exec_slot **out) {
     exec_slot *victim = &s->slots[0];
     s->clock++;
+    if (seq == 1 && s->n_decode) {
+        size_t i = ((size_t)total + s->opt.pad_multiple - 1) / s->opt.pad_multiple - 1;
+        if (i < s->n_decode && s->decode[i].total == total && s->decode[i].exec) {
+            s->stats.replays++;
+            *out = &s->decode[i];
+            return VKL_OK;
+        }
+    }
     for (int i = 0; i < EXEC_CACHE; i++) {
         exec_slot *e = &s->slots[i];
         if (e->exec && e->seq == seq && e->past == past && e->total == total) {
@@ -199,22 +255,11 @@ static vkl_status executable(vkl_session *s, int64_t seq, int64_t past, int64_t 
         }
         if (!e->exec || (victim->exec && e->last_use < victim->last_use)) victim = e;
     }
-    if (victim->exec) m->be->exec_release(m->dev, victim->exec);
+    if (victim->exec) s->m->be->exec_release(s->m->dev, victim->exec);
     victim->exec = NULL;
-    size_t total_bytes;
-    vkl_status st = vkl_plan_layout(s->plan, s->values, s->max_values, s->n_values, victim->offsets, &total_bytes);
-    if (!st && total_bytes > s->arena_bytes)
-        st = vkl_fail(s->ctx, VKL_ERR_INTERNAL, "session: step needs %zu arena bytes, planned %zu", total_bytes,
-                      s->arena_bytes);
-    vkl_memory_map mem = {s->arena, victim->offsets, m->g->n_tensors};
-    vkl_binding b = {s->values, s->n_values};
-    if (!st) st = m->be->prepare(m->dev, m->g, m->weights, &mem, &b, &victim->exec);
+    vkl_status st = prepare_slot(s, victim, seq, past, total);
     if (st) return st;
-    victim->seq = seq;
-    victim->past = past;
-    victim->total = total;
     victim->last_use = s->clock;
-    s->stats.prepares++;
     *out = victim;
     return VKL_OK;
 }

@@ -232,6 +232,18 @@ static vkl_status ref_prepare(vkl_backend_device *dev, const vkl_graph *g, vkl_b
         e->out = vkl_calloc(ctx, max_out, sizeof(vkl_ref_tensor));
         if (!e->in || !e->out) st = VKL_ERR_OUT_OF_MEMORY;
     }
+    /* Scratch sized here so executing never allocates: no kernel needs more
+     * than a few doubles per element of one dimension (attention: T + D + Dv
+     * scores and sums; matmul: a row of N; TopK: 2n indexes). */
+    int64_t maxdim = 1;
+    for (uint32_t t = 0; !st && t < g->n_tensors; t++)
+        for (uint32_t d = 0; d < e->tensors[t].rank; d++)
+            if (e->tensors[t].dims[d] > maxdim) maxdim = e->tensors[t].dims[d];
+    if (!st) {
+        e->scratch.size = (size_t)(maxdim + 2) * 32;
+        e->scratch.data = vkl_malloc(ctx, e->scratch.size);
+        if (!e->scratch.data) st = VKL_ERR_OUT_OF_MEMORY;
+    }
     if (st) {
         ref_exec_release(dev, e);
         return st;
