@@ -59,31 +59,31 @@ static inline bool check_status_is(const char *file, int line, const char *call,
 
 /* The bodies, on the counters `fails` and `counted` (lvalues); `text`: the
  * condition as written (stringized by the public macros, before expansion). */
-#define CHECK_TRUE_(fails, counted, cond, text)                                    \
-    do {                                                                           \
-        (counted)++;                                                               \
-        if (!(cond)) {                                                             \
+#define CHECK_TRUE_(fails, counted, cond, text)                                     \
+    do {                                                                            \
+        (counted)++;                                                                \
+        if (!(cond)) {                                                              \
             fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, text); \
-            (fails)++;                                                             \
-        }                                                                          \
+            (fails)++;                                                              \
+        }                                                                           \
     } while (0)
-#define CHECK_OK_(fails, counted, ctx, st, text)                        \
-    do {                                                                \
-        vkl_status s_ = (st);                                           \
-        (counted)++;                                                    \
-        if (s_ != VKL_OK) {                                             \
-            check_print_status_(__FILE__, __LINE__, text, s_, (ctx));   \
-            (fails)++;                                                  \
-        }                                                               \
+#define CHECK_OK_(fails, counted, ctx, st, text)                      \
+    do {                                                              \
+        vkl_status s_ = (st);                                         \
+        (counted)++;                                                  \
+        if (s_ != VKL_OK) {                                           \
+            check_print_status_(__FILE__, __LINE__, text, s_, (ctx)); \
+            (fails)++;                                                \
+        }                                                             \
     } while (0)
-#define CHECK_MSG_(fails, counted, ctx, needle)                                 \
-    do {                                                                        \
-        (counted)++;                                                            \
-        if (!check_msg_has(__FILE__, __LINE__, (ctx), (needle))) (fails)++;     \
+#define CHECK_MSG_(fails, counted, ctx, needle)                             \
+    do {                                                                    \
+        (counted)++;                                                        \
+        if (!check_msg_has(__FILE__, __LINE__, (ctx), (needle))) (fails)++; \
     } while (0)
-#define CHECK_ERR_(fails, counted, ctx, st, want, needle, text)                                 \
-    do {                                                                                        \
-        (counted)++;                                                                            \
+#define CHECK_ERR_(fails, counted, ctx, st, want, needle, text)                                   \
+    do {                                                                                          \
+        (counted)++;                                                                              \
         if (!check_status_is(__FILE__, __LINE__, text, (ctx), (st), (want), (needle))) (fails)++; \
     } while (0)
 
@@ -104,30 +104,30 @@ static int checks __attribute__((unused));
 #define CHECK_MSG(ctx, needle) CHECK_MSG_(failures, checks, ctx, needle)
 #define CHECK_ERR(ctx, st, want, needle) CHECK_ERR_(failures, checks, ctx, st, want, needle, #st)
 /* Stops a loop after its first failure, so one bug does not print 10^5 lines. */
-#define CHECK_OR(cond, action)                                 \
-    do {                                                       \
-        int before_ = failures;                                \
-        CHECK_TRUE_(failures, checks, (cond), #cond);          \
-        if (failures != before_) action;                       \
+#define CHECK_OR(cond, action)                        \
+    do {                                              \
+        int before_ = failures;                       \
+        CHECK_TRUE_(failures, checks, (cond), #cond); \
+        if (failures != before_) action;              \
     } while (0)
 
-#define CHECKF_(text, cond, ...)                                                     \
-    do {                                                                             \
-        checks++;                                                                    \
-        if (!(cond)) {                                                               \
-            fprintf(stderr, "%s:%d: CHECK failed: %s: ", __FILE__, __LINE__, text);  \
-            fprintf(stderr, __VA_ARGS__);                                            \
-            fputc('\n', stderr);                                                     \
-            failures++;                                                              \
-        }                                                                            \
+#define CHECKF_(text, cond, ...)                                                    \
+    do {                                                                            \
+        checks++;                                                                   \
+        if (!(cond)) {                                                              \
+            fprintf(stderr, "%s:%d: CHECK failed: %s: ", __FILE__, __LINE__, text); \
+            fprintf(stderr, __VA_ARGS__);                                           \
+            fputc('\n', stderr);                                                    \
+            failures++;                                                             \
+        }                                                                           \
     } while (0)
 #define CHECKF(cond, ...) CHECKF_(#cond, (cond), __VA_ARGS__)
 /* Stops the current (void) test function; its caller cleans up. */
-#define REQUIRE(cond, ...)                           \
-    do {                                             \
-        int before_ = failures;                      \
-        CHECKF_(#cond, (cond), __VA_ARGS__);         \
-        if (failures != before_) return;             \
+#define REQUIRE(cond, ...)                   \
+    do {                                     \
+        int before_ = failures;              \
+        CHECKF_(#cond, (cond), __VA_ARGS__); \
+        if (failures != before_) return;     \
     } while (0)
 
 /* The program's exit status, after its verdict: "<program>: ok" or the count. */

@@ -1,6 +1,7 @@
 /* Helpers for the fusion-pass tests: build small graphs in C, run graphs on
  * the ref backend, read fixture references, compare. Header-only (static
- * inline) so each test program takes what it uses. */
+ * inline) so each test program takes what it uses; the failure counter and
+ * CHECK come from tests/common/check.h. */
 #ifndef VKL_TEST_FUSION_UTIL_H
 #define VKL_TEST_FUSION_UTIL_H
 
@@ -10,6 +11,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "check.h"
 #include "onnx_import.h"
 #include "ops.h"
 #include "ops/shape_util.h"
@@ -17,35 +19,10 @@
 #include "run_once.h"
 #include "npy.h" /* the .npy reader of `vkllm check` */
 
-static int failures;
-#define CHECK(c)                                                                  \
-    do {                                                                          \
-        if (!(c)) {                                                               \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c); \
-            failures++;                                                           \
-        }                                                                         \
-    } while (0)
-/* A call returning vkl_status must succeed; prints the context's message. */
-#define CHECK_OK(ctx, call)                                                                                  \
-    do {                                                                                                     \
-        vkl_status st_ = (call);                                                                             \
-        if (st_) {                                                                                           \
-            fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #call, vkl_context_error(ctx)); \
-            failures++;                                                                                      \
-        }                                                                                                    \
-    } while (0)
-
 /* ---- building graphs ------------------------------------------------------------------------- */
 
 /* Shape from "batch, 4, seq, 32" (expressions allowed). */
-static inline vkl_shape fu_shape(vkl_graph *g, const char *dims) {
-    vkl_shape s = {0};
-    char buf[256];
-    snprintf(buf, sizeof(buf), "%s", dims ? dims : "");
-    for (char *tok = strtok(buf, ","); tok && s.rank < VKL_MAX_RANK; tok = strtok(NULL, ","))
-        CHECK(vkl_expr_parse(g->syms, tok, &s.dims[s.rank++]) == VKL_OK);
-    return s;
-}
+static inline vkl_shape fu_shape(vkl_graph *g, const char *dims) { return check_shape(&failures, g, dims, ','); }
 
 static inline uint32_t fu_tensor(vkl_graph *g, const char *name, vkl_dtype dt, vkl_tensor_kind kind, const char *dims) {
     vkl_shape s = fu_shape(g, dims);
@@ -276,16 +253,6 @@ static inline uint32_t fu_run_pair(vkl_graph *plain, vkl_graph *fused, uint32_t 
     uint32_t fired = fu_fired(&r, step);
     printf("  %s %-34s fired %u (want %u)\n", step, name, fired, want);
     return fired;
-}
-
-/* The program's exit: prints the verdict. */
-static inline int fu_finish(const char *program) {
-    if (failures) {
-        fprintf(stderr, "%s: %d check(s) failed\n", program, failures);
-        return 1;
-    }
-    printf("%s: ok\n", program);
-    return 0;
 }
 
 /* ---- fixtures -------------------------------------------------------------------------------- */

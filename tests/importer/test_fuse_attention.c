@@ -375,5 +375,5 @@ int main(void) {
     test_fixture("gpt2", 0, 2, 2);
     test_fixture("llama-dynamo", 4, 2, 2);
     test_fixture("clip-vision", 0, 2, 1);
-    return fu_finish("test_fuse_attention");
+    return check_finish("test_fuse_attention");
 }

@@ -32,23 +32,6 @@ static float rnd(tg *t) {
     return v == 0 ? 0.5f : v;
 }
 
-/* "a, b, -" -> names ("-": absent). */
-static uint32_t split_names(const char *s, char out[][64], uint32_t cap) {
-    uint32_t n = 0, len = 0;
-    while (*s == ' ') s++;
-    if (!*s) return 0;
-    for (; *s && n < cap; s++) {
-        if (*s == ',') {
-            out[n++][len] = 0;
-            len = 0;
-            continue;
-        }
-        if (*s != ' ' && len < 63) out[n][len++] = *s;
-    }
-    if (n < cap) out[n++][len] = 0;
-    return n;
-}
-
 static uint32_t tid(tg *t, const char *name) {
     uint32_t id = VKL_NONE;
     if (vkl_graph_find_tensor(t->g, name, &id) == VKL_OK) return id;
@@ -80,8 +63,9 @@ static void scalar(tg *t, const char *name, float v) {
 }
 
 static void node(tg *t, vkl_op op, const char *ins, const char *outs, const vkl_attr *attrs, uint32_t n_attrs) {
-    char in_names[8][64], out_names[8][64];
-    uint32_t in_ids[8], out_ids[8], ni = split_names(ins, in_names, 8), no = split_names(outs, out_names, 8);
+    char in_names[8][64], out_names[8][64]; /* "a, b, -" ("-": absent) */
+    uint32_t in_ids[8], out_ids[8], ni = check_split(ins, ',', in_names, sizeof(in_names[0]), 8),
+                                    no = check_split(outs, ',', out_names, sizeof(out_names[0]), 8);
     for (uint32_t k = 0; k < ni; k++) in_ids[k] = strcmp(in_names[k], "-") ? tid(t, in_names[k]) : VKL_NONE;
     for (uint32_t k = 0; k < no; k++) out_ids[k] = tid(t, out_names[k]);
     if (vkl_graph_add_node(t->g, op, out_names[0], in_ids, ni, out_ids, no, attrs, n_attrs, NULL)) {
@@ -681,10 +665,5 @@ int main(int argc, char **argv) {
     test_silu_mul();
     test_fold();
     test_fixtures(models);
-    if (failures) {
-        fprintf(stderr, "test_fuse_norms: %d check(s) failed\n", failures);
-        return 1;
-    }
-    printf("test_fuse_norms: ok\n");
-    return 0;
+    return check_finish("test_fuse_norms");
 }

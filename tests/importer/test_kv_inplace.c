@@ -333,5 +333,5 @@ int main(void) {
     test_fixture("gpt2", 2, 4);
     test_fixture("llama-dynamo", 2, 2);
     test_no_cache();
-    return fu_finish("test_kv_inplace");
+    return check_finish("test_kv_inplace");
 }

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "context.h"
 #include "onnx.pb-c.h"
 #include "onnx_import.h"
@@ -20,23 +21,6 @@
 #ifndef VKL_TEST_DATA_DIR
 #define VKL_TEST_DATA_DIR "tests"
 #endif
-
-static int failures;
-#define CHECK(c)                                                                 \
-    do {                                                                         \
-        if (!(c)) {                                                              \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c); \
-            failures++;                                                          \
-        }                                                                        \
-    } while (0)
-#define CHECK_MSG(ctx, needle)                                                                            \
-    do {                                                                                                  \
-        if (!strstr(vkl_context_error(ctx), needle)) {                                                    \
-            fprintf(stderr, "%s:%d: error message lacks '%s': %s\n", __FILE__, __LINE__, needle,          \
-                    vkl_context_error(ctx));                                                              \
-            failures++;                                                                                   \
-        }                                                                                                 \
-    } while (0)
 
 static const char *seed_dir; /* --write-seeds: crafted models are saved there for the fuzzer */
 
@@ -1093,18 +1077,6 @@ static void test_node_errors(void) {
 
 /* ---- malformed bytes ------------------------------------------------------------------------------ */
 
-static uint8_t *read_file(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *buf = malloc(n > 0 ? (size_t)n : 1);
-    *len = fread(buf, 1, (size_t)(n > 0 ? n : 0), f);
-    fclose(f);
-    return buf;
-}
-
 static vkl_status import_bytes(const uint8_t *data, size_t len, char *err, size_t cap) {
     counting c = {0};
     vkl_context *ctx = new_ctx(&c);
@@ -1120,7 +1092,7 @@ static void test_malformed(const char *models) {
     char path[1024], err[1024];
     snprintf(path, sizeof(path), "%s/clip-vision/model.onnx", models);
     size_t len = 0;
-    uint8_t *buf = read_file(path, &len);
+    uint8_t *buf = check_read_file(path, &len);
     CHECK(buf != NULL);
     if (!buf) return;
     /* truncated: the message names the byte offset */
@@ -1204,12 +1176,9 @@ static void test_allocation_failures(void) {
 
 static cJSON *read_json(const char *path) {
     size_t len;
-    uint8_t *text = read_file(path, &len);
-    if (!text) return NULL;
-    char *z = realloc(text, len + 1);
-    z[len] = 0;
-    cJSON *j = cJSON_Parse(z);
-    free(z);
+    char *text = (char *)check_read_file(path, &len);
+    cJSON *j = text ? cJSON_Parse(text) : NULL;
+    free(text);
     return j;
 }
 
@@ -1289,7 +1258,7 @@ static void check_fixture_shapes(vkl_graph *g, const cJSON *man, const char *nam
  * independently of the reader with protobuf-c. */
 static void count_initializers(const char *path, uint64_t *elements, uint64_t *bytes) {
     size_t len;
-    uint8_t *buf = read_file(path, &len);
+    uint8_t *buf = check_read_file(path, &len);
     Onnx__ModelProto *mp = buf ? onnx__model_proto__unpack(NULL, len, buf) : NULL;
     *elements = *bytes = 0;
     CHECK(mp && mp->graph);
@@ -1382,10 +1351,5 @@ int main(int argc, char **argv) {
     test_node_errors();
     test_malformed(models);
     test_allocation_failures();
-    if (failures) {
-        fprintf(stderr, "test_onnx_import: %d check(s) failed\n", failures);
-        return 1;
-    }
-    printf("test_onnx_import: ok\n");
-    return 0;
+    return check_finish("test_onnx_import");
 }

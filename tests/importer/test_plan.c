@@ -5,19 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "onnx_import.h"
 #include "ops.h"
 #include "passes/pipeline.h"
 #include "plan.h"
-
-static int failures;
-#define CHECK(c)                                                                 \
-    do {                                                                         \
-        if (!(c)) {                                                              \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c); \
-            failures++;                                                          \
-        }                                                                        \
-    } while (0)
 
 static void set(const vkl_graph *g, int64_t *values, const char *name, int64_t v) {
     size_t i;
@@ -82,10 +74,7 @@ static void check_model(vkl_context *ctx, const char *name) {
  * (provably equal) but not for sumN*256 (unknown relation). The planner
  * reads only shapes and the schedule, so Relu nodes stand in for any op. */
 static uint32_t tensor(vkl_graph *g, const char *name, const char *dims, vkl_tensor_kind kind) {
-    vkl_shape s = {0};
-    char buf[32];
-    snprintf(buf, sizeof(buf), "%s", dims);
-    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) CHECK(!vkl_expr_parse(g->syms, tok, &s.dims[s.rank++]));
+    vkl_shape s = check_shape(&failures, g, dims, ',');
     uint32_t id = 0;
     CHECK(vkl_graph_add_tensor(g, name, VKL_DTYPE_F32, kind, &s, &id) == VKL_OK);
     return id;

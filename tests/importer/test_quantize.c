@@ -614,5 +614,5 @@ int main(void) {
     test_left_alone(ctx);
     test_vkm_roundtrip(ctx);
     vkl_context_destroy(ctx);
-    return fu_finish("test_quantize");
+    return check_finish("test_quantize");
 }

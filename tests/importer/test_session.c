@@ -7,12 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "npy.h"
 #include "onnx_import.h"
 #include "passes/pipeline.h"
 #include "vkllm.h"
 #include "vkm.h"
-#include "check.h"
 
 typedef struct counter {
     size_t allocs;

@@ -3,66 +3,26 @@
 (format: tests/ops/README.md). Expected outputs come from numpy in float64,
 then rounded to the output dtype; fp8 codes come from a nearest-value search
 over all 256 codes. Deterministic: fixed seeds. Run: python3 gen_elementwise.py"""
-import json
 import math
-import os
 
 import numpy as np
 
+import opcase
+from opcase import FLOATS, NP_FLOAT, NP_INT, Cases, rounded
+
 RNG = np.random.default_rng(20240611)
-CASES = []
+CASES = Cases()
 
 # dtype name -> numpy type used to hold (and round) values of that dtype.
-NP = {"f32": np.float32, "f16": np.float16, "f64": np.float64, "i64": np.int64, "i32": np.int32,
-      "i16": np.int16, "i8": np.int8, "u8": np.uint8, "u16": np.uint16, "u32": np.uint32,
-      "u64": np.uint64, "bool": np.bool_}
+NP = {**NP_FLOAT, **NP_INT}
 DTYPE_ENUM = {"f32": 1, "f16": 2, "bf16": 3, "f64": 4, "i64": 5, "i32": 6, "i16": 7, "i8": 8, "u8": 9,
               "u16": 10, "u32": 11, "u64": 12, "bool": 13, "fp8e4m3": 14, "fp8e5m2": 15}
-FLOATS = ["f32", "f16", "bf16", "f64"]
 INTS = ["i64", "i32", "i16", "i8", "u8", "u16", "u32", "u64"]
 SINTS = ["i64", "i32", "i16", "i8"]
 
 
-def bf16_round(a):
-    """float64 values -> nearest bf16 values (round to nearest even, via f32)."""
-    f = np.atleast_1d(np.asarray(a, dtype=np.float32))
-    u = f.view(np.uint32).astype(np.uint64)
-    r = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16) << 16
-    out = (r & 0xFFFFFFFF).astype(np.uint32).view(np.float32).astype(np.float64)
-    out[np.isnan(f)] = np.nan
-    return out.reshape(np.shape(a))
-
-
-def rounded(a, dtype):
-    """Values of `a` as held by `dtype` (float64 for float dtypes, int otherwise)."""
-    a = np.asarray(a)
-    if dtype == "bf16":
-        return bf16_round(a.astype(np.float64))
-    if dtype in FLOATS:
-        with np.errstate(over="ignore"):  # out-of-range values become inf, as intended
-            return a.astype(NP[dtype]).astype(np.float64)
-    return a.astype(NP[dtype])
-
-
-def jnum(v, dtype):
-    if dtype in FLOATS:
-        v = float(v)
-        if math.isnan(v):
-            return "nan"
-        if math.isinf(v):
-            return "inf" if v > 0 else "-inf"
-        return v
-    return int(v)
-
-
 def tensor(dtype, a, sym=None, const=False):
-    a = np.asarray(a)
-    t = {"dtype": dtype, "shape": list(a.shape), "data": [jnum(v, dtype) for v in a.reshape(-1)]}
-    if sym is not None:
-        t["sym"] = sym
-    if const:
-        t["const"] = True
-    return t
+    return opcase.tensor(a, dtype, sym, const)
 
 
 def add_case(name, op, inputs, outputs, attrs=None, domain="", rtol=None, atol=None, error=None):
@@ -75,7 +35,6 @@ def add_case(name, op, inputs, outputs, attrs=None, domain="", rtol=None, atol=N
         c["atol"] = atol
     if error:
         c["expect_error"] = error
-    assert all(x["name"] != name for x in CASES), name
     CASES.append(c)
 
 
@@ -676,11 +635,7 @@ def main():
     gen_identity_dropout()
     gen_cast()
     gen_fp8()
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cases", "elementwise.json")
-    with open(path, "w") as f:
-        json.dump({"cases": CASES}, f, separators=(",", ":"))
-        f.write("\n")
-    print(f"{len(CASES)} cases, {os.path.getsize(path)} bytes -> {path}")
+    CASES.write("elementwise")
 
 
 if __name__ == "__main__":

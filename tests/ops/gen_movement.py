@@ -7,21 +7,19 @@ taken from the C code. Deterministic: fixed seed. Run: python3 gen_movement.py
 
 The runner reads JSON numbers as doubles, so INT64_MAX cannot be written; open
 ends use 2**62 (same meaning: past any dim) and INT64_MIN (exact)."""
-import json
 import math
-import os
 
 import numpy as np
 
+from opcase import NP_FLOAT, NP_INT, Cases
+from opcase import tensor as T
+
 RNG = np.random.default_rng(20240612)
-FILES = {"movement": [], "indexing": [], "generators": []}
+FILES = {"movement": Cases(), "indexing": Cases(), "generators": Cases()}
 BIG = 2 ** 62
 INT64_MIN = -2 ** 63
 
-NP = {"f32": np.float32, "f16": np.float16, "bf16": np.float32, "f64": np.float64, "i64": np.int64,
-      "i32": np.int32, "i16": np.int16, "i8": np.int8, "u8": np.uint8, "u16": np.uint16, "u32": np.uint32,
-      "u64": np.uint64, "bool": np.bool_}
-FLOATS = ["f32", "f16", "bf16", "f64"]
+NP = {**NP_FLOAT, "bf16": np.float32, **NP_INT}
 # every plain dtype the pure data-movement kernels must carry
 ALL = ["f32", "f16", "bf16", "f64", "i64", "i32", "i16", "i8", "u8", "u16", "u32", "u64", "bool"]
 
@@ -44,27 +42,6 @@ def rand(shape, dt="f32"):
     return v.astype(NP[dt])
 
 
-def jnum(v, dt):
-    if dt in FLOATS:
-        v = float(v)
-        if math.isnan(v):
-            return "nan"
-        if math.isinf(v):
-            return "inf" if v > 0 else "-inf"
-        return v
-    return int(v)
-
-
-def T(a, dt, sym=None, const=False):
-    a = np.asarray(a)
-    t = {"dtype": dt, "shape": list(a.shape), "data": [jnum(v, dt) for v in a.reshape(-1)]}
-    if sym is not None:
-        t["sym"] = sym
-    if const:
-        t["const"] = True
-    return t
-
-
 def C(a, dt="i64"):
     """A constant (initializer) input."""
     return T(np.asarray(a, dtype=NP[dt]), dt, const=True)
@@ -79,19 +56,16 @@ def an_int(v):
 
 
 def tensor_attr(a, dt):
-    a = np.asarray(a)
-    return {"tensor": {"dtype": dt, "shape": list(a.shape), "data": [jnum(v, dt) for v in a.reshape(-1)]}}
+    return {"tensor": T(a, dt)}
 
 
 def add(file, name, op, inputs, outputs, attrs=None, error=None):
-    cases = FILES[file]
-    assert all(c["name"] != name for c in cases), name
     c = {"name": name, "op": op, "inputs": inputs, "outputs": outputs}
     if attrs:
         c["attrs"] = attrs
     if error:
         c["expect_error"] = error
-    cases.append(c)
+    FILES[file].append(c)
 
 
 def dummy_out(dt="f32"):
@@ -733,13 +707,8 @@ def main():
     gen_shape_size()
     gen_constants()
     gen_range()
-    out_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cases")
     for name, cases in FILES.items():
-        path = os.path.join(out_dir, name + ".json")
-        with open(path, "w") as fh:
-            json.dump({"cases": cases}, fh, separators=(",", ":"))
-            fh.write("\n")
-        print(f"{path}: {len(cases)} cases, {os.path.getsize(path)} bytes")
+        cases.write(name)
 
 
 if __name__ == "__main__":

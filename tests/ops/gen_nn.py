@@ -3,42 +3,19 @@
 fused LLM ops), with expected outputs computed independently in numpy float64
 and rounded to the output dtype. Writes tests/ops/cases/{norm,reduce,linalg,
 fused}.json. Deterministic: run `python3 tests/ops/gen_nn.py` and commit."""
-import json
 import math
-import os
 import warnings
 
 import numpy as np
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-FLOATS = ("f32", "f16", "bf16", "f64")
-NP_INT = {"i64": np.int64, "i32": np.int32, "i16": np.int16, "i8": np.int8, "u8": np.uint8,
-          "u32": np.uint32, "u64": np.uint64, "bool": np.bool_}
+import opcase
+from opcase import FLOATS, NP_INT, jnum_short
+from opcase import rounded as rnd
+
 rng = np.random.default_rng(20240611)
 
 
 # ---------------------------------------------------------------- values
-
-def bf16_round(x):
-    """Round to the nearest bfloat16 (ties to even), returned as float64."""
-    bits = np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)
-    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
-    return bits.astype(np.uint32).view(np.float32).astype(np.float64)
-
-
-def rnd(x, dt):
-    """x as the values a tensor of dtype dt holds (float64 for floats)."""
-    x = np.asarray(x)
-    if dt == "f32":
-        return x.astype(np.float32).astype(np.float64)
-    if dt == "f16":
-        return x.astype(np.float16).astype(np.float64)
-    if dt == "bf16":
-        return bf16_round(x)
-    if dt == "f64":
-        return x.astype(np.float64)
-    return x.astype(NP_INT[dt])
-
 
 def rand(shape, dt="f32", lo=0.1, hi=2.0):
     """Random non-zero values of either sign, |v| in [lo, hi], held in dt."""
@@ -53,31 +30,8 @@ def rand(shape, dt="f32", lo=0.1, hi=2.0):
     return v.astype(NP_INT[dt])
 
 
-def fmt(v, dt):
-    v = float(v)
-    if math.isnan(v):
-        return "nan"
-    if math.isinf(v):
-        return "inf" if v > 0 else "-inf"
-    if dt in ("f32", "bf16"):
-        return float(repr(np.float32(v)))  # shortest text that reads back to the same float
-    if dt == "f16":
-        return float(repr(np.float16(v)))
-    return v
-
-
 def tensor(x, dt, sym=None, const=False):
-    x = np.asarray(x)
-    if dt in FLOATS:
-        data = [fmt(v, dt) for v in rnd(x, dt).reshape(-1)]
-    else:
-        data = [int(v) for v in x.reshape(-1)]
-    t = {"dtype": dt, "shape": list(x.shape), "data": data}
-    if sym is not None:
-        t["sym"] = sym
-    if const:
-        t["const"] = True
-    return t
+    return opcase.tensor(rnd(x, dt) if dt in FLOATS else x, dt, sym, const, num=jnum_short)
 
 
 def i64(values, const=True):
@@ -97,26 +51,15 @@ def A(v):
     raise TypeError(v)
 
 
-class Cases:
-    def __init__(self):
-        self.cases = []
-
+class Cases(opcase.Cases):
     def add(self, name, op, inputs, outputs, attrs=None, domain="", error=None, **tol):
-        assert not any(c["name"] == name for c in self.cases), name
         c = {"name": name, "op": op, "domain": domain,
              "attrs": {k: A(v) for k, v in (attrs or {}).items()},
              "inputs": inputs, "outputs": outputs}
         if error:
             c["expect_error"] = error
         c.update(tol)
-        self.cases.append(c)
-
-    def write(self, name):
-        path = os.path.join(HERE, "cases", name + ".json")
-        with open(path, "w") as f:
-            json.dump({"cases": self.cases}, f, separators=(",", ":"))
-            f.write("\n")
-        print("%s: %d cases, %d bytes" % (path, len(self.cases), os.path.getsize(path)))
+        self.append(c)
 
 
 def out(y, dt):

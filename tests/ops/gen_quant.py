@@ -9,13 +9,12 @@ bytes ("bytes" + "group" in the case JSON), and the expected outputs come
 from this file's own numpy dequantization of those bytes, then a float64
 matmul rounded to the output dtype. Deterministic: run
 `python3 tests/ops/gen_quant.py` and commit tests/ops/cases/quant.json."""
-import json
-import math
-import os
-
 import numpy as np
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+import opcase
+from opcase import jnum_short
+from opcase import rounded as rnd
+
 rng = np.random.default_rng(20240717)
 
 E0M4_EXP = {1: 0x4000, 2: 0x4400}  # fp16 sign+exponent bits of [2, 4) and [4, 8)
@@ -25,33 +24,6 @@ E0M4_EXP = {1: 0x4000, 2: 0x4400}  # fp16 sign+exponent bits of [2, 4) and [4, 8
 
 def f16_bits_to_f64(bits):
     return np.asarray(bits, np.uint16).view(np.float16).astype(np.float64)
-
-
-def bf16_round(x):
-    """Round to the nearest bfloat16 (ties to even), as float64."""
-    bits = np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)
-    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
-    return bits.astype(np.uint32).view(np.float32).astype(np.float64)
-
-
-def rnd(x, dt):
-    x = np.asarray(x, np.float64)
-    if dt == "f32":
-        return x.astype(np.float32).astype(np.float64)
-    if dt == "f16":
-        return x.astype(np.float16).astype(np.float64)
-    if dt == "bf16":
-        return bf16_round(x)
-    raise ValueError(dt)
-
-
-def fmt(v, dt):
-    v = float(v)
-    if dt in ("f32", "bf16"):
-        return float(repr(np.float32(v)))
-    if dt == "f16":
-        return float(repr(np.float16(v)))
-    return v
 
 
 def rand(shape, dt="f32", lo=0.1, hi=2.0):
@@ -158,20 +130,14 @@ def make_w(dtype, group, N, K, special=None):
 # ---------------------------------------------------------------- case building
 
 def tensor(x, dt, sym=None, const=False):
-    x = np.asarray(x)
-    t = {"dtype": dt, "shape": list(x.shape), "data": [fmt(v, dt) for v in rnd(x, dt).reshape(-1)]}
-    if sym is not None:
-        t["sym"] = sym
-    if const:
-        t["const"] = True
-    return t
+    return opcase.tensor(rnd(x, dt), dt, sym, const, num=jnum_short)
 
 
 def qtensor(dtype, group, raw, N, K):
     return {"dtype": dtype, "shape": [N, K], "group": group, "bytes": list(raw), "const": True}
 
 
-cases = []
+cases = opcase.Cases()
 
 
 def add(name, inputs, outputs=None, **extra):
@@ -262,8 +228,4 @@ add("err_bad_e0m4_header", [tensor(rand([2, 64]), "f32"), qtensor("e0m4", 32, ba
 add("err_w_dtype", [tensor(rand([2, 4]), "f32"), {"dtype": "i32", "shape": [3, 4], "data": [1] * 12, "const": True}],
     [{"dtype": "f32", "shape": [2, 3], "data": [0] * 6}], expect_error="VKL_ERR_UNSUPPORTED")
 
-path = os.path.join(HERE, "cases", "quant.json")
-with open(path, "w") as f:
-    json.dump({"cases": cases}, f, separators=(",", ":"))
-    f.write("\n")
-print("%s: %d cases, %d bytes" % (path, len(cases), os.path.getsize(path)))
+cases.write("quant")

@@ -8,27 +8,10 @@
 #include <string.h>
 
 #include "../../backends/ref/quant_matmul.h"
+#include "check.h"
 #include "context.h"
 #include "graph.h"
 #include "quant/quant.h"
-
-static int failures;
-static int checks;
-#define CHECK(c)                                                                 \
-    do {                                                                         \
-        checks++;                                                                \
-        if (!(c)) {                                                              \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c); \
-            failures++;                                                          \
-        }                                                                        \
-    } while (0)
-/* Stop a loop after its first failure so one bug does not print 10^5 lines. */
-#define CHECK_OR(c, action)     \
-    do {                        \
-        int before_ = failures; \
-        CHECK(c);               \
-        if (failures != before_) action; \
-    } while (0)
 
 /* ---- deterministic random numbers ---------------------------------------- */
 typedef struct rng {

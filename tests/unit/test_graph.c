@@ -4,25 +4,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "context.h"
 #include "graph.h"
 #include "ops.h"
 
-static int failures;
-#define CHECK(c)                                                                 \
-    do {                                                                         \
-        if (!(c)) {                                                              \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c); \
-            failures++;                                                          \
-        }                                                                        \
-    } while (0)
-
 static uint32_t add_tensor(vkl_graph *g, const char *name, vkl_tensor_kind kind, const char *dims) {
-    vkl_shape s = {0};
-    char buf[64];
-    snprintf(buf, sizeof(buf), "%s", dims);
-    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ","))
-        CHECK(vkl_expr_parse(g->syms, tok, &s.dims[s.rank++]) == VKL_OK);
+    vkl_shape s = check_shape(&failures, g, dims, ',');
     uint32_t id = VKL_NONE;
     CHECK(vkl_graph_add_tensor(g, name, VKL_DTYPE_F32, kind, &s, &id) == VKL_OK);
     return id;

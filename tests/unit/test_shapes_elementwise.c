@@ -4,42 +4,16 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "check.h"
 #include "context.h"
 #include "graph.h"
 #include "ops.h"
 #include "ops/op_defs.h"
 #include "ops/shape_util.h"
 
-static int failures;
-
-#define CHECK(c)                                                                  \
-    do {                                                                          \
-        if (!(c)) {                                                               \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c); \
-            failures++;                                                           \
-        }                                                                         \
-    } while (0)
-
 /* Expressions separated by ';' ("seq;4;max(M, N)") as handles. */
 static uint32_t parse_list(vkl_graph *g, const char *text, vkl_expr *out, uint32_t cap) {
-    char buf[256];
-    uint32_t n = 0;
-    snprintf(buf, sizeof(buf), "%s", text);
-    for (char *tok = strtok(buf, ";"); tok && n < cap; tok = strtok(NULL, ";")) {
-        if (vkl_expr_parse(g->syms, tok, &out[n])) {
-            fprintf(stderr, "parse '%s': %s\n", tok, vkl_context_error(g->ctx));
-            failures++;
-        }
-        n++;
-    }
-    return n;
-}
-
-/* "[a, b]" in canonical print form, as vkl_shape_str writes it. */
-static const char *list_str(vkl_graph *g, const vkl_expr *e, uint32_t n, char *buf, size_t cap) {
-    vkl_shape s = {.rank = n};
-    memcpy(s.dims, e, n * sizeof(vkl_expr));
-    return vkl_shape_str(g, &s, buf, cap);
+    return check_exprs(&failures, g, text, ';', out, cap);
 }
 
 static uint32_t tensor(vkl_graph *g, const char *name, vkl_dtype dt, vkl_tensor_kind kind, const char *dims) {
@@ -101,52 +75,14 @@ static uint32_t id_of(vkl_graph *g, const char *name) {
     return id;
 }
 
-static const vkl_tensor *find(vkl_graph *g, const char *name) {
-    uint32_t id;
-    if (vkl_graph_find_tensor(g, name, &id) != VKL_OK) return NULL;
-    return &g->tensors[id];
-}
-
 static vkl_status infer(vkl_graph *g) {
     vkl_status st = vkl_graph_validate(g);
     if (!st) st = vkl_graph_infer_shapes(g);
     return st;
 }
 
-static void expect_shape(vkl_graph *g, const char *name, vkl_dtype dt, const char *dims, int line) {
-    const vkl_tensor *t = find(g, name);
-    vkl_expr want[VKL_MAX_RANK];
-    char got_s[256], want_s[256];
-    uint32_t n = parse_list(g, dims, want, VKL_MAX_RANK);
-    list_str(g, want, n, want_s, sizeof(want_s));
-    if (!t) {
-        fprintf(stderr, "line %d: no tensor '%s'\n", line, name);
-        failures++;
-        return;
-    }
-    vkl_shape_str(g, &t->shape, got_s, sizeof(got_s));
-    if (strcmp(got_s, want_s) || t->dtype != dt) {
-        fprintf(stderr, "line %d: %s is %s %s, want %s %s\n", line, name, vkl_dtype_name(t->dtype), got_s,
-                vkl_dtype_name(dt), want_s);
-        failures++;
-    }
-}
-
-/* values NULL: the tensor must carry no value. */
-static void expect_value(vkl_graph *g, const char *name, const char *values, int line) {
-    const vkl_tensor *t = find(g, name);
-    vkl_expr want[VKL_MAX_VALUE_ELEMS];
-    char got_s[512] = "(none)", want_s[512] = "(none)";
-    if (values) list_str(g, want, parse_list(g, values, want, VKL_MAX_VALUE_ELEMS), want_s, sizeof(want_s));
-    if (t && t->value) list_str(g, t->value, t->value_count, got_s, sizeof(got_s));
-    if (!t || strcmp(got_s, want_s)) {
-        fprintf(stderr, "line %d: value of %s is %s, want %s\n", line, name, got_s, want_s);
-        failures++;
-    }
-}
-
-#define SHAPE(g, name, dt, dims) expect_shape(g, name, dt, dims, __LINE__)
-#define VALUE(g, name, values) expect_value(g, name, values, __LINE__)
+#define SHAPE(g, name, dt, dims) check_shape_exprs(&failures, __FILE__, __LINE__, g, name, dt, dims, ';')
+#define VALUE(g, name, values) check_value_exprs(&failures, __FILE__, __LINE__, g, name, values, ';')
 
 static void test_broadcast_shapes(vkl_context *ctx) {
     vkl_graph *g;
@@ -231,12 +167,7 @@ static void expect_error(vkl_context *ctx, vkl_op op, vkl_dtype dt0, const char 
     if (dt1 != VKL_DTYPE_INVALID) ins[1] = tensor(g, "b", dt1, VKL_TENSOR_INPUT, dims1);
     const char *outs[] = {"out"};
     node(g, op, ins, dt1 != VKL_DTYPE_INVALID ? 2 : 1, outs, 1, attr, attr ? 1 : 0);
-    vkl_status st = infer(g);
-    if (st != want || !strstr(vkl_context_error(ctx), needle)) {
-        fprintf(stderr, "line %d: got %s '%s', want %s with '%s'\n", line, vkl_status_name(st),
-                vkl_context_error(ctx), vkl_status_name(want), needle);
-        failures++;
-    }
+    if (!check_status_is(__FILE__, line, "infer", ctx, infer(g), want, needle)) failures++;
     vkl_graph_destroy(g);
 }
 

@@ -12,16 +12,14 @@
 #include "ops/movement_util.h"
 #include "run_once.h"
 
+#define CHECK_FIXTURE /* the checks count in each test's fx: fails, checks */
+#include "check.h"
+
 typedef struct fx {
     vkl_context *ctx;
     vkl_graph *g;
     int fails, checks;
 } fx;
-
-static void fail_at(fx *f, int line, const char *what, const char *got, const char *want) {
-    fprintf(stderr, "%s:%d: %s: got \"%s\", want \"%s\"\n", __FILE__, line, what, got, want);
-    f->fails++;
-}
 
 static void begin(fx *f) {
     if (vkl_graph_create(f->ctx, &f->g)) {
@@ -35,36 +33,7 @@ static void end(fx *f) {
     f->g = NULL;
 }
 
-/* Split "a, min(b, c), d" at top-level commas into out[] (each <= 127 chars). */
-static uint32_t split_list(const char *s, char out[][128], uint32_t cap) {
-    uint32_t n = 0, len = 0;
-    int depth = 0;
-    while (*s == ' ') s++;
-    if (!*s) return 0;
-    for (; *s && n < cap; s++) {
-        if (*s == ',' && depth == 0) {
-            out[n++][len] = 0;
-            len = 0;
-            continue;
-        }
-        depth += *s == '(' ? 1 : *s == ')' ? -1 : 0;
-        if (len < 127) out[n][len++] = *s;
-    }
-    if (n < cap) out[n++][len] = 0;
-    return n;
-}
-
-static vkl_shape shape_of(fx *f, const char *dims) {
-    char parts[VKL_MAX_RANK][128];
-    vkl_shape s = {0};
-    s.rank = split_list(dims, parts, VKL_MAX_RANK);
-    for (uint32_t d = 0; d < s.rank; d++)
-        if (vkl_expr_parse(f->g->syms, parts[d], &s.dims[d])) {
-            fprintf(stderr, "parse '%s': %s\n", parts[d], vkl_context_error(f->ctx));
-            f->fails++;
-        }
-    return s;
-}
+static vkl_shape shape_of(fx *f, const char *dims) { return check_shape(&f->fails, f->g, dims, ','); }
 
 static uint32_t input(fx *f, const char *name, vkl_dtype dt, const char *dims) {
     vkl_shape s = shape_of(f, dims);
@@ -95,17 +64,10 @@ static uint32_t tensor_id(fx *f, const char *name) {
  * outputs are created as activations. */
 static void node(fx *f, vkl_op op, const char *ins, const char *outs, const vkl_attr *attrs, uint32_t n_attrs) {
     char in_names[16][128], out_names[16][128];
-    uint32_t in_ids[16], out_ids[16], ni = split_list(ins, in_names, 16), no = split_list(outs, out_names, 16);
-    for (uint32_t k = 0; k < ni; k++) {
-        const char *nm = in_names[k];
-        while (*nm == ' ') nm++;
-        in_ids[k] = strcmp(nm, "-") ? tensor_id(f, nm) : VKL_NONE;
-    }
-    for (uint32_t k = 0; k < no; k++) {
-        const char *nm = out_names[k];
-        while (*nm == ' ') nm++;
-        out_ids[k] = strcmp(nm, "-") ? tensor_id(f, nm) : VKL_NONE;
-    }
+    uint32_t in_ids[16], out_ids[16], ni = check_split(ins, ',', in_names, sizeof(in_names[0]), 16),
+                                      no = check_split(outs, ',', out_names, sizeof(out_names[0]), 16);
+    for (uint32_t k = 0; k < ni; k++) in_ids[k] = strcmp(in_names[k], "-") ? tensor_id(f, in_names[k]) : VKL_NONE;
+    for (uint32_t k = 0; k < no; k++) out_ids[k] = strcmp(out_names[k], "-") ? tensor_id(f, out_names[k]) : VKL_NONE;
     if (vkl_graph_add_node(f->g, op, "n", in_ids, ni, out_ids, no, attrs, n_attrs, NULL)) {
         fprintf(stderr, "add_node: %s\n", vkl_context_error(f->ctx));
         f->fails++;
@@ -126,52 +88,27 @@ static vkl_status infer(fx *f) {
     return st ? st : vkl_graph_validate(f->g);
 }
 
-#define INFER_OK(f)                                                                                      \
-    do {                                                                                                 \
-        vkl_status s_ = infer(f);                                                                        \
-        (f)->checks++;                                                                                   \
-        if (s_) {                                                                                        \
-            fprintf(stderr, "%s:%d: inference failed: %s: %s\n", __FILE__, __LINE__, vkl_status_name(s_), \
-                    vkl_context_error((f)->ctx));                                                        \
-            (f)->fails++;                                                                                \
-        }                                                                                                \
-    } while (0)
+#define INFER_OK(f) CHECK_OK(f, infer(f))
 
 static void expect_shape_at(fx *f, int line, const char *name, const char *want) {
-    char buf[256];
     f->checks++;
-    const vkl_tensor *t = &f->g->tensors[tensor_id(f, name)];
-    vkl_shape_str(f->g, &t->shape, buf, sizeof(buf));
-    if (strcmp(buf, want)) fail_at(f, line, name, buf, want);
+    check_shape_is(&f->fails, __FILE__, line, f->g, name, VKL_DTYPE_INVALID, want);
 }
 
 /* Value as "[a, b]", or "none" when unknown. */
 static void expect_value_at(fx *f, int line, const char *name, const char *want) {
-    char buf[512] = "none";
     f->checks++;
-    const vkl_tensor *t = &f->g->tensors[tensor_id(f, name)];
-    if (t->value) {
-        size_t used = (size_t)snprintf(buf, sizeof(buf), "[");
-        for (uint32_t i = 0; i < t->value_count && used < sizeof(buf); i++) {
-            if (i) used += (size_t)snprintf(buf + used, sizeof(buf) - used, ", ");
-            if (used < sizeof(buf)) used += vkl_expr_print(f->g->syms, t->value[i], buf + used, sizeof(buf) - used);
-        }
-        if (used < sizeof(buf)) snprintf(buf + used, sizeof(buf) - used, "]");
-    }
-    if (strcmp(buf, want)) fail_at(f, line, name, buf, want);
+    check_value_is(&f->fails, __FILE__, line, f->g, name, want);
 }
 
 /* `line`: the source line, or the index of a table entry. */
 static void expect_error_at(fx *f, int line, vkl_status want, const char *needle) {
     vkl_status st = infer(f);
     f->checks++;
-    if (st != want || !strstr(vkl_context_error(f->ctx), needle)) {
-        char got[1200];
-        snprintf(got, sizeof(got), "%s: %s", vkl_status_name(st), vkl_context_error(f->ctx));
-        fail_at(f, line, "error", got, needle);
-    } else {
+    if (check_status_is(__FILE__, line, "inference", f->ctx, st, want, needle))
         printf("  ok (expected error): %s\n", vkl_context_error(f->ctx));
-    }
+    else
+        f->fails++;
 }
 
 #define EXPECT_SHAPE(f, name, want) expect_shape_at(f, __LINE__, name, want)

@@ -5,39 +5,15 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "check.h"
 #include "context.h"
 #include "graph.h"
 #include "ops.h"
 #include "ops/op_defs.h"
 
-static int failures;
-
-#define CHECK(c)                                                                  \
-    do {                                                                          \
-        if (!(c)) {                                                               \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c); \
-            failures++;                                                           \
-        }                                                                         \
-    } while (0)
-
 /* "B;seq;64" -> handles; returns the count. */
 static uint32_t exprs(vkl_graph *g, const char *text, vkl_expr *out, uint32_t cap) {
-    char buf[256];
-    uint32_t n = 0;
-    snprintf(buf, sizeof(buf), "%s", text);
-    for (char *tok = strtok(buf, ";"); tok && n < cap; tok = strtok(NULL, ";")) {
-        if (vkl_expr_parse(g->syms, tok, &out[n++]) != VKL_OK) {
-            fprintf(stderr, "cannot parse '%s': %s\n", tok, vkl_context_error(g->ctx));
-            failures++;
-        }
-    }
-    return n;
-}
-
-static const char *exprs_str(vkl_graph *g, const vkl_expr *e, uint32_t n, char *buf, size_t cap) {
-    vkl_shape s = {.rank = n};
-    memcpy(s.dims, e, n * sizeof(vkl_expr));
-    return vkl_shape_str(g, &s, buf, cap);
+    return check_exprs(&failures, g, text, ';', out, cap);
 }
 
 /* A graph input (or, with `weight`, constant i64 data `ints`). */
@@ -107,45 +83,14 @@ static vkl_status infer(vkl_graph *g) {
     return st;
 }
 
-static const vkl_tensor *find(vkl_graph *g, const char *name) {
-    uint32_t id;
-    return vkl_graph_find_tensor(g, name, &id) == VKL_OK ? &g->tensors[id] : NULL;
-}
-
 static uint32_t id_of(vkl_graph *g, const char *name) {
     uint32_t id = VKL_NONE;
     CHECK(vkl_graph_find_tensor(g, name, &id) == VKL_OK);
     return id;
 }
 
-static void expect_shape(vkl_graph *g, const char *name, vkl_dtype dt, const char *dims, int line) {
-    const vkl_tensor *t = find(g, name);
-    vkl_expr want[VKL_MAX_RANK];
-    char got_s[256] = "(none)", want_s[256];
-    exprs_str(g, want, exprs(g, dims, want, VKL_MAX_RANK), want_s, sizeof(want_s));
-    if (t) vkl_shape_str(g, &t->shape, got_s, sizeof(got_s));
-    if (!t || strcmp(got_s, want_s) || t->dtype != dt) {
-        fprintf(stderr, "line %d: %s is %s %s; want %s %s\n", line, name, t ? vkl_dtype_name(t->dtype) : "?", got_s,
-                vkl_dtype_name(dt), want_s);
-        failures++;
-    }
-}
-
-/* value NULL: no value expected. */
-static void expect_value(vkl_graph *g, const char *name, const char *value, int line) {
-    const vkl_tensor *t = find(g, name);
-    vkl_expr want[VKL_MAX_VALUE_ELEMS];
-    char got_s[256] = "(none)", want_s[256] = "(none)";
-    if (value) exprs_str(g, want, exprs(g, value, want, VKL_MAX_VALUE_ELEMS), want_s, sizeof(want_s));
-    if (t && t->value) exprs_str(g, t->value, t->value_count, got_s, sizeof(got_s));
-    if (!t || strcmp(got_s, want_s)) {
-        fprintf(stderr, "line %d: value of %s is %s; want %s\n", line, name, got_s, want_s);
-        failures++;
-    }
-}
-
-#define SHAPE(g, name, dt, dims) expect_shape(g, name, dt, dims, __LINE__)
-#define VALUE(g, name, value) expect_value(g, name, value, __LINE__)
+#define SHAPE(g, name, dt, dims) check_shape_exprs(&failures, __FILE__, __LINE__, g, name, dt, dims, ';')
+#define VALUE(g, name, value) check_value_exprs(&failures, __FILE__, __LINE__, g, name, value, ';')
 
 /* Each op's table entry is this family's, under its ONNX / vkllm name. The
  * direct references also make the linker keep the family's objects. */
@@ -359,11 +304,7 @@ static void expect_error(vkl_context *ctx, build_fn build, vkl_status want, cons
     build(g);
     vkl_status st = vkl_graph_validate(g);
     if (!st) st = vkl_graph_infer_shapes(g);
-    if (st != want || !strstr(vkl_context_error(ctx), text)) {
-        fprintf(stderr, "line %d: got %s '%s'; want %s containing '%s'\n", line, vkl_status_name(st),
-                vkl_context_error(ctx), vkl_status_name(want), text);
-        failures++;
-    }
+    if (!check_status_is(__FILE__, line, "inference", ctx, st, want, text)) failures++;
     vkl_graph_destroy(g);
 }
 

@@ -8,42 +8,15 @@
 #include "context.h"
 #include "sym.h"
 
+#define CHECK_FIXTURE /* the checks count in each test's fx: fails, checks */
+#include "check.h"
+
 typedef struct fx {
     vkl_context *ctx;
     vkl_symtab *t;
     int fails;
     int checks;
 } fx;
-
-#define CHECK(f, cond)                                                                 \
-    do {                                                                               \
-        (f)->checks++;                                                                 \
-        if (!(cond)) {                                                                 \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);   \
-            (f)->fails++;                                                              \
-        }                                                                              \
-    } while (0)
-
-#define CHECK_OK(f, st)                                                                           \
-    do {                                                                                          \
-        vkl_status s_ = (st);                                                                     \
-        (f)->checks++;                                                                            \
-        if (s_ != VKL_OK) {                                                                       \
-            fprintf(stderr, "%s:%d: %s returned %s: %s\n", __FILE__, __LINE__, #st,               \
-                    vkl_status_name(s_), vkl_context_error((f)->ctx));                            \
-            (f)->fails++;                                                                         \
-        }                                                                                         \
-    } while (0)
-
-#define CHECK_MSG(f, needle)                                                                        \
-    do {                                                                                            \
-        (f)->checks++;                                                                              \
-        if (!strstr(vkl_context_error((f)->ctx), (needle))) {                                       \
-            fprintf(stderr, "%s:%d: error message \"%s\" lacks \"%s\"\n", __FILE__, __LINE__,       \
-                    vkl_context_error((f)->ctx), (needle));                                         \
-            (f)->fails++;                                                                           \
-        }                                                                                           \
-    } while (0)
 
 /* ---- helpers: failures inside them report the caller's text ---- */
 

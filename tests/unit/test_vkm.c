@@ -17,48 +17,13 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "check.h"
 #include "context.h"
 #include "graph.h"
 #include "ops.h"
 #include "vkm.h"
 
-static int failures;
-
-#define CHECK(cond, ...)                                                              \
-    do {                                                                              \
-        if (!(cond)) {                                                                \
-            failures++;                                                               \
-            fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond); \
-            fprintf(stderr, __VA_ARGS__);                                             \
-            fputc('\n', stderr);                                                      \
-        }                                                                             \
-    } while (0)
-
-/* Stops the current test function (main cleans up). */
-#define REQUIRE(cond, ...)             \
-    do {                               \
-        int before_ = failures;        \
-        CHECK(cond, __VA_ARGS__);      \
-        if (failures != before_) return; \
-    } while (0)
-
 /* ---- files ---------------------------------------------------------------- */
-
-static uint8_t *read_all(const char *path, size_t *size) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *p = malloc(n > 0 ? (size_t)n : 1);
-    if (p && n > 0 && fread(p, 1, (size_t)n, f) != (size_t)n) {
-        free(p);
-        p = NULL;
-    }
-    fclose(f);
-    *size = n > 0 ? (size_t)n : 0;
-    return p;
-}
 
 static bool write_all(const char *path, const void *p, size_t n) {
     FILE *f = fopen(path, "wb");
@@ -292,35 +257,35 @@ static void check_expr(const vkl_graph *a, vkl_expr ea, const vkl_graph *b, vkl_
     char ta[1024], tb[1024];
     vkl_expr_print(a->syms, ea, ta, sizeof(ta));
     vkl_expr_print(b->syms, eb, tb, sizeof(tb));
-    CHECK(!strcmp(ta, tb), "%s: '%s' became '%s'", what, ta, tb);
+    CHECKF(!strcmp(ta, tb), "%s: '%s' became '%s'", what, ta, tb);
     vkl_expr re;
-    CHECK(vkl_expr_parse(b->syms, ta, &re) == VKL_OK && re == eb, "%s: '%s' does not re-parse to the loaded handle",
-          what, ta);
+    CHECKF(vkl_expr_parse(b->syms, ta, &re) == VKL_OK && re == eb, "%s: '%s' does not re-parse to the loaded handle",
+           what, ta);
 }
 
 static void compare_graphs(const vkl_graph *a, const vkl_graph *b, const uint8_t *file, size_t file_size) {
     REQUIRE(vkl_symtab_symbol_count(a->syms) == vkl_symtab_symbol_count(b->syms), "symbol count");
     for (size_t i = 0; i < vkl_symtab_symbol_count(a->syms); i++)
-        CHECK(!strcmp(vkl_symtab_symbol_name(a->syms, i), vkl_symtab_symbol_name(b->syms, i)), "symbol %zu", i);
+        CHECKF(!strcmp(vkl_symtab_symbol_name(a->syms, i), vkl_symtab_symbol_name(b->syms, i)), "symbol %zu", i);
     REQUIRE(a->n_tensors == b->n_tensors, "tensor count %u vs %u", a->n_tensors, b->n_tensors);
     for (uint32_t i = 0; i < a->n_tensors; i++) {
         const vkl_tensor *ta = &a->tensors[i], *tb = &b->tensors[i];
-        CHECK(!strcmp(ta->name, tb->name), "tensor %u name", i);
-        CHECK(ta->dtype == tb->dtype && ta->kind == tb->kind && ta->group == tb->group, "tensor '%s' dtype/kind/group",
-              ta->name);
-        CHECK(ta->producer == tb->producer && ta->is_output == tb->is_output, "tensor '%s' producer/output", ta->name);
+        CHECKF(!strcmp(ta->name, tb->name), "tensor %u name", i);
+        CHECKF(ta->dtype == tb->dtype && ta->kind == tb->kind && ta->group == tb->group, "tensor '%s' dtype/kind/group",
+               ta->name);
+        CHECKF(ta->producer == tb->producer && ta->is_output == tb->is_output, "tensor '%s' producer/output", ta->name);
         REQUIRE(ta->shape.rank == tb->shape.rank, "tensor '%s' rank", ta->name);
         for (uint32_t d = 0; d < ta->shape.rank; d++) check_expr(a, ta->shape.dims[d], b, tb->shape.dims[d], ta->name);
         REQUIRE(ta->nbytes == tb->nbytes && !ta->data == !tb->data, "tensor '%s' data size", ta->name);
         if (ta->data) {
-            CHECK(!memcmp(ta->data, tb->data, ta->nbytes), "tensor '%s' bytes differ", ta->name);
+            CHECKF(!memcmp(ta->data, tb->data, ta->nbytes), "tensor '%s' bytes differ", ta->name);
             const uint8_t *p = tb->data;
-            CHECK(p >= file && p + tb->nbytes <= file + file_size, "tensor '%s' does not point into the file",
-                  ta->name);
+            CHECKF(p >= file && p + tb->nbytes <= file + file_size, "tensor '%s' does not point into the file",
+                   ta->name);
             size_t off = (size_t)(p - file);
-            CHECK(off % 64 == 0, "tensor '%s' at file offset %zu is not 64-aligned", ta->name, off);
+            CHECKF(off % 64 == 0, "tensor '%s' at file offset %zu is not 64-aligned", ta->name, off);
             if (tb->nbytes >= 64 * 1024)
-                CHECK(off % 4096 == 0, "large tensor '%s' at file offset %zu is not page-aligned", ta->name, off);
+                CHECKF(off % 4096 == 0, "large tensor '%s' at file offset %zu is not page-aligned", ta->name, off);
         }
         REQUIRE(!ta->value == !tb->value && ta->value_count == tb->value_count, "tensor '%s' value", ta->name);
         for (uint32_t k = 0; k < ta->value_count; k++) check_expr(a, ta->value[k], b, tb->value[k], ta->name);
@@ -332,14 +297,14 @@ static void compare_graphs(const vkl_graph *a, const vkl_graph *b, const uint8_t
         const vkl_node *na = &a->nodes[i];
         if (na->dead) continue;
         const vkl_node *nb = &b->nodes[j++];
-        CHECK(na->op == nb->op && !strcmp(na->name, nb->name), "node %u op/name", i);
+        CHECKF(na->op == nb->op && !strcmp(na->name, nb->name), "node %u op/name", i);
         REQUIRE(na->n_inputs == nb->n_inputs && na->n_outputs == nb->n_outputs && na->n_attrs == nb->n_attrs,
                 "node '%s' arity", na->name);
-        CHECK(!memcmp(na->inputs, nb->inputs, na->n_inputs * sizeof(uint32_t)), "node '%s' inputs", na->name);
-        CHECK(!memcmp(na->outputs, nb->outputs, na->n_outputs * sizeof(uint32_t)), "node '%s' outputs", na->name);
+        CHECKF(!memcmp(na->inputs, nb->inputs, na->n_inputs * sizeof(uint32_t)), "node '%s' inputs", na->name);
+        CHECKF(!memcmp(na->outputs, nb->outputs, na->n_outputs * sizeof(uint32_t)), "node '%s' outputs", na->name);
         for (uint32_t k = 0; k < na->n_attrs; k++) {
             const vkl_attr *x = &na->attrs[k], *y = &nb->attrs[k];
-            CHECK(!strcmp(x->name, y->name) && x->kind == y->kind, "node '%s' attr %u", na->name, k);
+            CHECKF(!strcmp(x->name, y->name) && x->kind == y->kind, "node '%s' attr %u", na->name, k);
             bool same = true;
             switch (x->kind) {
             case VKL_ATTR_INT:
@@ -352,31 +317,31 @@ static void compare_graphs(const vkl_graph *a, const vkl_graph *b, const uint8_t
                 break;
             default: break;
             }
-            CHECK(same, "node '%s' attr '%s' value differs", na->name, x->name);
+            CHECKF(same, "node '%s' attr '%s' value differs", na->name, x->name);
         }
     }
-    CHECK(a->n_inputs == b->n_inputs && !memcmp(a->inputs, b->inputs, a->n_inputs * sizeof(uint32_t)), "graph inputs");
-    CHECK(a->n_outputs == b->n_outputs && !memcmp(a->outputs, b->outputs, a->n_outputs * sizeof(uint32_t)),
-          "graph outputs");
+    CHECKF(a->n_inputs == b->n_inputs && !memcmp(a->inputs, b->inputs, a->n_inputs * sizeof(uint32_t)), "graph inputs");
+    CHECKF(a->n_outputs == b->n_outputs && !memcmp(a->outputs, b->outputs, a->n_outputs * sizeof(uint32_t)),
+           "graph outputs");
 }
 
 static void check_meta(const vkl_vkm *m, const vkl_vkm_meta *meta, size_t n) {
     size_t file_size;
     const uint8_t *file = vkl_vkm_bytes(m, &file_size);
-    CHECK(vkl_vkm_meta_count(m) == n, "metadata count %zu", vkl_vkm_meta_count(m));
+    CHECKF(vkl_vkm_meta_count(m) == n, "metadata count %zu", vkl_vkm_meta_count(m));
     for (size_t i = 0; i < n; i++) {
         const void *data;
         size_t size;
         vkl_vkm_meta at;
         REQUIRE(vkl_vkm_meta_get(m, meta[i].key, &data, &size), "metadata '%s' missing", meta[i].key);
-        CHECK(size == meta[i].size && (!size || !memcmp(data, meta[i].data, size)), "metadata '%s' differs",
-              meta[i].key);
-        CHECK((size_t)((const uint8_t *)data - file) % VKL_VKM_META_ALIGN == 0, "metadata '%s' misaligned",
-              meta[i].key);
-        CHECK(vkl_vkm_meta_at(m, i, &at) && !strcmp(at.key, meta[i].key), "metadata entry %zu order", i);
+        CHECKF(size == meta[i].size && (!size || !memcmp(data, meta[i].data, size)), "metadata '%s' differs",
+               meta[i].key);
+        CHECKF((size_t)((const uint8_t *)data - file) % VKL_VKM_META_ALIGN == 0, "metadata '%s' misaligned",
+               meta[i].key);
+        CHECKF(vkl_vkm_meta_at(m, i, &at) && !strcmp(at.key, meta[i].key), "metadata entry %zu order", i);
     }
-    CHECK(!vkl_vkm_meta_get(m, "absent", NULL, NULL), "absent key found");
-    CHECK(!vkl_vkm_meta_get(m, "arc", NULL, NULL), "key prefix matched");
+    CHECKF(!vkl_vkm_meta_get(m, "absent", NULL, NULL), "absent key found");
+    CHECKF(!vkl_vkm_meta_get(m, "arc", NULL, NULL), "key prefix matched");
 }
 
 /* ---- raw file layout helpers ---------------------------------------------- */
@@ -458,7 +423,7 @@ static vkl_status open_copy(vkl_context *ctx, const uint8_t *f, size_t size) {
     memcpy(p, f, size);
     vkl_vkm *m = (vkl_vkm *)(uintptr_t)1;
     vkl_status st = vkl_vkm_open_memory(ctx, p, size, &m);
-    if (st) CHECK(m == NULL, "*out not NULL after failure");
+    if (st) CHECKF(m == NULL, "*out not NULL after failure");
     else {
         /* Touch everything so ASan checks the pointers the graph holds. */
         const vkl_graph *g = vkl_vkm_graph(m);
@@ -496,13 +461,13 @@ static void test_round_trip(env *e) {
     if ((e->md.kinds_covered & all) != all)
         fprintf(stderr, "note: no op schema has attribute kinds 0x%x; they are covered only by patched files\n",
                 all & ~e->md.kinds_covered);
-    CHECK(e->md.g->n_nodes > 0, "no ops with attributes available");
+    CHECKF(e->md.g->n_nodes > 0, "no ops with attributes available");
     st = vkl_graph_validate(e->md.g);
     REQUIRE(st == VKL_OK, "test graph invalid: %s", vkl_context_error(e->ctx));
     snprintf(e->path, sizeof(e->path), "%s/model.vkm", e->dir);
     st = vkl_vkm_write(e->ctx, e->md.g, meta, 3, e->path);
     REQUIRE(st == VKL_OK, "write: %s", vkl_context_error(e->ctx));
-    e->file = read_all(e->path, &e->size);
+    e->file = check_read_file(e->path, &e->size);
     REQUIRE(e->file, "cannot read back %s", e->path);
 
     vkl_vkm *m = NULL;
@@ -510,11 +475,11 @@ static void test_round_trip(env *e) {
     REQUIRE(st == VKL_OK, "open: %s", vkl_context_error(e->ctx));
     size_t fsize;
     const uint8_t *fbytes = vkl_vkm_bytes(m, &fsize);
-    CHECK(fsize == e->size && !memcmp(fbytes, e->file, fsize), "mapping differs from the file");
+    CHECKF(fsize == e->size && !memcmp(fbytes, e->file, fsize), "mapping differs from the file");
     compare_graphs(e->md.g, vkl_vkm_graph(m), fbytes, fsize);
     check_meta(m, meta, 3);
-    CHECK(vkl_vkm_verify_data(m) == VKL_OK, "verify_data: %s", vkl_context_error(e->ctx));
-    CHECK(vkl_graph_validate(vkl_vkm_graph(m)) == VKL_OK, "loaded graph invalid");
+    CHECKF(vkl_vkm_verify_data(m) == VKL_OK, "verify_data: %s", vkl_context_error(e->ctx));
+    CHECKF(vkl_graph_validate(vkl_vkm_graph(m)) == VKL_OK, "loaded graph invalid");
     vkl_vkm_close(m);
 
     /* The same over a page-aligned caller buffer. */
@@ -522,7 +487,7 @@ static void test_round_trip(env *e) {
     REQUIRE(buf, "aligned_alloc");
     memcpy(buf, e->file, e->size);
     st = vkl_vkm_open_memory(e->ctx, buf, e->size, &m);
-    CHECK(st == VKL_OK, "open_memory: %s", vkl_context_error(e->ctx));
+    CHECKF(st == VKL_OK, "open_memory: %s", vkl_context_error(e->ctx));
     if (!st) {
         compare_graphs(e->md.g, vkl_vkm_graph(m), buf, e->size);
         check_meta(m, meta, 3);
@@ -533,10 +498,10 @@ static void test_round_trip(env *e) {
     /* A second write of the same graph is byte-identical (deterministic). */
     char path2[160];
     snprintf(path2, sizeof(path2), "%s/again.vkm", e->dir);
-    CHECK(vkl_vkm_write(e->ctx, e->md.g, meta, 3, path2) == VKL_OK, "rewrite");
+    CHECKF(vkl_vkm_write(e->ctx, e->md.g, meta, 3, path2) == VKL_OK, "rewrite");
     size_t n2;
-    uint8_t *f2 = read_all(path2, &n2);
-    CHECK(f2 && n2 == e->size && !memcmp(f2, e->file, n2), "rewrite is not byte-identical");
+    uint8_t *f2 = check_read_file(path2, &n2);
+    CHECKF(f2 && n2 == e->size && !memcmp(f2, e->file, n2), "rewrite is not byte-identical");
     free(f2);
     unlink(path2);
 
@@ -544,10 +509,10 @@ static void test_round_trip(env *e) {
     vkl_graph *empty;
     REQUIRE(vkl_graph_create(e->ctx, &empty) == VKL_OK, "graph_create");
     snprintf(path2, sizeof(path2), "%s/empty.vkm", e->dir);
-    CHECK(vkl_vkm_write(e->ctx, empty, NULL, 0, path2) == VKL_OK, "write empty: %s", vkl_context_error(e->ctx));
-    CHECK(vkl_vkm_open(e->ctx, path2, &m) == VKL_OK, "open empty: %s", vkl_context_error(e->ctx));
+    CHECKF(vkl_vkm_write(e->ctx, empty, NULL, 0, path2) == VKL_OK, "write empty: %s", vkl_context_error(e->ctx));
+    CHECKF(vkl_vkm_open(e->ctx, path2, &m) == VKL_OK, "open empty: %s", vkl_context_error(e->ctx));
     if (m) {
-        CHECK(vkl_vkm_graph(m)->n_tensors == 0 && vkl_vkm_meta_count(m) == 0, "empty graph not empty");
+        CHECKF(vkl_vkm_graph(m)->n_tensors == 0 && vkl_vkm_meta_count(m) == 0, "empty graph not empty");
         vkl_vkm_close(m);
     }
     vkl_graph_destroy(empty);
@@ -578,12 +543,12 @@ static void test_truncation(env *e) {
         vkl_status st = open_copy(e->ctx, e->file, s);
         char quoted[64];
         snprintf(quoted, sizeof(quoted), "'%s'", expect ? expect : "?");
-        CHECK(st == VKL_ERR_FORMAT, "truncated to %zu: status %s", s, vkl_status_name(st));
+        CHECKF(st == VKL_ERR_FORMAT, "truncated to %zu: status %s", s, vkl_status_name(st));
         if (s == 0) {
-            CHECK(has(e->ctx, "header") && has(e->ctx, "empty"), "truncated to 0: %s", vkl_context_error(e->ctx));
+            CHECKF(has(e->ctx, "header") && has(e->ctx, "empty"), "truncated to 0: %s", vkl_context_error(e->ctx));
         } else {
-            CHECK(has(e->ctx, quoted) && has(e->ctx, "truncated") && has(e->ctx, "offset"),
-                  "truncated to %zu (expected section %s): %s", s, quoted, vkl_context_error(e->ctx));
+            CHECKF(has(e->ctx, quoted) && has(e->ctx, "truncated") && has(e->ctx, "offset"),
+                   "truncated to %zu (expected section %s): %s", s, quoted, vkl_context_error(e->ctx));
         }
     }
     free(sizes);
@@ -613,17 +578,17 @@ static void test_bit_flips(env *e) {
         vkl_status st = vkl_vkm_open_memory(e->ctx, f, e->size, &m);
         f[b] ^= (uint8_t)(1u << (b % 8));
         vkl_status want = b >= 8 && b < 12 ? VKL_ERR_UNSUPPORTED : VKL_ERR_FORMAT; /* major version */
-        CHECK(st == want && !m, "flip at %zu: %s", b, vkl_status_name(st));
-        CHECK(has(e->ctx, expect), "flip at %zu (in %s): %s", b, expect, vkl_context_error(e->ctx));
+        CHECKF(st == want && !m, "flip at %zu: %s", b, vkl_status_name(st));
+        CHECKF(has(e->ctx, expect), "flip at %zu (in %s): %s", b, expect, vkl_context_error(e->ctx));
         vkl_vkm_close(m);
     }
     for (int k = 0; k < n; k++) {
         if (r[k].off == r[k].end || r[k].id == VKL_VKM_SECTION_DATA) continue;
         size_t b = (r[k].off + r[k].end) / 2;
         f[b] ^= 0x10;
-        CHECK(open_copy(e->ctx, f, e->size) == VKL_ERR_FORMAT && has(e->ctx, r[k].name) &&
+        CHECKF(open_copy(e->ctx, f, e->size) == VKL_ERR_FORMAT && has(e->ctx, r[k].name) &&
                   (b < 8 || has(e->ctx, "checksum")),
-              "flip in the middle of %s: %s", r[k].name, vkl_context_error(e->ctx));
+               "flip in the middle of %s: %s", r[k].name, vkl_context_error(e->ctx));
         f[b] ^= 0x10;
     }
     /* Data: the load does not hash the weights; verify_data does. */
@@ -631,11 +596,11 @@ static void test_bit_flips(env *e) {
     for (unsigned i = 0; i < 3; i++) {
         vkl_vkm *m = NULL;
         f[samples[i]] ^= 0x01;
-        CHECK(vkl_vkm_open_memory(e->ctx, f, e->size, &m) == VKL_OK, "flip in data fails the load: %s",
-              vkl_context_error(e->ctx));
+        CHECKF(vkl_vkm_open_memory(e->ctx, f, e->size, &m) == VKL_OK, "flip in data fails the load: %s",
+               vkl_context_error(e->ctx));
         if (m) {
-            CHECK(vkl_vkm_verify_data(m) == VKL_ERR_FORMAT && has(e->ctx, "data") && has(e->ctx, "checksum"),
-                  "verify_data missed a flip at %zu: %s", samples[i], vkl_context_error(e->ctx));
+            CHECKF(vkl_vkm_verify_data(m) == VKL_ERR_FORMAT && has(e->ctx, "data") && has(e->ctx, "checksum"),
+                   "verify_data missed a flip at %zu: %s", samples[i], vkl_context_error(e->ctx));
             vkl_vkm_close(m);
         }
         f[samples[i]] ^= 0x01;
@@ -674,9 +639,9 @@ static void structural(env *e, uint8_t *f) {
         wr32(f + at + edits[i].delta, edits[i].value);
         resum(f);
         vkl_status st = open_copy(e->ctx, f, e->size);
-        CHECK(st == edits[i].want && has(e->ctx, edits[i].section) && has(e->ctx, edits[i].needle) &&
+        CHECKF(st == edits[i].want && has(e->ctx, edits[i].section) && has(e->ctx, edits[i].needle) &&
                   has(e->ctx, "offset 0x"),
-              "edit %u: %s: %s", i, vkl_status_name(st), vkl_context_error(e->ctx));
+               "edit %u: %s: %s", i, vkl_status_name(st), vkl_context_error(e->ctx));
     }
     /* Weight data offset: misaligned, and past the data section. */
     {
@@ -686,12 +651,12 @@ static void structural(env *e, uint8_t *f) {
         REQUIRE(rd64(f + off_at + 8) == 64 * 16 * 4, "layout assumption: w_small size field");
         wr64(f + off_at, rd64(f + off_at) + 4);
         resum(f);
-        CHECK(open_copy(e->ctx, f, e->size) == VKL_ERR_FORMAT && has(e->ctx, "not aligned"), "misaligned: %s",
-              vkl_context_error(e->ctx));
+        CHECKF(open_copy(e->ctx, f, e->size) == VKL_ERR_FORMAT && has(e->ctx, "not aligned"), "misaligned: %s",
+               vkl_context_error(e->ctx));
         wr64(f + off_at, UINT64_MAX - 8);
         resum(f);
-        CHECK(open_copy(e->ctx, f, e->size) == VKL_ERR_FORMAT && has(e->ctx, "outside"), "offset overflow: %s",
-              vkl_context_error(e->ctx));
+        CHECKF(open_copy(e->ctx, f, e->size) == VKL_ERR_FORMAT && has(e->ctx, "outside"), "offset overflow: %s",
+               vkl_context_error(e->ctx));
     }
     /* An unknown op names the op and the node. */
     {
@@ -706,9 +671,9 @@ static void structural(env *e, uint8_t *f) {
         char renamed[80];
         snprintf(renamed, sizeof(renamed), "%.*s#", (int)strlen(op) - 1, op);
         vkl_status st = open_copy(e->ctx, f, e->size);
-        CHECK(st == VKL_ERR_UNSUPPORTED && has(e->ctx, "graph") && has(e->ctx, renamed) &&
+        CHECKF(st == VKL_ERR_UNSUPPORTED && has(e->ctx, "graph") && has(e->ctx, renamed) &&
                   has(e->ctx, g->nodes[0].name),
-              "unknown op: %s: %s", vkl_status_name(st), vkl_context_error(e->ctx));
+               "unknown op: %s: %s", vkl_status_name(st), vkl_context_error(e->ctx));
     }
     /* A node input index out of range. */
     {
@@ -718,8 +683,8 @@ static void structural(env *e, uint8_t *f) {
         REQUIRE(at != SIZE_MAX && g->nodes[0].n_inputs > 0, "node 0 not found");
         wr32(f + at + 4 + strlen(g->nodes[0].name) + 1 + 4, 1000);
         resum(f);
-        CHECK(open_copy(e->ctx, f, e->size) == VKL_ERR_FORMAT && has(e->ctx, "graph") && has(e->ctx, "input 0"),
-              "bad input: %s", vkl_context_error(e->ctx));
+        CHECKF(open_copy(e->ctx, f, e->size) == VKL_ERR_FORMAT && has(e->ctx, "graph") && has(e->ctx, "input 0"),
+               "bad input: %s", vkl_context_error(e->ctx));
     }
     /* No op schema has a FLOATS attribute yet, so a valid graph cannot carry
      * one: turn an INTS attribute (count n, 8n bytes) into FLOATS (2n
@@ -739,36 +704,36 @@ static void structural(env *e, uint8_t *f) {
             wr32(f + kind_at, VKL_ATTR_FLOATS);
             wr32(f + kind_at + 4, 2 * ints->count);
             resum(f);
-            CHECK(open_copy(e->ctx, f, e->size) == VKL_ERR_FORMAT && has(e->ctx, "graph") && has(e->ctx, "kind"),
-                  "FLOATS attribute: %s", vkl_context_error(e->ctx));
+            CHECKF(open_copy(e->ctx, f, e->size) == VKL_ERR_FORMAT && has(e->ctx, "graph") && has(e->ctx, "kind"),
+                   "FLOATS attribute: %s", vkl_context_error(e->ctx));
             wr32(f + kind_at, 17);
             resum(f);
-            CHECK(open_copy(e->ctx, f, e->size) == VKL_ERR_FORMAT && has(e->ctx, "unknown kind 17"),
-                  "attribute kind 17: %s", vkl_context_error(e->ctx));
+            CHECKF(open_copy(e->ctx, f, e->size) == VKL_ERR_FORMAT && has(e->ctx, "unknown kind 17"),
+                   "attribute kind 17: %s", vkl_context_error(e->ctx));
         }
     }
     /* Header: bad magic, newer major, newer minor, big-endian, trailing bytes. */
     memcpy(f, e->file, e->size);
     f[1] = 'X';
-    CHECK(open_copy(e->ctx, f, e->size) == VKL_ERR_FORMAT && has(e->ctx, "header") && has(e->ctx, "magic"),
-          "bad magic: %s", vkl_context_error(e->ctx));
+    CHECKF(open_copy(e->ctx, f, e->size) == VKL_ERR_FORMAT && has(e->ctx, "header") && has(e->ctx, "magic"),
+           "bad magic: %s", vkl_context_error(e->ctx));
     memcpy(f, e->file, e->size);
     wr32(f + 8, 2);
     resum(f);
-    CHECK(open_copy(e->ctx, f, e->size) == VKL_ERR_UNSUPPORTED && has(e->ctx, "version 2.0"), "major 2: %s",
-          vkl_context_error(e->ctx));
+    CHECKF(open_copy(e->ctx, f, e->size) == VKL_ERR_UNSUPPORTED && has(e->ctx, "version 2.0"), "major 2: %s",
+           vkl_context_error(e->ctx));
     memcpy(f, e->file, e->size);
     wr32(f + 12, 9);
     resum(f);
-    CHECK(open_copy(e->ctx, f, e->size) == VKL_OK, "minor 9 must load: %s", vkl_context_error(e->ctx));
+    CHECKF(open_copy(e->ctx, f, e->size) == VKL_OK, "minor 9 must load: %s", vkl_context_error(e->ctx));
     memcpy(f, e->file, e->size);
     f[16] = 1, f[17] = 2, f[18] = 3, f[19] = 4;
-    CHECK(open_copy(e->ctx, f, e->size) == VKL_ERR_FORMAT && has(e->ctx, "big-endian"), "big-endian: %s",
-          vkl_context_error(e->ctx));
+    CHECKF(open_copy(e->ctx, f, e->size) == VKL_ERR_FORMAT && has(e->ctx, "big-endian"), "big-endian: %s",
+           vkl_context_error(e->ctx));
     memcpy(f, e->file, e->size);
     f[e->size] = 0;
-    CHECK(open_copy(e->ctx, f, e->size + 1) == VKL_ERR_FORMAT && has(e->ctx, "trailing"), "trailing: %s",
-          vkl_context_error(e->ctx));
+    CHECKF(open_copy(e->ctx, f, e->size + 1) == VKL_ERR_FORMAT && has(e->ctx, "trailing"), "trailing: %s",
+           vkl_context_error(e->ctx));
     /* Random edits with valid checksums: any status, no crash (ASan/UBSan). */
     region const *ms = region_by_id(r, n, VKL_VKM_SECTION_META);
     uint64_t seed = 99;
@@ -785,7 +750,7 @@ static void structural(env *e, uint8_t *f) {
         }
         resum(f);
         vkl_status st = open_copy(e->ctx, f, e->size);
-        if (st) CHECK(vkl_context_error(e->ctx)[0] != 0, "failure without a message");
+        if (st) CHECKF(vkl_context_error(e->ctx)[0] != 0, "failure without a message");
     }
 }
 
@@ -802,25 +767,25 @@ static void test_os_errors(env *e) {
     vkl_vkm *m = (vkl_vkm *)(uintptr_t)1;
     snprintf(p, sizeof(p), "%s/zero.vkm", e->dir);
     REQUIRE(write_all(p, "", 0), "create %s", p);
-    CHECK(vkl_vkm_open(e->ctx, p, &m) == VKL_ERR_FORMAT && !m && has(e->ctx, "empty") && has(e->ctx, "header"),
-          "zero-length: %s", vkl_context_error(e->ctx));
+    CHECKF(vkl_vkm_open(e->ctx, p, &m) == VKL_ERR_FORMAT && !m && has(e->ctx, "empty") && has(e->ctx, "header"),
+           "zero-length: %s", vkl_context_error(e->ctx));
     unlink(p);
     m = (vkl_vkm *)(uintptr_t)1;
-    CHECK(vkl_vkm_open(e->ctx, e->dir, &m) == VKL_ERR_IO && !m && has(e->ctx, "directory"), "directory: %s",
-          vkl_context_error(e->ctx));
+    CHECKF(vkl_vkm_open(e->ctx, e->dir, &m) == VKL_ERR_IO && !m && has(e->ctx, "directory"), "directory: %s",
+           vkl_context_error(e->ctx));
     snprintf(p, sizeof(p), "%s/missing.vkm", e->dir);
     m = (vkl_vkm *)(uintptr_t)1;
-    CHECK(vkl_vkm_open(e->ctx, p, &m) == VKL_ERR_IO && !m && has(e->ctx, "missing.vkm"), "missing: %s",
-          vkl_context_error(e->ctx));
+    CHECKF(vkl_vkm_open(e->ctx, p, &m) == VKL_ERR_IO && !m && has(e->ctx, "missing.vkm"), "missing: %s",
+           vkl_context_error(e->ctx));
     snprintf(p, sizeof(p), "%s/garbage.vkm", e->dir);
     char garbage[100];
     memset(garbage, 'h', sizeof(garbage));
     REQUIRE(write_all(p, garbage, sizeof(garbage)), "create");
-    CHECK(vkl_vkm_open(e->ctx, p, &m) == VKL_ERR_FORMAT && has(e->ctx, "magic"), "garbage: %s",
-          vkl_context_error(e->ctx));
+    CHECKF(vkl_vkm_open(e->ctx, p, &m) == VKL_ERR_FORMAT && has(e->ctx, "magic"), "garbage: %s",
+           vkl_context_error(e->ctx));
     unlink(p);
-    CHECK(vkl_vkm_open_memory(e->ctx, NULL, 0, &m) == VKL_ERR_FORMAT && has(e->ctx, "empty"), "NULL buffer: %s",
-          vkl_context_error(e->ctx));
+    CHECKF(vkl_vkm_open_memory(e->ctx, NULL, 0, &m) == VKL_ERR_FORMAT && has(e->ctx, "empty"), "NULL buffer: %s",
+           vkl_context_error(e->ctx));
 }
 
 static void test_atomic_write(env *e) {
@@ -828,9 +793,9 @@ static void test_atomic_write(env *e) {
     char p[200], names[1024];
     /* A missing directory: clean failure, nothing created. */
     snprintf(p, sizeof(p), "%s/no/such/dir/model.vkm", e->dir);
-    CHECK(vkl_vkm_write(e->ctx, e->md.g, NULL, 0, p) == VKL_ERR_IO && has(e->ctx, "No such file"), "missing dir: %s",
-          vkl_context_error(e->ctx));
-    CHECK(list_dir(e->dir, names, sizeof(names)) == 1, "files left behind: %s", names);
+    CHECKF(vkl_vkm_write(e->ctx, e->md.g, NULL, 0, p) == VKL_ERR_IO && has(e->ctx, "No such file"), "missing dir: %s",
+           vkl_context_error(e->ctx));
+    CHECKF(list_dir(e->dir, names, sizeof(names)) == 1, "files left behind: %s", names);
 
     /* An invalid graph (bad dtype): the existing file is untouched. */
     vkl_graph *bad;
@@ -838,21 +803,21 @@ static void test_atomic_write(env *e) {
     uint32_t id;
     vkl_graph_add_tensor(bad, "t", (vkl_dtype)99, VKL_TENSOR_INPUT, NULL, &id);
     vkl_status st = vkl_vkm_write(e->ctx, bad, NULL, 0, e->path);
-    CHECK(st == VKL_ERR_INVALID_ARGUMENT && has(e->ctx, "dtype"), "invalid graph: %s: %s", vkl_status_name(st),
-          vkl_context_error(e->ctx));
+    CHECKF(st == VKL_ERR_INVALID_ARGUMENT && has(e->ctx, "dtype"), "invalid graph: %s: %s", vkl_status_name(st),
+           vkl_context_error(e->ctx));
     vkl_graph_destroy(bad);
     size_t n;
-    uint8_t *now = read_all(e->path, &n);
-    CHECK(now && n == e->size && !memcmp(now, e->file, n), "existing file changed by a failed write");
+    uint8_t *now = check_read_file(e->path, &n);
+    CHECKF(now && n == e->size && !memcmp(now, e->file, n), "existing file changed by a failed write");
     free(now);
-    CHECK(list_dir(e->dir, names, sizeof(names)) == 1, "files left behind: %s", names);
+    CHECKF(list_dir(e->dir, names, sizeof(names)) == 1, "files left behind: %s", names);
 
     /* Bad metadata: duplicate key, NULL data with a size. */
     vkl_vkm_meta dup[2] = {{"k", "a", 1}, {"k", "b", 1}};
-    CHECK(vkl_vkm_write(e->ctx, e->md.g, dup, 2, e->path) == VKL_ERR_INVALID_ARGUMENT && has(e->ctx, "twice"),
-          "duplicate key: %s", vkl_context_error(e->ctx));
+    CHECKF(vkl_vkm_write(e->ctx, e->md.g, dup, 2, e->path) == VKL_ERR_INVALID_ARGUMENT && has(e->ctx, "twice"),
+           "duplicate key: %s", vkl_context_error(e->ctx));
     vkl_vkm_meta nodata = {"k", NULL, 4};
-    CHECK(vkl_vkm_write(e->ctx, e->md.g, &nodata, 1, e->path) == VKL_ERR_INVALID_ARGUMENT, "no data");
+    CHECKF(vkl_vkm_write(e->ctx, e->md.g, &nodata, 1, e->path) == VKL_ERR_INVALID_ARGUMENT, "no data");
 
     /* A failure after the temporary file is complete (rename onto a
      * non-empty directory): the temporary file is removed. */
@@ -862,8 +827,8 @@ static void test_atomic_write(env *e) {
     REQUIRE(write_all(p, "x", 1), "create");
     snprintf(p, sizeof(p), "%s/adir", e->dir);
     st = vkl_vkm_write(e->ctx, e->md.g, NULL, 0, p);
-    CHECK(st == VKL_ERR_IO && has(e->ctx, "rename"), "rename onto a directory: %s", vkl_context_error(e->ctx));
-    CHECK(list_dir(e->dir, names, sizeof(names)) == 2, "files left behind: %s", names);
+    CHECKF(st == VKL_ERR_IO && has(e->ctx, "rename"), "rename onto a directory: %s", vkl_context_error(e->ctx));
+    CHECKF(list_dir(e->dir, names, sizeof(names)) == 2, "files left behind: %s", names);
     snprintf(p, sizeof(p), "%s/adir/x", e->dir);
     unlink(p);
     snprintf(p, sizeof(p), "%s/adir", e->dir);
@@ -880,29 +845,29 @@ static void test_atomic_write(env *e) {
     st = vkl_vkm_write(e->ctx, e->md.g, NULL, 0, e->path);
     setrlimit(RLIMIT_FSIZE, &old_lim);
     signal(SIGXFSZ, old_handler);
-    CHECK(st == VKL_ERR_IO && has(e->ctx, "cannot write"), "EFBIG: %s: %s", vkl_status_name(st),
-          vkl_context_error(e->ctx));
-    now = read_all(e->path, &n);
-    CHECK(now && n == e->size && !memcmp(now, e->file, n), "existing file changed by a failed write");
+    CHECKF(st == VKL_ERR_IO && has(e->ctx, "cannot write"), "EFBIG: %s: %s", vkl_status_name(st),
+           vkl_context_error(e->ctx));
+    now = check_read_file(e->path, &n);
+    CHECKF(now && n == e->size && !memcmp(now, e->file, n), "existing file changed by a failed write");
     free(now);
-    CHECK(list_dir(e->dir, names, sizeof(names)) == 1, "files left behind: %s", names);
+    CHECKF(list_dir(e->dir, names, sizeof(names)) == 1, "files left behind: %s", names);
 
     /* A relative path without a directory part. */
     char cwd[4096];
     REQUIRE(getcwd(cwd, sizeof(cwd)) && chdir(e->dir) == 0, "chdir");
     st = vkl_vkm_write(e->ctx, e->md.g, NULL, 0, "relative.vkm");
-    CHECK(st == VKL_OK, "relative path: %s", vkl_context_error(e->ctx));
+    CHECKF(st == VKL_OK, "relative path: %s", vkl_context_error(e->ctx));
     unlink("relative.vkm");
-    CHECK(chdir(cwd) == 0, "chdir back");
+    CHECKF(chdir(cwd) == 0, "chdir back");
 
     /* A successful write replaces the file as a whole. */
     vkl_vkm_meta one = {"k", "v", 1};
-    CHECK(vkl_vkm_write(e->ctx, e->md.g, &one, 1, e->path) == VKL_OK, "overwrite: %s", vkl_context_error(e->ctx));
+    CHECKF(vkl_vkm_write(e->ctx, e->md.g, &one, 1, e->path) == VKL_OK, "overwrite: %s", vkl_context_error(e->ctx));
     vkl_vkm *m = NULL;
-    CHECK(vkl_vkm_open(e->ctx, e->path, &m) == VKL_OK && vkl_vkm_meta_count(m) == 1, "reopen after overwrite: %s",
-          vkl_context_error(e->ctx));
+    CHECKF(vkl_vkm_open(e->ctx, e->path, &m) == VKL_OK && vkl_vkm_meta_count(m) == 1, "reopen after overwrite: %s",
+           vkl_context_error(e->ctx));
     vkl_vkm_close(m);
-    CHECK(list_dir(e->dir, names, sizeof(names)) == 1, "files left behind: %s", names);
+    CHECKF(list_dir(e->dir, names, sizeof(names)) == 1, "files left behind: %s", names);
 }
 
 static int write_seeds(const char *dir) {
@@ -951,7 +916,5 @@ int main(int argc, char **argv) {
     free(e.file);
     vkl_context_destroy(e.ctx);
     remove_tree(e.dir);
-    if (failures) fprintf(stderr, "test_vkm: %d check(s) failed\n", failures);
-    else printf("test_vkm: ok\n");
-    return failures ? 1 : 0;
+    return check_finish("test_vkm");
 }
