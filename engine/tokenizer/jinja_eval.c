@@ -12,10 +12,10 @@
 
 #include "jinja.h"
 
-#define JJ_STEP_LIMIT 20000000u
+#define JJ_STEP_LIMIT 10000000u
 #define JJ_DEPTH_LIMIT 150
 #define JJ_OUTPUT_LIMIT ((size_t)64 << 20)
-#define JJ_MEMORY_LIMIT ((size_t)512 << 20)
+#define JJ_MEMORY_LIMIT ((size_t)256 << 20)
 #define JJ_RANGE_LIMIT 1000000
 
 enum {
@@ -72,7 +72,7 @@ typedef struct R {
     jj_arena *a;
     tok_buf *out;
     jj_frame *top, *root;
-    uint32_t steps;
+    uint64_t steps;
     int depth;
     int flow; /* 1 break, 2 continue */
 } R;
@@ -91,6 +91,16 @@ static vkl_status rerr(R *r, int line, int col, vkl_status st, const char *fmt, 
 }
 
 #define EERR(e, ...) rerr(r, (e)->line, (e)->col, VKL_ERR_INVALID_ARGUMENT, __VA_ARGS__)
+
+/* Builtins whose work grows with their input (sort, unique, in, join ...)
+ * pay for it in steps, so no template outruns the step bound. */
+static vkl_status spend(R *r, uint64_t work, const jj_expr *at) {
+    r->steps += work;
+    if (r->steps > JJ_STEP_LIMIT)
+        return rerr(r, at->line, at->col, VKL_ERR_INVALID_ARGUMENT, "template takes more than %u steps",
+                    (unsigned)JJ_STEP_LIMIT);
+    return VKL_OK;
+}
 
 static const char *kind_name(const jj_value *v) {
     switch (v->kind) {
@@ -238,12 +248,32 @@ static bool is_num(const jj_value *v) {
     return v->kind == JV_BOOL || v->kind == JV_INT || v->kind == JV_FLOAT;
 }
 
+/* Numbers of any kind as double / int64; other kinds read as 0 (callers
+ * check kinds where it matters). Float to int saturates, as it must not be
+ * undefined behaviour. */
 static double num_f(const jj_value *v) {
-    return v->kind == JV_FLOAT ? v->u.f : v->kind == JV_INT ? (double)v->u.i : v->u.b ? 1.0 : 0.0;
+    switch (v->kind) {
+    case JV_FLOAT: return v->u.f;
+    case JV_INT: return (double)v->u.i;
+    case JV_BOOL: return v->u.b ? 1.0 : 0.0;
+    default: return 0.0;
+    }
+}
+
+static int64_t f2i(double f) {
+    if (isnan(f)) return 0;
+    if (f >= 9223372036854775807.0) return INT64_MAX;
+    if (f <= -9223372036854775808.0) return INT64_MIN;
+    return (int64_t)f;
 }
 
 static int64_t num_i(const jj_value *v) {
-    return v->kind == JV_INT ? v->u.i : v->kind == JV_BOOL ? (int64_t)v->u.b : (int64_t)v->u.f;
+    switch (v->kind) {
+    case JV_INT: return v->u.i;
+    case JV_BOOL: return v->u.b;
+    case JV_FLOAT: return f2i(v->u.f);
+    default: return 0;
+    }
 }
 
 static bool val_eq(const jj_value *a, const jj_value *b) {
@@ -509,7 +539,9 @@ static bool in_chars(uint32_t cp, const jj_value *chars) {
 }
 
 /* str.strip family: chars NULL (or None) strips Python whitespace. */
-static vkl_status do_strip(R *r, const jj_value *s, const jj_value *chars, bool left, bool right, jj_value *out) {
+static vkl_status do_strip(R *r, const jj_value *s, const jj_value *chars, bool left, bool right, jj_value *out,
+                           const jj_expr *at) {
+    if (chars && chars->kind != JV_NONE && chars->kind != JV_STR) return EERR(at, "strip() characters must be a string");
     const char *p = s->u.s.p;
     size_t n = s->u.s.n, a = 0, e = n;
     bool ws = !chars || chars->kind == JV_NONE;
@@ -570,6 +602,12 @@ static vkl_status do_case(R *r, const jj_value *s, int mode, jj_value *out) {
     return st;
 }
 
+/* What a substring search over hn bytes for an nn-byte needle may cost
+ * (naive search: up to hn x nn byte compares), in steps. */
+static uint64_t search_cost(size_t hn, size_t nn) {
+    return (uint64_t)hn * ((nn + 63) / 64) / 8 + 1;
+}
+
 static const char *find_sub(const char *h, size_t hn, const char *nd, size_t nn) {
     if (nn == 0) return h;
     for (size_t i = 0; i + nn <= hn; i++)
@@ -581,7 +619,7 @@ static vkl_status do_replace(R *r, const jj_value *s, const jj_value *old, const
                              jj_value *out, const jj_expr *at) {
     if (old->kind != JV_STR || new_->kind != JV_STR) return EERR(at, "replace() needs string arguments");
     tok_buf b = {0};
-    vkl_status st = VKL_OK;
+    vkl_status st = spend(r, search_cost(s->u.s.n, old->u.s.n), at);
     size_t i = 0;
     int64_t done = 0;
     if (!old->u.s.n) { /* Python inserts between every character */
@@ -627,6 +665,7 @@ static vkl_status do_split(R *r, const jj_value *s, const jj_value *sep, int64_t
     if (sep && sep->kind != JV_NONE) {
         if (sep->kind != JV_STR || !sep->u.s.n) return EERR(at, "split() separator must be a non-empty string");
         size_t sl = sep->u.s.n;
+        if ((st = spend(r, search_cost(n, sl), at))) return st;
         if (!from_right) {
             size_t i = 0;
             int64_t done = 0;
@@ -717,7 +756,8 @@ static vkl_status iter_list(R *r, const jj_value *v, jj_value *out, const jj_exp
         }
     case JV_STR: {
         size_t n = cp_count(v), i = 0;
-        vkl_status st = mk_list(r, n, out);
+        vkl_status st = spend(r, n, at);
+        if (!st) st = mk_list(r, n, out);
         for (size_t k = 0; !st && k < n; k++) {
             size_t b = i;
             tok_utf8_next(v->u.s.p, v->u.s.n, &i);
@@ -849,17 +889,20 @@ static vkl_status do_slice(R *r, const jj_value *obj, const jj_value *a, const j
         if (lo >= n) lo = n - 1;
         if (hi >= n) hi = n - 1;
     }
-    size_t count = 0;
-    for (int64_t i = lo; step > 0 ? i < hi : i > hi; i += step) count++;
+    /* lo and hi are now within [-1, n]; step may be huge, so count first
+     * in unsigned arithmetic and index by k (no overflow on i += step) */
+    uint64_t span = step > 0 ? (hi > lo ? (uint64_t)(hi - lo) : 0) : (lo > hi ? (uint64_t)(lo - hi) : 0);
+    uint64_t ustep = step > 0 ? (uint64_t)step : (uint64_t)(-(step + 1)) + 1;
+    size_t count = (size_t)(span / ustep + (span % ustep != 0));
     if (obj->kind == JV_LIST) {
         vkl_status st = mk_list(r, count, out);
-        size_t k = 0;
-        for (int64_t i = lo; !st && (step > 0 ? i < hi : i > hi); i += step) out->u.list->v[k++] = obj->u.list->v[i];
+        for (size_t k = 0; !st && k < count; k++) out->u.list->v[k] = obj->u.list->v[lo + (int64_t)k * step];
         return st;
     }
     tok_buf buf = {0};
     vkl_status st = VKL_OK;
-    for (int64_t i = lo; !st && (step > 0 ? i < hi : i > hi); i += step) {
+    for (size_t k = 0; !st && k < count; k++) {
+        int64_t i = lo + (int64_t)k * step;
         size_t bb = cp_offset(obj, (size_t)i), e = cp_offset(obj, (size_t)i + 1);
         st = put(r, &buf, obj->u.s.p + bb, e - bb);
     }
@@ -964,8 +1007,12 @@ static vkl_status call_builtin(R *r, const jj_value *fnv, const jj_args *a, jj_v
             if (a->n == 3) step = num_i(&a->pos[2]);
         } else return EERR(at, "range() takes 1 to 3 arguments");
         if (!step) return EERR(at, "range() step must not be zero");
-        int64_t count = step > 0 ? (hi > lo ? (hi - lo + step - 1) / step : 0) : (lo > hi ? (lo - hi - step - 1) / -step : 0);
-        if (count > JJ_RANGE_LIMIT) return EERR(at, "range() of more than %d items", JJ_RANGE_LIMIT);
+        /* in unsigned arithmetic: hi - lo may not fit in int64 */
+        uint64_t span = step > 0 ? (hi > lo ? (uint64_t)hi - (uint64_t)lo : 0) : (lo > hi ? (uint64_t)lo - (uint64_t)hi : 0);
+        uint64_t ustep = step > 0 ? (uint64_t)step : (uint64_t)(-(step + 1)) + 1;
+        uint64_t ucount = span / ustep + (span % ustep != 0);
+        if (ucount > JJ_RANGE_LIMIT) return EERR(at, "range() of more than %d items", JJ_RANGE_LIMIT);
+        int64_t count = (int64_t)ucount;
         if ((st = mk_list(r, (size_t)count, out))) return st;
         for (int64_t i = 0; i < count; i++) out->u.list->v[i] = mk_int(lo + i * step);
         return VKL_OK;
@@ -1013,9 +1060,9 @@ static vkl_status call_builtin(R *r, const jj_value *fnv, const jj_args *a, jj_v
     /* methods: self is the bound object */
     if (self->kind == JV_STR) {
         switch (fnv->fn) {
-        case M_STRIP: return do_strip(r, self, x, true, true, out);
-        case M_LSTRIP: return do_strip(r, self, x, true, false, out);
-        case M_RSTRIP: return do_strip(r, self, x, false, true, out);
+        case M_STRIP: return do_strip(r, self, x, true, true, out, at);
+        case M_LSTRIP: return do_strip(r, self, x, true, false, out, at);
+        case M_RSTRIP: return do_strip(r, self, x, false, true, out, at);
         case M_SPLIT:
         case M_RSPLIT: {
             const jj_value *sep = arg(a, 0, "sep"), *ms = arg(a, 1, "maxsplit");
@@ -1063,6 +1110,7 @@ static vkl_status call_builtin(R *r, const jj_value *fnv, const jj_args *a, jj_v
         case M_FIND:
         case M_COUNT: {
             if ((st = need_str(r, x, "find()/count()", at))) return st;
+            if ((st = spend(r, search_cost(self->u.s.n, x->u.s.n), at))) return st;
             if (fnv->fn == M_FIND) {
                 const char *hit = find_sub(self->u.s.p, self->u.s.n, x->u.s.p, x->u.s.n);
                 if (!hit) *out = mk_int(-1);
@@ -1155,6 +1203,7 @@ static vkl_status call_builtin(R *r, const jj_value *fnv, const jj_args *a, jj_v
         }
     }
     if (self->kind == JV_LIST && x) {
+        if ((st = spend(r, self->u.list->n, at))) return st;
         int64_t c = 0, first = -1;
         for (size_t i = 0; i < self->u.list->n; i++)
             if (val_eq(&self->u.list->v[i], x)) {
@@ -1229,6 +1278,8 @@ static vkl_status compare_order(R *r, const jj_value *a, const jj_value *b, int 
 static vkl_status contains(R *r, const jj_value *hay, const jj_value *needle, bool *out, const jj_expr *at) {
     if (hay->kind == JV_STR) {
         if (needle->kind != JV_STR) return EERR(at, "'in <string>' needs a string on the left");
+        vkl_status st = spend(r, search_cost(hay->u.s.n, needle->u.s.n), at);
+        if (st) return st;
         *out = find_sub(hay->u.s.p, hay->u.s.n, needle->u.s.p, needle->u.s.n) != NULL;
         return VKL_OK;
     }
@@ -1237,6 +1288,8 @@ static vkl_status contains(R *r, const jj_value *hay, const jj_value *needle, bo
         return VKL_OK;
     }
     if (hay->kind == JV_LIST) {
+        vkl_status st = spend(r, hay->u.list->n, at);
+        if (st) return st;
         *out = false;
         for (size_t i = 0; i < hay->u.list->n && !*out; i++) *out = val_eq(&hay->u.list->v[i], needle);
         return VKL_OK;
@@ -1278,7 +1331,7 @@ static vkl_status apply_test(R *r, const char *name, size_t len, const jj_value 
         int64_t i = num_i(v);
         if (IS("divisibleby")) {
             if (!x || (x->kind != JV_INT) || !x->u.i) return EERR(at, "divisibleby needs a non-zero integer");
-            *out = i % x->u.i == 0;
+            *out = x->u.i == -1 || i % x->u.i == 0;
         } else {
             *out = (i % 2 != 0) == IS("odd");
         }
@@ -1306,28 +1359,40 @@ static vkl_status apply_test(R *r, const char *name, size_t len, const jj_value 
     return VKL_OK;
 }
 
-/* Sort helper: insertion sort (templates sort small lists) by key values. */
+/* Stable merge sort by key values (Python's sort is stable, also reversed:
+ * equal keys keep their order). */
 static vkl_status sort_values(R *r, jj_value *v, jj_value *keys, size_t n, bool reverse, const jj_expr *at) {
-    for (size_t i = 1; i < n; i++) {
-        jj_value x = v[i], kx = keys[i];
-        size_t j = i;
-        while (j > 0) {
-            int c;
-            vkl_status st = compare_order(r, &keys[j - 1], &kx, &c, at);
-            if (st) return st;
-            if (reverse ? c >= 0 : c <= 0) break;
-            v[j] = v[j - 1];
-            keys[j] = keys[j - 1];
-            j--;
+    if (n < 2) return VKL_OK;
+    jj_value *tv = jj_alloc(r->a, n * sizeof(jj_value)), *tk = jj_alloc(r->a, n * sizeof(jj_value));
+    if (!tv || !tk) return VKL_ERR_OUT_OF_MEMORY;
+    vkl_status st = VKL_OK;
+    for (size_t width = 1; width < n && !st; width *= 2) {
+        if ((st = spend(r, n, at))) break;
+        for (size_t lo = 0; lo < n && !st; lo += 2 * width) {
+            size_t mid = lo + width < n ? lo + width : n, hi = lo + 2 * width < n ? lo + 2 * width : n;
+            size_t i = lo, j = mid, o = lo;
+            while (i < mid && j < hi) {
+                int c;
+                if ((st = compare_order(r, &keys[j], &keys[i], &c, at))) break;
+                bool take_right = reverse ? c > 0 : c < 0;
+                size_t from = take_right ? j++ : i++;
+                tv[o] = v[from];
+                tk[o++] = keys[from];
+            }
+            while (i < mid) tv[o] = v[i], tk[o++] = keys[i++];
+            while (j < hi) tv[o] = v[j], tk[o++] = keys[j++];
         }
-        v[j] = x;
-        keys[j] = kx;
+        if (!st) {
+            memcpy(v, tv, n * sizeof(jj_value));
+            memcpy(keys, tk, n * sizeof(jj_value));
+        }
     }
-    return VKL_OK;
+    return st;
 }
 
 static vkl_status attr_path(R *r, const jj_value *obj, const jj_value *attr, jj_value *out, const jj_expr *at) {
     /* "a.b" walks attributes; digits index */
+    if (attr->kind != JV_STR) return EERR(at, "attribute= needs a string");
     const char *p = attr->u.s.p, *end = p + attr->u.s.n;
     jj_value cur = *obj;
     while (p <= end) {
@@ -1411,6 +1476,7 @@ static vkl_status apply_filter(R *r, const jj_expr *e, const char *name, size_t 
         if ((st = iter_list(r, v, &items, at))) return st;
         size_t n = items.u.list->n;
         const jj_value *src = items.u.list->v;
+        if ((st = spend(r, n, at))) return st;
         if (IS("first") || IS("last")) {
             *out = n ? src[IS("first") ? 0 : n - 1] : UNDEF;
             return VKL_OK;
@@ -1436,8 +1502,10 @@ static vkl_status apply_filter(R *r, const jj_expr *e, const char *name, size_t 
                 if (attr && (st = attr_path(r, &src[i], attr, &item, at))) return st;
                 if (IS("sum")) {
                     if (!is_num(&item) || !is_num(&acc)) return EERR(at, "sum of non-numbers");
-                    acc = acc.kind == JV_FLOAT || item.kind == JV_FLOAT ? mk_float(num_f(&acc) + num_f(&item))
-                                                                        : mk_int(num_i(&acc) + num_i(&item));
+                    int64_t si;
+                    if (acc.kind == JV_FLOAT || item.kind == JV_FLOAT) acc = mk_float(num_f(&acc) + num_f(&item));
+                    else if (__builtin_add_overflow(num_i(&acc), num_i(&item), &si)) return EERR(at, "integer overflow in sum");
+                    else acc = mk_int(si);
                     continue;
                 }
                 int c = 0;
@@ -1456,6 +1524,7 @@ static vkl_status apply_filter(R *r, const jj_expr *e, const char *name, size_t 
             for (size_t i = n; i-- > 0;) res.u.list->v[k++] = src[i];
         } else if (IS("unique")) {
             for (size_t i = 0; i < n; i++) {
+                if ((st = spend(r, k + 1, at))) return st;
                 bool seen = false;
                 for (size_t j = 0; j < k && !seen; j++) seen = val_eq(&res.u.list->v[j], &src[i]);
                 if (!seen) res.u.list->v[k++] = src[i];
@@ -1542,9 +1611,13 @@ static vkl_status apply_filter(R *r, const jj_expr *e, const char *name, size_t 
             if (IS("abs") || IS("round")) return EERR(at, "%.*s needs a number", (int)len, name);
             num = x ? *x : (IS("float") ? mk_float(0) : mk_int(0));
         }
-        if (IS("int")) *out = mk_int(num.kind == JV_FLOAT ? (int64_t)num.u.f : num_i(&num));
+        if (IS("int")) *out = mk_int(num_i(&num));
         else if (IS("float")) *out = mk_float(num_f(&num));
-        else if (IS("abs")) *out = num.kind == JV_FLOAT ? mk_float(fabs(num.u.f)) : mk_int(llabs(num_i(&num)));
+        else if (IS("abs")) {
+            int64_t i = num_i(&num);
+            if (num.kind != JV_FLOAT && i == INT64_MIN) return EERR(at, "integer overflow in abs");
+            *out = num.kind == JV_FLOAT ? mk_float(fabs(num.u.f)) : mk_int(i < 0 ? -i : i);
+        }
         else {
             const jj_value *prec = arg(a, 0, "precision");
             double m = pow(10.0, prec ? (double)num_i(prec) : 0.0);
@@ -1555,7 +1628,7 @@ static vkl_status apply_filter(R *r, const jj_expr *e, const char *name, size_t 
     /* string filters */
     jj_value s;
     if ((st = to_string(r, v, &s))) return st;
-    if (IS("trim")) return do_strip(r, &s, arg(a, 0, "chars"), true, true, out);
+    if (IS("trim")) return do_strip(r, &s, arg(a, 0, "chars"), true, true, out, at);
     if (IS("upper")) return do_case(r, &s, CASE_UPPER, out);
     if (IS("lower")) return do_case(r, &s, CASE_LOWER, out);
     if (IS("title")) return do_case(r, &s, CASE_JINJA_TITLE, out);
@@ -1647,7 +1720,7 @@ static vkl_status binop(R *r, const jj_expr *e, const jj_value *a, const jj_valu
                              (b->kind == JV_STR && (a->kind == JV_INT || a->kind == JV_BOOL)))) {
         const jj_value *s = a->kind == JV_STR ? a : b;
         int64_t times = num_i(a->kind == JV_STR ? b : a);
-        if (times < 0) times = 0;
+        if (times < 0 || !s->u.s.n) times = 0; /* '' * 10**18 is '' at once */
         if (s->u.s.n && (uint64_t)times > JJ_OUTPUT_LIMIT / s->u.s.n) return EERR(e, "string longer than 64 MiB");
         tok_buf buf = {0};
         vkl_status st = tok_buf_reserve(r->ctx, &buf, s->u.s.n * (size_t)times);
@@ -1668,9 +1741,11 @@ static vkl_status binop(R *r, const jj_expr *e, const jj_value *a, const jj_valu
     }
     if (!strcmp(op, "**")) {
         if (!fl && y >= 0) {
-            int64_t acc = 1;
-            for (int64_t k = 0; k < y; k++)
-                if (__builtin_mul_overflow(acc, x, &acc)) return EERR(e, "integer overflow in **");
+            int64_t acc = 1, base = x;
+            for (int64_t k = y; k > 0; k >>= 1) { /* by squaring: y may be huge */
+                if ((k & 1) && __builtin_mul_overflow(acc, base, &acc)) return EERR(e, "integer overflow in **");
+                if (k > 1 && __builtin_mul_overflow(base, base, &base)) return EERR(e, "integer overflow in **");
+            }
             *out = mk_int(acc);
         } else {
             *out = mk_float(pow(fx, fy));
@@ -1708,7 +1783,7 @@ static vkl_status binop(R *r, const jj_expr *e, const jj_value *a, const jj_valu
 }
 
 static vkl_status eval(R *r, const jj_expr *e, jj_value *out) {
-    if (++r->steps > JJ_STEP_LIMIT) return EERR(e, "template takes more than %u steps", JJ_STEP_LIMIT);
+    if (++r->steps > JJ_STEP_LIMIT) return EERR(e, "template takes more than %u steps", (unsigned)JJ_STEP_LIMIT);
     vkl_status st;
     jj_value a, b, c;
     switch (e->kind) {
@@ -1791,6 +1866,8 @@ static vkl_status eval(R *r, const jj_expr *e, jj_value *out) {
             if ((st = eval(r, e->args[i + 1], &b))) return st;
             const char *op = e->ops[i];
             bool ok;
+            if ((a.kind == JV_LIST || a.kind == JV_DICT) && (st = spend(r, a.kind == JV_LIST ? a.u.list->n : a.u.dict->n, e)))
+                return st;
             if (!strcmp(op, "==")) ok = val_eq(&a, &b);
             else if (!strcmp(op, "!=")) ok = !val_eq(&a, &b);
             else if (!strcmp(op, "in") || !strcmp(op, "!in")) {
@@ -1893,7 +1970,8 @@ static vkl_status exec_for(R *r, const jj_stmt *s) {
 
 static vkl_status exec_stmt(R *r, const jj_stmt *s) {
     if (++r->steps > JJ_STEP_LIMIT)
-        return rerr(r, s->line, s->col, VKL_ERR_INVALID_ARGUMENT, "template takes more than %u steps", JJ_STEP_LIMIT);
+        return rerr(r, s->line, s->col, VKL_ERR_INVALID_ARGUMENT, "template takes more than %u steps",
+                    (unsigned)JJ_STEP_LIMIT);
     vkl_status st;
     jj_value v;
     switch (s->kind) {

@@ -709,15 +709,18 @@ static vkl_status parse_filter_expr(jj_parser *p, jj_expr **node) {
                 p->i++;
             }
             const jj_tok *nt = cur(p);
-            char opname[4] = {0};
             const char *name = nt->s;
             size_t nlen = nt->n;
-            if (nt->kind == K_OP && (!strcmp(nt->op, "==") || !strcmp(nt->op, "!=") || !strcmp(nt->op, "<") ||
-                                     !strcmp(nt->op, ">") || !strcmp(nt->op, "<=") || !strcmp(nt->op, ">="))) {
-                memcpy(opname, nt->op, 3);
-                name = nt->op;
-                nlen = strlen(nt->op);
-            } else if (nt->kind != K_NAME) {
+            /* "is ==" and friends: the name must outlive the token array */
+            static const char *const op_tests[] = {"==", "!=", "<", ">", "<=", ">="};
+            bool is_op_test = false;
+            for (size_t k = 0; nt->kind == K_OP && k < VKL_ARRAY_LEN(op_tests); k++)
+                if (!strcmp(nt->op, op_tests[k])) {
+                    name = op_tests[k];
+                    nlen = strlen(op_tests[k]);
+                    is_op_test = true;
+                }
+            if (!is_op_test && nt->kind != K_NAME) {
                 return perr(p, nt, VKL_ERR_FORMAT, "expected a test name after 'is'");
             }
             if (!jj_known_test(name, nlen))

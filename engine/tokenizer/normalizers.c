@@ -117,11 +117,23 @@ static vkl_status normalize_one(vkl_tokenizer *t, const tok_normalizer *nz, cons
     return vkl_fail(t->ctx, VKL_ERR_INTERNAL, "normalizer: sequence handled by the caller");
 }
 
+/* No real normalizer grows text more than a few times (NFKC of U+FDFA is
+ * 18 characters, Replace " " -> U+2581 is 3 bytes for 1), while a chain of
+ * Replace steps whose content repeats the pattern grows it exponentially:
+ * refuse that rather than fill memory. */
+static vkl_status check_growth(vkl_tokenizer *t, size_t in, size_t out) {
+    if (out / 32 > in + 2048)
+        return vkl_fail(t->ctx, VKL_ERR_UNSUPPORTED, "normalizer output (%zu bytes) grows beyond 32 times its input (%zu bytes)",
+                        out, in);
+    return VKL_OK;
+}
+
 vkl_status tok_normalize(vkl_tokenizer *t, const tok_normalizer *nz, const char *s, size_t n, tok_buf *out) {
     out->n = 0;
     if (nz->kind != TOK_NORM_SEQUENCE) {
         vkl_status st = tok_buf_reserve(t->ctx, out, 0);
-        return st ? st : normalize_one(t, nz, s, n, out);
+        if (!st) st = normalize_one(t, nz, s, n, out);
+        return st ? st : check_growth(t, n, out->n);
     }
     /* Ping-pong between out and tmp2; each step reads the other's bytes. */
     vkl_status st = tok_buf_append(t->ctx, out, s, n);
@@ -137,6 +149,7 @@ vkl_status tok_normalize(vkl_tokenizer *t, const tok_normalizer *nz, const char 
         } else {
             st = normalize_one(t, &nz->items[k], cur->p, cur->n, other);
         }
+        if (!st) st = check_growth(t, n, other->n);
         tok_buf *sw = cur;
         cur = other;
         other = sw;
