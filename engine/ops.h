@@ -83,6 +83,11 @@ const vkl_op_info *vkl_op_info_get(vkl_op op); /* NULL if out of range */
 /* Look up by domain ("" or "ai.onnx" for ONNX, "vkllm") and name. */
 bool vkl_op_find(const char *domain, const char *name, vkl_op *out);
 
+/* For a live node whose op updates an input in place (KvAppend): the input
+ * tensor whose memory output 0 takes. VKL_NONE for every other node, and
+ * when output 0 or that input is absent. */
+uint32_t vkl_node_inplace_input(const vkl_graph *g, uint32_t node);
+
 /* Typed attribute access with the schema's default when absent. Return
  * VKL_ERR_FORMAT (message names node and attribute) if present with the
  * wrong kind, VKL_ERR_NOT_FOUND if absent and required/without default. */

@@ -83,11 +83,8 @@ static vkl_status add_buffer(vkl_plan *p, uint32_t *cap, vkl_expr size, bool sta
 /* The in-place input whose memory output t takes, or VKL_NONE. */
 static uint32_t alias_of(const vkl_graph *g, uint32_t t) {
     uint32_t pr = g->tensors[t].producer;
-    if (pr == VKL_NONE) return VKL_NONE;
-    const vkl_node *n = &g->nodes[pr];
-    const vkl_op_info *info = vkl_op_info_get((vkl_op)n->op);
-    if (info->inplace_input < 0 || n->outputs[0] != t || (uint32_t)info->inplace_input >= n->n_inputs) return VKL_NONE;
-    return n->inputs[info->inplace_input];
+    if (pr == VKL_NONE || g->nodes[pr].outputs[0] != t) return VKL_NONE;
+    return vkl_node_inplace_input(g, pr);
 }
 
 typedef struct def_key {

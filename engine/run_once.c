@@ -106,12 +106,8 @@ vkl_status vkl_run_once(vkl_context *ctx, const vkl_backend_vtable *be, const vk
     }
     /* An in-place op's output is its input's memory (the KV cache). */
     for (uint32_t i = 0; !st && i < g->n_nodes; i++) {
-        const vkl_node *n = &g->nodes[i];
-        const vkl_op_info *info = vkl_op_info_get((vkl_op)n->op);
-        if (n->dead || info->inplace_input < 0 || !n->n_outputs || n->outputs[0] == VKL_NONE ||
-            (uint32_t)info->inplace_input >= n->n_inputs || n->inputs[info->inplace_input] == VKL_NONE)
-            continue;
-        s.offsets[n->outputs[0]] = s.offsets[n->inputs[info->inplace_input]];
+        uint32_t src = vkl_node_inplace_input(g, i);
+        if (src != VKL_NONE) s.offsets[g->nodes[i].outputs[0]] = s.offsets[src];
     }
     if (!st) st = be->open(ctx, NULL, &s.dev);
     if (!st) st = be->weights_load(s.dev, g, &s.w);

@@ -129,13 +129,10 @@ static vkl_status place_step(vkl_runner *r) {
         r->offsets[t] = end;
         end += align64(bytes);
     }
+    /* An in-place op's output is its input's memory (the KV cache). */
     for (uint32_t i = 0; i < g->n_nodes; i++) {
-        const vkl_node *n = &g->nodes[i];
-        const vkl_op_info *info = vkl_op_info_get((vkl_op)n->op);
-        if (n->dead || info->inplace_input < 0 || !n->n_outputs || n->outputs[0] == VKL_NONE ||
-            (uint32_t)info->inplace_input >= n->n_inputs || n->inputs[info->inplace_input] == VKL_NONE)
-            continue;
-        r->offsets[n->outputs[0]] = r->offsets[n->inputs[info->inplace_input]];
+        uint32_t src = vkl_node_inplace_input(g, i);
+        if (src != VKL_NONE) r->offsets[g->nodes[i].outputs[0]] = r->offsets[src];
     }
     if (end <= r->arena_size && r->arena) return VKL_OK;
     /* Grow, carrying the states over through the host. */

@@ -217,10 +217,8 @@ static vkl_status ref_prepare(vkl_backend_device *dev, const vkl_graph *g, vkl_b
                 e->values[e->n_values++] = t;
         }
         /* An in-place op's output is its input's memory. */
-        const vkl_op_info *info = vkl_op_info_get((vkl_op)n->op);
-        if (!st && info->inplace_input >= 0 && n->n_outputs && n->outputs[0] != VKL_NONE &&
-            (uint32_t)info->inplace_input < n->n_inputs && n->inputs[info->inplace_input] != VKL_NONE)
-            e->tensors[n->outputs[0]].data = e->tensors[n->inputs[info->inplace_input]].data;
+        uint32_t src = st ? VKL_NONE : vkl_node_inplace_input(g, e->order[k]);
+        if (src != VKL_NONE) e->tensors[n->outputs[0]].data = e->tensors[src].data;
     }
     /* Graph inputs/outputs that no live node touches (pass-through graphs). */
     for (uint32_t k = 0; !st && k < g->n_inputs + g->n_outputs; k++) {

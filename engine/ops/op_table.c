@@ -18,6 +18,15 @@ const vkl_op_info *vkl_op_info_get(vkl_op op) {
     return table[op];
 }
 
+uint32_t vkl_node_inplace_input(const vkl_graph *g, uint32_t node) {
+    const vkl_node *n = &g->nodes[node];
+    const vkl_op_info *info = vkl_op_info_get((vkl_op)n->op);
+    if (n->dead || !info || info->inplace_input < 0 || !n->n_outputs || n->outputs[0] == VKL_NONE ||
+        (uint32_t)info->inplace_input >= n->n_inputs)
+        return VKL_NONE;
+    return n->inputs[info->inplace_input];
+}
+
 bool vkl_op_find(const char *domain, const char *name, vkl_op *out) {
     bool onnx = !domain || !*domain || !strcmp(domain, "ai.onnx");
     for (unsigned i = 0; i < VKL_OP_COUNT_; i++) {
