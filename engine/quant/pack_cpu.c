@@ -78,14 +78,8 @@ static float get_f32(const uint8_t *p) {
 
 static vkl_status check_sizes(vkl_context *ctx, const vkl_quant_cpu_layout *lay, size_t canon_bytes,
                               size_t packed_bytes) {
-    size_t canon = 0;
-    vkl_status st = vkl_quant_canonical_bytes(ctx, lay->dtype, lay->group, lay->rows, lay->cols, &canon);
-    if (st) return st;
-    if (canon_bytes != canon || packed_bytes != lay->total_bytes)
-        return vkl_fail(ctx, VKL_ERR_INVALID_ARGUMENT,
-                        "cpu layout: buffers of %zu (canonical) and %zu (packed) bytes, expected %zu and %zu",
-                        canon_bytes, packed_bytes, canon, lay->total_bytes);
-    return VKL_OK;
+    return vkl_quant_check_pack_sizes(ctx, "cpu layout", lay->dtype, lay->group, lay->rows, lay->cols, lay->total_bytes,
+                                      canon_bytes, packed_bytes);
 }
 
 /* One 4-bit block's header as the kernel's (scale, zero). */

@@ -93,3 +93,16 @@ vkl_status vkl_quant_dequantize(vkl_context *ctx, vkl_dtype dtype, uint32_t grou
     default: return vkl_int8_dequantize(ctx, src, rows, cols, group, dst);
     }
 }
+
+vkl_status vkl_quant_check_pack_sizes(vkl_context *ctx, const char *what, vkl_dtype dtype, uint32_t group,
+                                      int64_t rows, int64_t cols, size_t packed_expected, size_t canon_bytes,
+                                      size_t packed_bytes) {
+    size_t canon = 0;
+    vkl_status st = vkl_quant_canonical_bytes(ctx, dtype, group, rows, cols, &canon);
+    if (st) return st;
+    if (canon_bytes != canon || packed_bytes != packed_expected)
+        return vkl_fail(ctx, VKL_ERR_INVALID_ARGUMENT,
+                        "%s: buffers of %zu (canonical) and %zu (packed) bytes, expected %zu and %zu", what,
+                        canon_bytes, packed_bytes, canon, packed_expected);
+    return VKL_OK;
+}

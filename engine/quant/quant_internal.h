@@ -7,6 +7,11 @@
 #include "quant.h"
 
 /* VKL_ERR_INVALID_ARGUMENT naming the first NaN/inf element as [row, col]. */
+/* Packing and unpacking take the canonical and the packed buffer: both
+ * must have exactly the sizes the layout says (`what`: "cpu layout"...). */
+vkl_status vkl_quant_check_pack_sizes(vkl_context *ctx, const char *what, vkl_dtype dtype, uint32_t group,
+                                      int64_t rows, int64_t cols, size_t packed_expected, size_t canon_bytes,
+                                      size_t packed_bytes);
 vkl_status vkl_quant_check_finite(vkl_context *ctx, const char *format, const float *src, int64_t rows,
                                   int64_t cols);
 /* Smallest fp16 >= x, for finite x >= 0; 0x7C00 (inf) when x > 65504. */
