@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cmd_run.h"
+#include "context.h"
 #include "stream.h"
 #include "tokenizer/tokenizer.h"
 #include "vkllm.h"
@@ -69,19 +70,10 @@ int vkl_cmd_chat(vkl_context *ctx, int argc, char **argv) {
     chat c = {0};
     c.cap = so.max_context;
     vkl_model *m = NULL;
-    const void *json = NULL, *config = NULL;
-    size_t len = 0, config_len = 0;
     vkl_status st = vkl_model_load(ctx, path, NULL, &m);
-    if (!st && !vkl_model_metadata(m, "tokenizer.json", &json, &len)) st = VKL_ERR_NOT_FOUND;
-    if (!st) {
-        vkl_model_metadata(m, "tokenizer_config.json", &config, &config_len);
-        st = vkl_tokenizer_load_json(ctx, json, len, config, config_len, &c.tok);
-    }
+    if (!st) st = vkl_tool_model_tokenizer(ctx, m, &c.tok);
     const vkl_chat_template *ct = c.tok ? vkl_tokenizer_chat_template(c.tok) : NULL;
-    if (!st && !ct) {
-        fprintf(stderr, "vkllm chat: the model's tokenizer has no chat template\n");
-        st = VKL_ERR_NOT_FOUND;
-    }
+    if (!st && !ct) st = vkl_fail(ctx, VKL_ERR_NOT_FOUND, "the model's tokenizer has no chat template");
     if (!st) st = vkl_session_create(m, &so, &c.s);
     c.hist = calloc(c.cap, sizeof(int32_t));
     c.reply = (vkl_text_stream){c.tok, calloc(CHAT_REPLY_TOKENS, sizeof(int32_t)), 0, CHAT_REPLY_TOKENS, 0,
@@ -107,7 +99,7 @@ int vkl_cmd_chat(vkl_context *ctx, int argc, char **argv) {
         n++;
         vkl_tokenizer_free_buffer(c.tok, reply);
     }
-    if (st && st != VKL_ERR_NOT_FOUND && st != VKL_ERR_INVALID_ARGUMENT)
+    if (st && st != VKL_ERR_INVALID_ARGUMENT)
         fprintf(stderr, "vkllm chat: %s\n", vkl_context_error(ctx));
     for (size_t i = 0; i < n; i++) free(owned[i]);
     free(c.hist);

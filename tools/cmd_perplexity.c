@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cmd_run.h"
+#include "stream.h"
 #include "tokenizer/tokenizer.h"
 #include "vkllm.h"
 
@@ -37,15 +38,8 @@ int vkl_cmd_perplexity(vkl_context *ctx, int argc, char **argv) {
     vkl_session_options_init(&so);
     so.max_context = 512;
     so.prefill_chunk = 512;
-    const void *json = NULL, *config = NULL;
-    size_t len = 0, config_len = 0;
     vkl_status st = vkl_model_load(ctx, argv[1], NULL, &m);
-    if (!st && !vkl_model_metadata(m, "tokenizer.json", &json, &len))
-        st = VKL_ERR_NOT_FOUND;
-    if (!st) {
-        vkl_model_metadata(m, "tokenizer_config.json", &config, &config_len);
-        st = vkl_tokenizer_load_json(ctx, json, len, config, config_len, &tok);
-    }
+    if (!st) st = vkl_tool_model_tokenizer(ctx, m, &tok);
     if (!st) st = vkl_session_create(m, &so, &s);
     size_t vocab = m ? vkl_model_vocab_size(m) : 0;
     float *logits = st ? NULL : malloc(so.max_context * vocab * sizeof(float));
@@ -68,8 +62,7 @@ int vkl_cmd_perplexity(vkl_context *ctx, int argc, char **argv) {
     fclose(f);
     int rc = 0;
     if (st) {
-        fprintf(stderr, "vkllm perplexity: %s\n", st == VKL_ERR_NOT_FOUND && !json ? "the model has no tokenizer"
-                                                                               : vkl_context_error(ctx));
+        fprintf(stderr, "vkllm perplexity: %s\n", vkl_context_error(ctx));
         rc = 1;
     } else {
         printf("%s on %s: %zu lines, %zu tokens: perplexity %.3f (%.4f nats/token), %.4f bits/byte\n", argv[1],

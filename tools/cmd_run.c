@@ -54,16 +54,6 @@ static int parse(int argc, char **argv, run_opts *o) {
     return o->prompt ? 0 : usage();
 }
 
-/* The tokenizer stored in the model by `vkllm import --tokenizer`. */
-static vkl_status model_tokenizer(vkl_context *ctx, vkl_model *m, vkl_tokenizer **out) {
-    const void *json, *config = NULL;
-    size_t len, config_len = 0;
-    if (!vkl_model_metadata(m, "tokenizer.json", &json, &len))
-        return VKL_ERR_NOT_FOUND; /* caller explains */
-    vkl_model_metadata(m, "tokenizer_config.json", &config, &config_len);
-    return vkl_tokenizer_load_json(ctx, json, len, config, config_len, out);
-}
-
 int vkl_cmd_run(vkl_context *ctx, int argc, char **argv) {
     run_opts o = {0};
     int rc = parse(argc, argv, &o);
@@ -82,11 +72,7 @@ int vkl_cmd_run(vkl_context *ctx, int argc, char **argv) {
     size_t n_prompt = 0;
     vkl_text_stream st = {0};
     vkl_status status = vkl_model_load(ctx, o.model, &mo, &m);
-    if (!status) {
-        status = model_tokenizer(ctx, m, &tok);
-        if (status == VKL_ERR_NOT_FOUND)
-            fprintf(stderr, "vkllm run: %s has no tokenizer; import it with --tokenizer DIR\n", o.model);
-    }
+    if (!status) status = vkl_tool_model_tokenizer(ctx, m, &tok);
     if (!status) status = vkl_tokenizer_encode(tok, o.prompt, strlen(o.prompt), !o.raw, &prompt, &n_prompt);
     if (!status) status = vkl_session_create(m, &so, &s);
     st.tok = tok;
@@ -111,7 +97,7 @@ int vkl_cmd_run(vkl_context *ctx, int argc, char **argv) {
                 stats.decode_seconds > 0 ? (double)stats.decode_tokens / stats.decode_seconds : 0.0,
                 (double)stats.arena_bytes / 1048576.0, (double)stats.kv_bytes / 1048576.0,
                 (unsigned long long)stats.prepares, (unsigned long long)stats.replays);
-    } else if (status != VKL_ERR_NOT_FOUND || m) {
+    } else {
         fprintf(stderr, "vkllm run: %s\n", vkl_context_error(ctx));
     }
     free(st.ids);

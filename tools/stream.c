@@ -1,8 +1,18 @@
-/* Incremental detokenization for streamed output. */
+/* The model's tokenizer, and incremental detokenization for streamed output. */
 #include <stdio.h>
 #include <string.h>
 
+#include "context.h"
 #include "stream.h"
+
+vkl_status vkl_tool_model_tokenizer(vkl_context *ctx, const vkl_model *model, vkl_tokenizer **out) {
+    const void *json, *config = NULL;
+    size_t len, config_len = 0;
+    if (!vkl_model_metadata(model, "tokenizer.json", &json, &len))
+        return vkl_fail(ctx, VKL_ERR_NOT_FOUND, "the model has no tokenizer; import it with --tokenizer DIR");
+    vkl_model_metadata(model, "tokenizer_config.json", &config, &config_len);
+    return vkl_tokenizer_load_json(ctx, json, len, config, config_len, out);
+}
 
 void vkl_text_stream_reset(vkl_text_stream *s) { s->n = s->printed = 0; }
 

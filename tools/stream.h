@@ -1,6 +1,7 @@
-/* Streaming generated tokens as text: decode everything generated so far
- * and print only what is new, holding back an incomplete UTF-8 tail, so a
- * character split over several tokens prints whole. Shared by run and chat. */
+/* Text in and out of a model for run, chat and perplexity: the tokenizer a
+ * model file carries, and streaming generated tokens as text (decode
+ * everything generated so far and print only what is new, holding back an
+ * incomplete UTF-8 tail, so a character split over tokens prints whole). */
 #ifndef VKL_TOOLS_STREAM_H
 #define VKL_TOOLS_STREAM_H
 
@@ -8,6 +9,7 @@
 #include <stdint.h>
 
 #include "tokenizer/tokenizer.h"
+#include "vkllm.h"
 
 typedef struct vkl_text_stream {
     vkl_tokenizer *tok;
@@ -15,6 +17,10 @@ typedef struct vkl_text_stream {
     size_t n, cap, printed;
     int32_t stop;   /* stop token (eos), or -1 */
 } vkl_text_stream;
+
+/* The tokenizer stored in the model by `vkllm import --tokenizer`;
+ * VKL_ERR_NOT_FOUND (message set) when the model has none. */
+vkl_status vkl_tool_model_tokenizer(vkl_context *ctx, const vkl_model *model, vkl_tokenizer **out);
 
 void vkl_text_stream_reset(vkl_text_stream *s);
 /* A vkl_token_callback: user is the stream. Returns nonzero at the stop
