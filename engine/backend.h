@@ -75,6 +75,15 @@ typedef struct vkl_binding {
     size_t count;
 } vkl_binding;
 
+/* Bytes one execute moved to and from state tensors (the KV cache), as the
+ * kernels touched them: `written` by in-place appends (KvAppend's new rows),
+ * `read` by the ops meant to consume a state (Attention's K/V), `copied` by
+ * anything else that read a state (a Concat, Transpose, Cast ... of the
+ * cache): the traffic an in-place cache exists to remove. */
+typedef struct vkl_state_traffic {
+    uint64_t written, read, copied;
+} vkl_state_traffic;
+
 typedef struct vkl_backend_vtable {
     const char *name; /* "ref", "vulkan", ... */
 
@@ -116,6 +125,8 @@ typedef struct vkl_backend_vtable {
      * execute, in the executable's node order; count = entries written. */
     vkl_status (*node_times)(vkl_backend_device *dev, vkl_backend_exec *exec, double *ms,
                              size_t cap, size_t *count);
+    /* Optional (NULL when unsupported): state traffic of the last execute. */
+    vkl_status (*state_traffic)(vkl_backend_device *dev, vkl_backend_exec *exec, vkl_state_traffic *out);
 } vkl_backend_vtable;
 
 /* backends/registry.c defines these: the compiled-in backends. */

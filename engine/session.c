@@ -2,7 +2,16 @@
  * the largest step (a prefill chunk at full context) and allocated at
  * creation; each distinct padded shape gets an executable that is prepared
  * once and replayed; the KV cache lives in state tensors at fixed offsets
- * and is written in place. */
+ * and is written in place.
+ *
+ * Padding: a decode step attends over a length padded to pad_multiple (the
+ * padded keys masked). A prompt fed into an empty cache is padded at its end
+ * to a multiple of pad_multiple: causal attention keeps the padding rows
+ * invisible to the real ones, and their cache rows are overwritten before
+ * any later step unmasks them. Both kinds of executables are prepared at
+ * creation, so a conversation's first prompt and every decode step prepare
+ * and allocate nothing. A later prompt chunk (past > 0) is prepared on first
+ * use and kept in a small LRU: its causal offset is its exact past length. */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <string.h>
 #include <time.h>
@@ -34,6 +43,8 @@ struct vkl_session {
     exec_slot slots[EXEC_CACHE];  /* prefill shapes, least recently used */
     exec_slot *decode;            /* one per padded length, prepared at creation */
     size_t n_decode;
+    exec_slot *first;             /* a first prompt padded to (i + 1) * pad_multiple */
+    size_t n_first;
     uint64_t clock;
     /* host staging, sized at creation for one prefill chunk */
     int64_t *ids, *pos, *mask;
@@ -72,6 +83,14 @@ static void bind(vkl_session *s, int64_t *values, int64_t seq, int64_t past, int
     if (m->sym_total != VKL_NO_SYMBOL) values[m->sym_total] = total;
 }
 
+static void release_slots(vkl_session *s, exec_slot *slots, size_t n) {
+    for (size_t i = 0; slots && i < n; i++) {
+        if (slots[i].exec) s->m->be->exec_release(s->m->dev, slots[i].exec);
+        vkl_free(s->ctx, slots[i].offsets);
+    }
+    vkl_free(s->ctx, slots);
+}
+
 void vkl_session_free(vkl_session *s) {
     if (!s) return;
     vkl_model *m = s->m;
@@ -79,11 +98,8 @@ void vkl_session_free(vkl_session *s) {
         if (s->slots[i].exec) m->be->exec_release(m->dev, s->slots[i].exec);
         vkl_free(s->ctx, s->slots[i].offsets);
     }
-    for (size_t i = 0; s->decode && i < s->n_decode; i++) {
-        if (s->decode[i].exec) m->be->exec_release(m->dev, s->decode[i].exec);
-        vkl_free(s->ctx, s->decode[i].offsets);
-    }
-    vkl_free(s->ctx, s->decode);
+    release_slots(s, s->decode, s->n_decode);
+    release_slots(s, s->first, s->n_first);
     if (s->arena) m->be->buffer_destroy(m->dev, s->arena);
     vkl_plan_destroy(s->plan);
     vkl_sampler_destroy(s->sampler);
@@ -141,7 +157,7 @@ static vkl_status allocate(vkl_session *s) {
     return st;
 }
 
-static vkl_status prepare_decode(vkl_session *s);
+static vkl_status prepare_padded(vkl_session *s);
 
 vkl_status vkl_session_create(vkl_model *m, const vkl_session_options *options, vkl_session **out) {
     if (!m || !out) return m ? vkl_fail(m->ctx, VKL_ERR_INVALID_ARGUMENT, "vkl_session_create: out is NULL")
@@ -182,7 +198,7 @@ vkl_status vkl_session_create(vkl_model *m, const vkl_session_options *options, 
     if (!st) st = vkl_sampler_create(ctx, &so, m->vocab, &s->sampler);
     if (!st) st = vkl_plan_create(m->g, &s->plan);
     if (!st) st = allocate(s);
-    if (!st) st = prepare_decode(s);
+    if (!st) st = prepare_padded(s);
     if (st) {
         vkl_session_free(s);
         return st;
@@ -212,24 +228,53 @@ static vkl_status prepare_slot(vkl_session *s, exec_slot *slot, int64_t seq, int
     return VKL_OK;
 }
 
-/* Decode steps attend over a padded length; every such shape gets its
- * executable now, so decoding never prepares (nor allocates) anything. */
-static vkl_status prepare_decode(vkl_session *s) {
-    if (s->opt.pad_multiple <= 1) return VKL_OK;
-    size_t pad = s->opt.pad_multiple, maxc = s->opt.max_context;
-    s->n_decode = (maxc + pad - 1) / pad;
-    s->decode = vkl_calloc(s->ctx, s->n_decode, sizeof(exec_slot));
-    if (!s->decode) return VKL_ERR_OUT_OF_MEMORY;
-    for (size_t i = 0; i < s->n_decode; i++) {
-        exec_slot *e = &s->decode[i];
-        int64_t total = (int64_t)((i + 1) * pad < maxc ? (i + 1) * pad : maxc);
+/* The shape of a step of n tokens after `len` cached ones: decode steps
+ * attend over a padded total; a first prompt is padded in its length (and so
+ * in its total); other prompts are exact. */
+static void step_shape(const vkl_session *s, int64_t len, int64_t n, int64_t *seq, int64_t *total) {
+    int64_t p = (int64_t)s->opt.pad_multiple, maxc = (int64_t)s->opt.max_context;
+    int64_t chunk = (int64_t)s->opt.prefill_chunk;
+    *seq = n;
+    *total = len + n;
+    if (p <= 1) return;
+    if (n == 1) {
+        *total = (len + 1 + p - 1) / p * p;
+        if (*total > maxc) *total = maxc;
+    } else if (len == 0) {
+        *seq = (n + p - 1) / p * p;
+        if (*seq > chunk) *seq = chunk; /* n <= chunk <= max_context */
+        *total = *seq;
+    }
+}
+
+/* Prepare `count` slots for (seq, total) = shape(i) now. */
+static vkl_status prepare_slots(vkl_session *s, exec_slot **slots, size_t count, bool decode) {
+    *slots = vkl_calloc(s->ctx, count ? count : 1, sizeof(exec_slot));
+    if (!*slots) return VKL_ERR_OUT_OF_MEMORY;
+    int64_t p = (int64_t)s->opt.pad_multiple;
+    for (size_t i = 0; i < count; i++) {
+        exec_slot *e = &(*slots)[i];
+        int64_t seq, total;
+        step_shape(s, decode ? (int64_t)i * p : 0, decode ? 1 : ((int64_t)i + 1) * p, &seq, &total);
         e->offsets = vkl_calloc(s->ctx, s->m->g->n_tensors + 1, sizeof(size_t));
         if (!e->offsets) return VKL_ERR_OUT_OF_MEMORY;
-        bind(s, s->values, 1, total - 1, total);
-        vkl_status st = prepare_slot(s, e, 1, total - 1, total);
+        bind(s, s->values, seq, total - seq, total);
+        vkl_status st = prepare_slot(s, e, seq, total - seq, total);
         if (st) return st;
     }
     return VKL_OK;
+}
+
+/* Every decode length and every padded first-prompt length gets its
+ * executable now, so those steps never prepare (nor allocate) anything. */
+static vkl_status prepare_padded(vkl_session *s) {
+    size_t pad = s->opt.pad_multiple, maxc = s->opt.max_context, chunk = s->opt.prefill_chunk;
+    if (pad <= 1) return VKL_OK;
+    s->n_decode = (maxc + pad - 1) / pad;
+    s->n_first = chunk > 1 ? (chunk + pad - 1) / pad : 0;
+    vkl_status st = prepare_slots(s, &s->decode, s->n_decode, true);
+    if (!st) st = prepare_slots(s, &s->first, s->n_first, false);
+    return st;
 }
 
 /* The prepared executable for this shape: a decode bucket, a cached
@@ -237,13 +282,19 @@ static vkl_status prepare_decode(vkl_session *s) {
 static vkl_status executable(vkl_session *s, int64_t seq, int64_t past, int64_t total, exec_slot **out) {
     exec_slot *victim = &s->slots[0];
     s->clock++;
+    size_t pad = s->opt.pad_multiple;
+    exec_slot *fixed = NULL;
     if (seq == 1 && s->n_decode) {
-        size_t i = ((size_t)total + s->opt.pad_multiple - 1) / s->opt.pad_multiple - 1;
-        if (i < s->n_decode && s->decode[i].total == total && s->decode[i].exec) {
-            s->stats.replays++;
-            *out = &s->decode[i];
-            return VKL_OK;
-        }
+        size_t i = ((size_t)total + pad - 1) / pad - 1;
+        if (i < s->n_decode) fixed = &s->decode[i];
+    } else if (past == 0 && s->n_first) {
+        size_t i = ((size_t)seq + pad - 1) / pad - 1;
+        if (i < s->n_first) fixed = &s->first[i];
+    }
+    if (fixed && fixed->exec && fixed->seq == seq && fixed->past == past && fixed->total == total) {
+        s->stats.replays++;
+        *out = fixed;
+        return VKL_OK;
     }
     for (int i = 0; i < EXEC_CACHE; i++) {
         exec_slot *e = &s->slots[i];
@@ -280,27 +331,29 @@ static vkl_status write_input(vkl_session *s, exec_slot *e, uint32_t role, const
 static vkl_status step(vkl_session *s, const int32_t *tokens, size_t n, float *all_logits) {
     vkl_model *m = s->m;
     double t0 = now_seconds();
-    int64_t len = (int64_t)s->length, total = len + (int64_t)n, maxc = (int64_t)s->opt.max_context;
-    int64_t padded = total;
-    if (n == 1 && s->opt.pad_multiple > 1) {
-        int64_t p = (int64_t)s->opt.pad_multiple;
-        padded = (total + p - 1) / p * p;
-        if (padded > maxc) padded = maxc;
-    }
-    bind(s, s->values, (int64_t)n, padded - (int64_t)n, padded);
+    int64_t len = (int64_t)s->length, total = len + (int64_t)n, seq, padded;
+    step_shape(s, len, (int64_t)n, &seq, &padded);
+    bind(s, s->values, seq, padded - seq, padded);
     exec_slot *e;
-    vkl_status st = executable(s, (int64_t)n, padded - (int64_t)n, padded, &e);
-    for (size_t i = 0; !st && i < n; i++) {
-        s->ids[i] = tokens[i];
-        s->pos[i] = len + (int64_t)i;
+    vkl_status st = executable(s, seq, padded - seq, padded, &e);
+    /* padding rows: token 0 at the next positions (their keys are masked) */
+    for (int64_t i = 0; !st && i < seq; i++) {
+        s->ids[i] = i < (int64_t)n ? tokens[i] : 0;
+        s->pos[i] = len + i;
     }
     for (int64_t j = 0; !st && j < padded; j++) s->mask[j] = j < total;
-    if (!st) st = write_input(s, e, m->in_ids, s->ids, n);
-    if (!st) st = write_input(s, e, m->in_pos, s->pos, n);
+    if (!st) st = write_input(s, e, m->in_ids, s->ids, (size_t)seq);
+    if (!st) st = write_input(s, e, m->in_pos, s->pos, (size_t)seq);
     if (!st) st = write_input(s, e, m->in_mask, s->mask, (size_t)padded);
     vkl_binding actual = {s->values, s->n_values};
     if (!st) st = m->be->execute(m->dev, e->exec, &actual);
     if (!st) st = m->be->wait(m->dev, e->exec);
+    vkl_state_traffic traffic;
+    if (!st && m->be->state_traffic && !m->be->state_traffic(m->dev, e->exec, &traffic)) {
+        s->stats.kv_bytes_written += traffic.written;
+        s->stats.kv_bytes_read += traffic.read;
+        s->stats.kv_bytes_copied += traffic.copied;
+    }
     if (!st) {
         uint32_t t = m->g->outputs[m->out_logits];
         size_t row = m->vocab * sizeof(float);

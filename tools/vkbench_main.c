@@ -110,11 +110,15 @@ static int decode(vkl_context *ctx, const char *path, const char *backend, size_
         }
     }
     vkl_session_get_stats(s, &stats);
-    if (!st)
+    if (!st) {
         printf("decode: %llu tokens, %.1f tok/s; %llu prepares, %llu replays\n", (unsigned long long)stats.decode_tokens,
                (double)stats.decode_tokens / stats.decode_seconds, (unsigned long long)stats.prepares,
                (unsigned long long)stats.replays);
-    else
+        printf("KV cache traffic (counted by the backend): %.1f MB written in place, %.1f MB read by attention, "
+               "%llu bytes copied\n",
+               (double)stats.kv_bytes_written / 1e6, (double)stats.kv_bytes_read / 1e6,
+               (unsigned long long)stats.kv_bytes_copied);
+    } else
         fprintf(stderr, "vkbench: %s\n", vkl_context_error(ctx));
     vkl_session_free(s);
     vkl_model_free(m);

@@ -33,6 +33,8 @@ struct vkl_backend_exec {
     uint32_t n_values;
     int64_t *binding;         /* the symbol values prepared for */
     size_t n_binding;
+    vkl_state_traffic traffic; /* what one execute moves to/from states */
+    vkl_state_traffic last;    /* of the last execute; zero before the first */
 };
 
 static vkl_status ref_probe(vkl_context *ctx, const vkl_backend_options *opt, vkl_backend_caps *out) {
@@ -183,6 +185,42 @@ static vkl_status materialize_value(vkl_backend_device *dev, const vkl_graph *g,
     return VKL_OK;
 }
 
+static uint64_t view_bytes(const vkl_ref_tensor *t) {
+    size_t bytes = 0;
+    return vkl_tensor_bytes(t->dtype, t->group, t->count, &bytes) ? bytes : 0;
+}
+
+/* Which tensors are state memory (a state, or an in-place op's output on
+ * one), and the bytes each kernel of this executable moves to and from them:
+ * KvAppend writes its new rows, Attention reads K/V, any other reader copies. */
+static vkl_status count_state_traffic(vkl_context *ctx, vkl_backend_exec *e) {
+    const vkl_graph *g = e->g;
+    bool *is_state = vkl_calloc(ctx, g->n_tensors ? g->n_tensors : 1, sizeof(bool));
+    if (!is_state) return VKL_ERR_OUT_OF_MEMORY;
+    for (uint32_t t = 0; t < g->n_tensors; t++) is_state[t] = g->tensors[t].kind == VKL_TENSOR_STATE;
+    memset(&e->traffic, 0, sizeof(e->traffic));
+    for (uint32_t k = 0; k < e->n_order; k++) {
+        const vkl_node *n = &g->nodes[e->order[k]];
+        uint32_t src = vkl_node_inplace_input(g, e->order[k]);
+        if (src != VKL_NONE && is_state[src]) is_state[n->outputs[0]] = true;
+        for (uint32_t j = 0; j < n->n_inputs; j++) {
+            uint32_t t = n->inputs[j];
+            if (t == VKL_NONE || !is_state[t]) continue;
+            if (n->op == VKL_OP_KV_APPEND && j == 0) {
+                const vkl_ref_tensor *x = &e->tensors[n->inputs[1]];
+                vkl_ref_tensor rows = {.dtype = e->tensors[t].dtype, .group = e->tensors[t].group, .count = x->count};
+                e->traffic.written += view_bytes(&rows);
+            } else if (n->op == VKL_OP_ATTENTION && (j == 1 || j == 2)) {
+                e->traffic.read += view_bytes(&e->tensors[t]);
+            } else {
+                e->traffic.copied += view_bytes(&e->tensors[t]);
+            }
+        }
+    }
+    vkl_free(ctx, is_state);
+    return VKL_OK;
+}
+
 static vkl_status ref_prepare(vkl_backend_device *dev, const vkl_graph *g, vkl_backend_weights *w,
                               const vkl_memory_map *mem, const vkl_binding *b, vkl_backend_exec **out) {
     (void)w;
@@ -237,6 +275,7 @@ static vkl_status ref_prepare(vkl_backend_device *dev, const vkl_graph *g, vkl_b
     for (uint32_t t = 0; !st && t < g->n_tensors; t++)
         for (uint32_t d = 0; d < e->tensors[t].rank; d++)
             if (e->tensors[t].dims[d] > maxdim) maxdim = e->tensors[t].dims[d];
+    if (!st) st = count_state_traffic(ctx, e);
     if (!st) {
         e->scratch.size = (size_t)(maxdim + 2) * 32;
         e->scratch.data = vkl_malloc(ctx, e->scratch.size);
@@ -254,6 +293,7 @@ static vkl_status ref_execute(vkl_backend_device *dev, vkl_backend_exec *e, cons
     (void)actual; /* ref prepares for exact values; nothing varies per run */
     const vkl_graph *g = e->g;
     vkl_binding prepared = {e->binding, e->n_binding};
+    memset(&e->last, 0, sizeof(e->last));
     for (uint32_t k = 0; k < e->n_values; k++) {
         vkl_status st = materialize_value(dev, g, &prepared, &g->tensors[e->values[k]], &e->tensors[e->values[k]]);
         if (st) return st;
@@ -272,6 +312,13 @@ static vkl_status ref_execute(vkl_backend_device *dev, vkl_backend_exec *e, cons
             return vkl_fail_prefix(dev->ctx, st, "ref: %s", vkl_node_str(g, ni, buf, sizeof(buf)));
         }
     }
+    e->last = e->traffic;
+    return VKL_OK;
+}
+
+static vkl_status ref_state_traffic(vkl_backend_device *dev, vkl_backend_exec *e, vkl_state_traffic *out) {
+    (void)dev;
+    *out = e->last;
     return VKL_OK;
 }
 
@@ -297,4 +344,5 @@ const vkl_backend_vtable vkl_backend_ref = {
     .execute = ref_execute,
     .wait = ref_wait,
     .node_times = NULL,
+    .state_traffic = ref_state_traffic,
 };

@@ -115,7 +115,10 @@ typedef struct vkl_session_options {
     size_t max_context;       /* tokens the cache holds; default 2048 */
     size_t prefill_chunk;     /* prompts are fed at most this many tokens per step; default 256 */
     uint32_t pad_multiple;    /* attention length is padded to a multiple of this (masked), so recorded
-                                 work is replayed until a boundary is crossed; default 64, 1: off */
+                                 work is replayed until a boundary is crossed; a prompt fed into an
+                                 empty cache is padded the same way. Every decode length and every
+                                 padded first-prompt length is prepared at session creation; default
+                                 64, 1: off */
     vkl_sampling_options sampling;
 } vkl_session_options;
 
@@ -158,6 +161,11 @@ typedef struct vkl_session_stats {
     uint64_t replays;         /* steps that reused a prepared executable */
     size_t arena_bytes;       /* the planned arena */
     size_t kv_bytes;          /* the KV cache */
+    /* KV cache traffic summed over steps, as the backend's kernels moved it
+     * (all 0 when the backend does not count): rows appended in place, rows
+     * read by attention, and bytes copied out of the cache by anything else
+     * (0 for an in-place cache: no Concat, no copy between steps). */
+    uint64_t kv_bytes_written, kv_bytes_read, kv_bytes_copied;
 } vkl_session_stats;
 void vkl_session_get_stats(const vkl_session *session, vkl_session_stats *out);
 

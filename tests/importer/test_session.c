@@ -131,6 +131,36 @@ int main(void) {
     vkl_session_get_stats(s, &st);
     CHECK(st.replays >= 150);
 
+    /* 2,000 tokens in one session of the fixture (2 layers): from creation on,
+     * the padded first prompt and every decode step allocate nothing, and the
+     * kernels' KV traffic is only new rows written in place and rows read by
+     * attention; no byte of the cache is copied. */
+    {
+        vkl_session_options big = so;
+        big.max_context = 2048 + 64;
+        vkl_session *g = NULL;
+        read_ids(ctx, 0, ids, &n);
+        CHECK(vkl_session_create(m, &big, &g) == VKL_OK);
+        size_t at_creation = c.allocs;
+        int32_t t = 0;
+        CHECK(g && vkl_session_generate(g, ids, n, 2000, -1, NULL, NULL) == VKL_OK);
+        CHECK(c.allocs == at_creation);
+        vkl_session_stats gs;
+        vkl_session_get_stats(g, &gs);
+        size_t row = gs.kv_bytes / big.max_context; /* one token's K and V, all layers */
+        printf("generate 2000: length %zu, prepares %llu, replays %llu, KV written %llu, read %llu, copied %llu\n",
+               vkl_session_length(g), (unsigned long long)gs.prepares, (unsigned long long)gs.replays,
+               (unsigned long long)gs.kv_bytes_written, (unsigned long long)gs.kv_bytes_read,
+               (unsigned long long)gs.kv_bytes_copied);
+        CHECK(vkl_session_length(g) == n + 2000);
+        CHECK(gs.kv_bytes_copied == 0);
+        /* the prompt padded to 64 rows, then one row per decode step */
+        CHECK(gs.kv_bytes_written == (64 + 2000) * row);
+        CHECK(gs.kv_bytes_read > gs.kv_bytes_written);
+        CHECK(vkl_session_sample(g, &t) == VKL_OK);
+        vkl_session_free(g);
+    }
+
     /* misuse: clear statuses, state unchanged */
     size_t len = vkl_session_length(s);
     CHECK(vkl_session_rewind(s, len + 1) == VKL_ERR_INVALID_ARGUMENT);
