@@ -124,20 +124,8 @@ float vkl_e0m4_value(uint16_t d, uint16_t b, unsigned q) {
     return (vkl_f16_to_f32(w1) - vkl_f16_to_f32(b)) * vkl_f16_to_f32(d);
 }
 
-vkl_status vkl_e0m4_dequantize(vkl_context *ctx, const uint8_t *src, int64_t rows, int64_t cols, uint32_t group,
-                               float *dst) {
-    const size_t block = vkl_quant_block_bytes(VKL_DTYPE_Q_E0M4, group);
-    const int64_t groups = cols / group;
-    for (int64_t r = 0; r < rows; r++)
-        for (int64_t g = 0; g < groups; g++) {
-            const uint8_t *blk = src + (size_t)(r * groups + g) * block;
-            uint16_t d = vkl_quant_rd16(blk), b = vkl_quant_rd16(blk + 2);
-            vkl_status st = vkl_e0m4_check_header(ctx, d, b, r, g);
-            if (st) return st;
-            float table[16];
-            for (unsigned q = 0; q < 16; q++) table[q] = vkl_e0m4_value(d, b, q);
-            float *out = dst + r * cols + g * group;
-            for (uint32_t i = 0; i < group; i++) out[i] = table[vkl_quant_nibble(blk + VKL_Q4_HEADER_BYTES, i)];
-        }
-    return VKL_OK;
+vkl_status vkl_e0m4_table(vkl_context *ctx, uint16_t d, uint16_t b, int64_t r, int64_t g, float table[16]) {
+    vkl_status st = vkl_e0m4_check_header(ctx, d, b, r, g);
+    for (unsigned q = 0; !st && q < 16; q++) table[q] = vkl_e0m4_value(d, b, q);
+    return st;
 }

@@ -70,20 +70,9 @@ vkl_status vkl_int4_check_header(vkl_context *ctx, uint16_t d, uint16_t z, int64
     return VKL_OK;
 }
 
-vkl_status vkl_int4_dequantize(vkl_context *ctx, const uint8_t *src, int64_t rows, int64_t cols, uint32_t group,
-                               float *dst) {
-    const size_t block = vkl_quant_block_bytes(VKL_DTYPE_Q_INT4, group);
-    const int64_t groups = cols / group;
-    for (int64_t r = 0; r < rows; r++)
-        for (int64_t g = 0; g < groups; g++) {
-            const uint8_t *blk = src + (size_t)(r * groups + g) * block;
-            uint16_t d = vkl_quant_rd16(blk), z = vkl_quant_rd16(blk + 2);
-            vkl_status st = vkl_int4_check_header(ctx, d, z, r, g);
-            if (st) return st;
-            const float df = vkl_f16_to_f32(d), zf = vkl_f16_to_f32(z);
-            float *out = dst + r * cols + g * group;
-            for (uint32_t i = 0; i < group; i++)
-                out[i] = ((float)vkl_quant_nibble(blk + VKL_Q4_HEADER_BYTES, i) - zf) * df;
-        }
-    return VKL_OK;
+vkl_status vkl_int4_table(vkl_context *ctx, uint16_t d, uint16_t z, int64_t r, int64_t g, float table[16]) {
+    vkl_status st = vkl_int4_check_header(ctx, d, z, r, g);
+    const float df = vkl_f16_to_f32(d), zf = vkl_f16_to_f32(z);
+    for (unsigned q = 0; !st && q < 16; q++) table[q] = ((float)q - zf) * df;
+    return st;
 }

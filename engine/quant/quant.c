@@ -78,6 +78,23 @@ vkl_status vkl_quant_quantize(vkl_context *ctx, const vkl_quant_spec *spec, cons
     }
 }
 
+/* E0M4 and int4 blocks share their layout: expand each through its table. */
+static vkl_status q4_dequantize(vkl_context *ctx, vkl_q4_table_fn table_of, const uint8_t *src, int64_t rows,
+                                int64_t cols, uint32_t group, float *dst) {
+    const size_t block = VKL_Q4_HEADER_BYTES + group / 2;
+    const int64_t groups = cols / group;
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t g = 0; g < groups; g++) {
+            const uint8_t *blk = src + (size_t)(r * groups + g) * block;
+            float table[16];
+            vkl_status st = table_of(ctx, vkl_quant_rd16(blk), vkl_quant_rd16(blk + 2), r, g, table);
+            if (st) return st;
+            float *out = dst + r * cols + g * group;
+            for (uint32_t i = 0; i < group; i++) out[i] = table[vkl_quant_nibble(blk + VKL_Q4_HEADER_BYTES, i)];
+        }
+    return VKL_OK;
+}
+
 vkl_status vkl_quant_dequantize(vkl_context *ctx, vkl_dtype dtype, uint32_t group, const void *src,
                                 size_t src_bytes, int64_t rows, int64_t cols, float *dst) {
     if ((!src || !dst) && rows) return vkl_fail(ctx, VKL_ERR_INVALID_ARGUMENT, "dequant: NULL buffer");
@@ -88,8 +105,8 @@ vkl_status vkl_quant_dequantize(vkl_context *ctx, vkl_dtype dtype, uint32_t grou
         return vkl_fail(ctx, VKL_ERR_FORMAT, "dequant: %s [%lld, %lld] group %u has %zu bytes, expected %zu",
                         fmt_name(dtype), (long long)rows, (long long)cols, group, src_bytes, need);
     switch (dtype) {
-    case VKL_DTYPE_Q_E0M4: return vkl_e0m4_dequantize(ctx, src, rows, cols, group, dst);
-    case VKL_DTYPE_Q_INT4: return vkl_int4_dequantize(ctx, src, rows, cols, group, dst);
+    case VKL_DTYPE_Q_E0M4: return q4_dequantize(ctx, vkl_e0m4_table, src, rows, cols, group, dst);
+    case VKL_DTYPE_Q_INT4: return q4_dequantize(ctx, vkl_int4_table, src, rows, cols, group, dst);
     default: return vkl_int8_dequantize(ctx, src, rows, cols, group, dst);
     }
 }

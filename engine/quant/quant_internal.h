@@ -26,16 +26,20 @@ static inline unsigned vkl_quant_nibble(const uint8_t *qs, size_t i) {
 
 vkl_status vkl_e0m4_quantize(vkl_context *ctx, const float *src, int64_t rows, int64_t cols, uint32_t group,
                              uint32_t n, uint8_t *dst);
-vkl_status vkl_e0m4_dequantize(vkl_context *ctx, const uint8_t *src, int64_t rows, int64_t cols, uint32_t group,
-                               float *dst);
 /* Header check for one block (row r, group g named in the error). */
 vkl_status vkl_e0m4_check_header(vkl_context *ctx, uint16_t d, uint16_t b, int64_t r, int64_t g);
 
 vkl_status vkl_int4_quantize(vkl_context *ctx, const float *src, int64_t rows, int64_t cols, uint32_t group,
                              uint8_t *dst);
-vkl_status vkl_int4_dequantize(vkl_context *ctx, const uint8_t *src, int64_t rows, int64_t cols, uint32_t group,
-                               float *dst);
 vkl_status vkl_int4_check_header(vkl_context *ctx, uint16_t d, uint16_t z, int64_t r, int64_t g);
+
+/* The 16 values a 4-bit block's codes stand for, once its header (d and the
+ * zero code) is checked: the one place each format's dequantization lives
+ * (quant.c expands blocks through it). */
+typedef vkl_status (*vkl_q4_table_fn)(vkl_context *ctx, uint16_t d, uint16_t z, int64_t r, int64_t g,
+                                      float table[16]);
+vkl_status vkl_e0m4_table(vkl_context *ctx, uint16_t d, uint16_t b, int64_t r, int64_t g, float table[16]);
+vkl_status vkl_int4_table(vkl_context *ctx, uint16_t d, uint16_t z, int64_t r, int64_t g, float table[16]);
 
 vkl_status vkl_int8_quantize(vkl_context *ctx, const float *src, int64_t rows, int64_t cols, uint32_t group,
                              uint8_t *dst);
