@@ -894,13 +894,15 @@ static vkl_status parse_not(jj_parser *p, jj_expr **out) {
     return parse_compare(p, out);
 }
 
-static vkl_status parse_and(jj_parser *p, jj_expr **out) {
-    vkl_status st = parse_not(p, out);
-    while (!st && tok_is_name(cur(p), "and")) {
+/* operand (word operand)*, left-associative: "a and b and c". */
+static vkl_status parse_word_chain(jj_parser *p, jj_expr **out, const char *word, uint8_t kind,
+                                   vkl_status (*operand)(jj_parser *, jj_expr **)) {
+    vkl_status st = operand(p, out);
+    while (!st && tok_is_name(cur(p), word)) {
         const jj_tok *t = cur(p);
         p->i++;
         jj_expr *r, *e;
-        if ((st = parse_not(p, &r)) || (st = new_expr(p, JE_AND, t, &e))) break;
+        if ((st = operand(p, &r)) || (st = new_expr(p, kind, t, &e))) break;
         e->a = *out;
         e->b = r;
         *out = e;
@@ -908,19 +910,9 @@ static vkl_status parse_and(jj_parser *p, jj_expr **out) {
     return st;
 }
 
-static vkl_status parse_or(jj_parser *p, jj_expr **out) {
-    vkl_status st = parse_and(p, out);
-    while (!st && tok_is_name(cur(p), "or")) {
-        const jj_tok *t = cur(p);
-        p->i++;
-        jj_expr *r, *e;
-        if ((st = parse_and(p, &r)) || (st = new_expr(p, JE_OR, t, &e))) break;
-        e->a = *out;
-        e->b = r;
-        *out = e;
-    }
-    return st;
-}
+static vkl_status parse_and(jj_parser *p, jj_expr **out) { return parse_word_chain(p, out, "and", JE_AND, parse_not); }
+
+static vkl_status parse_or(jj_parser *p, jj_expr **out) { return parse_word_chain(p, out, "or", JE_OR, parse_and); }
 
 static vkl_status parse_expr(jj_parser *p, jj_expr **out) {
     const jj_tok *start = cur(p);

@@ -21,6 +21,23 @@ void tok_bytelevel_init(vkl_tokenizer *t) {
     }
 }
 
+/* The next entry of HF's (offsets, is_match) list over [0, n): match k if it
+ * starts at `at`, else the gap up to it; returns is_match (inverted on
+ * request) and moves past the entry. */
+static bool next_entry(const tok_spans *m, size_t n, bool invert, size_t *k, size_t *at, size_t *a, size_t *b) {
+    bool is_m = *k < m->n && m->v[*k].start == *at;
+    if (is_m) {
+        *a = m->v[*k].start;
+        *b = m->v[*k].end;
+        (*k)++;
+    } else {
+        *a = *at;
+        *b = *k < m->n ? m->v[*k].start : n;
+    }
+    *at = *b;
+    return invert ? !is_m : is_m;
+}
+
 vkl_status tok_split_by_spans(vkl_tokenizer *t, const char *s, size_t n, const tok_spans *m,
                               tok_split_behavior behavior, bool invert, uint32_t flags, tok_pieces *out) {
     /* Walk the (offsets, is_match) list HF builds, folding as it does; a
@@ -42,19 +59,7 @@ vkl_status tok_split_by_spans(vkl_tokenizer *t, const char *s, size_t n, const t
         size_t k = 0, at = 0;
         while (!st && at < n) {
             size_t a, b;
-            bool is_m;
-            if (k < m->n && m->v[k].start == at) {
-                a = m->v[k].start;
-                b = m->v[k].end;
-                k++;
-                is_m = true;
-            } else {
-                a = at;
-                b = k < m->n ? m->v[k].start : n;
-                is_m = false;
-            }
-            if (invert) is_m = !is_m;
-            at = b;
+            bool is_m = next_entry(m, n, invert, &k, &at, &a, &b);
             /* In reverse order, entry e merges into the piece after it when
              * e is a match and that later entry is not. Forward: a pending
              * match followed by a non-match merges. */
@@ -78,19 +83,7 @@ vkl_status tok_split_by_spans(vkl_tokenizer *t, const char *s, size_t n, const t
     prev_match = false;
     while (!st && at < n) {
         size_t a, b;
-        bool is_m;
-        if (k < m->n && m->v[k].start == at) {
-            a = m->v[k].start;
-            b = m->v[k].end;
-            k++;
-            is_m = true;
-        } else {
-            a = at;
-            b = k < m->n ? m->v[k].start : n;
-            is_m = false;
-        }
-        if (invert) is_m = !is_m;
-        at = b;
+        bool is_m = next_entry(m, n, invert, &k, &at, &a, &b);
         switch (behavior) {
         case TOK_SPLIT_REMOVED:
             if (!is_m) {
