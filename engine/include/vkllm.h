@@ -105,8 +105,12 @@ typedef struct vkl_sampling_options {
 
 /* --- Sessions -----------------------------------------------------------
  * A session holds one conversation: its KV cache (inside the backend, in
- * place, sized for max_context at creation) and its memory plan. Nothing is
- * allocated after vkl_session_create. A session is used by one thread at a
+ * place, sized for max_context at creation) and its memory plan: its one
+ * arena is allocated by vkl_session_create and never grows. The first prompt
+ * and every decode step run executables prepared at creation and allocate
+ * nothing; a prompt appended after earlier tokens prepares an executable on
+ * first use of its (past, length) shape (docs/runtime.md says why). A
+ * session is used by one thread at a
  * time; different sessions may run on different threads if each has its own
  * context (errors are per context). */
 typedef struct vkl_session vkl_session;
