@@ -389,6 +389,10 @@ static vkl_status validate_weight(const vkl_graph *g, uint32_t ti) {
     if (t->kind == VKL_TENSOR_ACTIVATION && t->dtype == VKL_DTYPE_INVALID) return VKL_OK;
     if (!vkl_dtype_valid(t->dtype))
         return vkl_fail(g->ctx, VKL_ERR_FORMAT, "tensor '%s' has invalid dtype %d", t->name, (int)t->dtype);
+    /* Block formats need a valid group (an int8 KV cache state too); plain dtypes have none. */
+    if (vkl_dtype_is_quantized(t->dtype) ? !vkl_quant_block_bytes(t->dtype, t->group) : t->group != 0)
+        return vkl_fail(g->ctx, VKL_ERR_FORMAT, "tensor '%s' is %s with group %u", t->name, vkl_dtype_name(t->dtype),
+                        t->group);
     if (t->kind != VKL_TENSOR_WEIGHT) return VKL_OK;
     int64_t elements = 1;
     for (uint32_t d = 0; d < t->shape.rank; d++) {

@@ -150,7 +150,9 @@ vkl_status vkl_graph_topo_order(const vkl_graph *g, uint32_t *order, uint32_t *c
 /* Structural checks: indexes in range, each tensor produced at most once and
  * only activations/states produced, every node input defined (weight, input,
  * state or produced), acyclic, arity and attribute schema per the op table,
- * weight byte sizes consistent with dtype and (constant) shape. Errors name
+ * a valid group on every block-quantized tensor (weights and states alike)
+ * and none on plain ones, weight byte sizes consistent with dtype and
+ * (constant) shape. Errors name
  * the node (index, name, op) or tensor. */
 vkl_status vkl_graph_validate(const vkl_graph *g);
 

@@ -22,12 +22,26 @@ void vkl_plan_destroy(vkl_plan *p) {
     vkl_free(ctx, p);
 }
 
+/* Bytes of tensor t as an expression: elements times the element size, or
+ * for a block-quantized tensor (an int8 KV cache) whose last dim is a
+ * constant multiple of its group, the other dims times that dim's bytes
+ * (vkl_tensor_bytes of one row). */
 static vkl_status tensor_size(const vkl_graph *g, uint32_t t, vkl_expr *bytes) {
     const vkl_tensor *tt = &g->tensors[t];
-    size_t es = vkl_dtype_size(tt->dtype);
-    if (!es) return vkl_fail(g->ctx, VKL_ERR_UNSUPPORTED, "plan: tensor '%s' has no plain dtype", tt->name);
+    size_t es = vkl_dtype_size(tt->dtype), row_bytes;
+    uint32_t dims = tt->shape.rank;
+    int64_t last;
+    if (!es && vkl_dtype_is_quantized(tt->dtype) && dims &&
+        vkl_expr_is_const(g->syms, tt->shape.dims[dims - 1], &last) &&
+        vkl_tensor_bytes(tt->dtype, tt->group, last, &row_bytes) && row_bytes <= INT64_MAX) {
+        es = row_bytes;
+        dims--;
+    }
+    if (!es)
+        return vkl_fail(g->ctx, VKL_ERR_UNSUPPORTED, "plan: tensor '%s' (%s, group %u) has no plain dtype and no "
+                        "constant whole-block rows", tt->name, vkl_dtype_name(tt->dtype), tt->group);
     vkl_status st = vkl_expr_const(g->syms, (int64_t)es, bytes);
-    for (uint32_t d = 0; !st && d < tt->shape.rank; d++) st = vkl_expr_mul(g->syms, *bytes, tt->shape.dims[d], bytes);
+    for (uint32_t d = 0; !st && d < dims; d++) st = vkl_expr_mul(g->syms, *bytes, tt->shape.dims[d], bytes);
     return st;
 }
 

@@ -123,8 +123,7 @@ static vkl_status check_model(vkl_context *ctx, const vkl_model *m) {
     return VKL_OK;
 }
 
-/* Arena sized for the largest step; states zeroed so masked cache rows are
- * finite (0 weight x NaN would still be NaN). */
+/* Arena sized for the largest step; states zeroed. */
 static vkl_status allocate(vkl_session *s) {
     vkl_context *ctx = s->ctx;
     const vkl_graph *g = s->m->g;
@@ -141,16 +140,24 @@ static vkl_status allocate(vkl_session *s) {
     if (!st) st = s->m->be->buffer_create(s->m->dev, VKL_BUFFER_DEVICE, s->arena_bytes, &s->arena);
     /* the states are the first buffers of the layout */
     s->kv_bytes = 0;
+    size_t kv_end = 0; /* states come first in the layout, aligned: zero up to the last one's end */
     for (uint32_t t = 0; !st && t < g->n_tensors; t++)
         if (g->tensors[t].kind == VKL_TENSOR_STATE && s->plan->buffer_of[t] != VKL_NONE) {
+            const vkl_tensor *tt = &g->tensors[t];
             int64_t dims[VKL_MAX_RANK], n;
             size_t bytes;
-            st = vkl_shape_eval(g, &g->tensors[t].shape, s->max_values, s->n_values, dims, &n);
-            if (!st && vkl_tensor_bytes(g->tensors[t].dtype, 0, n, &bytes)) s->kv_bytes += bytes;
+            st = vkl_shape_eval(g, &tt->shape, s->max_values, s->n_values, dims, &n);
+            if (!st && !vkl_tensor_bytes(tt->dtype, tt->group, n, &bytes))
+                st = vkl_fail(ctx, VKL_ERR_OVERFLOW, "session: size of state '%s' overflows", tt->name);
+            if (st) break;
+            s->kv_bytes += bytes;
+            if (offsets[t] + bytes > kv_end) kv_end = offsets[t] + bytes;
         }
-    if (!st && s->kv_bytes) {
-        void *zero = vkl_calloc(ctx, 1, s->kv_bytes);
-        st = zero ? s->m->be->buffer_write(s->m->dev, s->arena, 0, zero, s->kv_bytes) : VKL_ERR_OUT_OF_MEMORY;
+    /* zeroed: masked rows are read (an int8 key row needs a valid scale, and
+     * 0 weight x NaN would still be NaN) */
+    if (!st && kv_end) {
+        void *zero = vkl_calloc(ctx, 1, kv_end);
+        st = zero ? s->m->be->buffer_write(s->m->dev, s->arena, 0, zero, kv_end) : VKL_ERR_OUT_OF_MEMORY;
         vkl_free(ctx, zero);
     }
     vkl_free(ctx, offsets);

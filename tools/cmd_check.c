@@ -14,6 +14,7 @@
 #include "npy.h"
 #include "onnx_import.h"
 #include "passes/pipeline.h"
+#include "quant/quant.h"
 #include "runner.h"
 
 /* Default relative tolerances with quantized weights (see recipe_rtol):
@@ -24,6 +25,9 @@
 #define TOL_INT8_LM 2e-2    /* lm_head alone: measured 7.5e-3 (qwen2) */
 #define TOL_INT8 7e-2       /* all projections: measured 3.3e-2 (qwen2) */
 #define TOL_4BIT 0.75       /* measured 0.53 (llama e0m4 g128); < 1 so unrelated output still fails */
+#define TOL_KV_F16 1.5e-3   /* --kv f16: measured 6.8e-4 (llama) */
+#define TOL_KV_INT8_FP8 0.1 /* --kv int8-fp8: measured 5.5e-2 (kjv's caches), 5.3e-2 (qwen2) */
+#define TOL_KV_E5M2 0.25    /* --kv int8-e5m2: measured 0.13 (llama, qwen2) */
 
 typedef struct check_opts {
     const char *dir;
@@ -126,14 +130,33 @@ static bool state_for(const vkl_graph *g, const char *present, uint32_t *id) {
     return vkl_graph_find_tensor(g, name, id) == VKL_OK && g->tensors[*id].kind == VKL_TENSOR_STATE;
 }
 
+/* Cache rows as stored (T * B * H rows of D elements of the state's dtype:
+ * f32, f16, bf16, fp8, or int8 blocks) decoded to f32 by engine/quant. */
+static bool decode_rows(vkl_context *ctx, const vkl_tensor *st, const void *src, size_t bytes, int64_t rows,
+                        int64_t D, float *dst) {
+    const size_t n = (size_t)(rows * D);
+    switch (st->dtype) {
+    case VKL_DTYPE_F32: memcpy(dst, src, n * 4); return bytes == n * 4;
+    case VKL_DTYPE_F16: vkl_quant_f16_to_f32(src, n, dst); return bytes == n * 2;
+    case VKL_DTYPE_BF16: vkl_quant_bf16_to_f32(src, n, dst); return bytes == n * 2;
+    case VKL_DTYPE_FP8_E4M3: case VKL_DTYPE_FP8_E5M2:
+        return bytes == n && !vkl_kv_dequantize_values(ctx, st->dtype, src, n, dst);
+    case VKL_DTYPE_Q_INT8: return !vkl_kv_dequantize_keys(ctx, src, bytes, rows, 1, D, dst);
+    default: return false;
+    }
+}
+
 /* The reference present [B, H, T, D] against the cache rows [T, B, H, D]. */
-static bool compare_cache(vkl_context *ctx, const check_opts *o, vkl_runner *r, uint32_t state, const char *label,
-                          const vkl_host_tensor *want) {
+static bool compare_cache(vkl_context *ctx, const check_opts *o, const vkl_graph *g, vkl_runner *r, uint32_t state,
+                          const char *label, const vkl_host_tensor *want) {
     if (want->rank != 4 || want->dtype != VKL_DTYPE_F32) return false;
     int64_t B = want->dims[0], H = want->dims[1], T = want->dims[2], D = want->dims[3];
-    size_t bytes = (size_t)(B * H * T * D) * 4, row;
+    size_t bytes = (size_t)(B * H * T * D) * 4, row, stored;
+    bool ok = vkl_tensor_bytes(g->tensors[state].dtype, g->tensors[state].group, B * H * T * D, &stored);
     float *rows = vkl_malloc(ctx, bytes ? bytes : 1), *bhtd = vkl_malloc(ctx, bytes ? bytes : 1);
-    bool ok = rows && bhtd && !vkl_runner_read_state(r, state, T, rows, bytes, &row) && row == (size_t)(B * H * D) * 4;
+    void *raw = vkl_malloc(ctx, stored ? stored : 1);
+    ok = ok && rows && bhtd && raw && !vkl_runner_read_state(r, state, T, raw, stored, &row) &&
+         row * (size_t)T == stored && decode_rows(ctx, &g->tensors[state], raw, stored, T * B * H, D, rows);
     if (ok) {
         for (int64_t b = 0; b < B; b++)
             for (int64_t h = 0; h < H; h++)
@@ -145,6 +168,7 @@ static bool compare_cache(vkl_context *ctx, const check_opts *o, vkl_runner *r, 
     } else {
         printf("%-28s FAIL cannot read the cache: %s\n", label, vkl_context_error(ctx));
     }
+    vkl_free(ctx, raw);
     vkl_free(ctx, rows);
     vkl_free(ctx, bhtd);
     return ok;
@@ -196,7 +220,7 @@ static bool run_step(vkl_context *ctx, const check_opts *o, const vkl_graph *g, 
         char label[160];
         snprintf(label, sizeof(label), "step %d %s (cache)", k, n->valuestring);
         if (load_ref(ctx, o, outs, n->valuestring, &want)) continue;
-        ok &= compare_cache(ctx, o, r, state, label, &want);
+        ok &= compare_cache(ctx, o, g, r, state, label, &want);
         vkl_free(ctx, want.data);
     }
     for (uint32_t i = 0; i < 64; i++) {
@@ -209,20 +233,24 @@ static bool run_step(vkl_context *ctx, const check_opts *o, const vkl_graph *g, 
 static int usage(void) {
     fprintf(stderr, "usage: vkllm check FIXTURE_DIR [--backend NAME] [--tol RTOL] [--weights e0m4|int4|int8|f16|f32]\n"
                     "                   [--group N] [--lm-head int8|same] [--embed bf16|same]\n"
+                    "                   [--kv f32|f16|int8-fp8|int8-e5m2]\n"
                     "                   [--no-fuse] [--no-<pass>]\n"
                     "  compares every reference step with the backend; exit 0 when all are within\n"
                     "  max|got - ref| <= RTOL * max|ref| + 1e-5 (default RTOL 1e-4, the fp32 bound)\n"
                     "  and every logits row has the reference's argmax. With quantization flags the\n"
                     "  weights are converted as `vkllm import` would, and the default RTOL is the\n"
                     "  loosest of the formats used (docs/quant.md): f16 %.0e, bf16 embedding %.0e,\n"
-                    "  int8 lm_head %.0e, int8 weights %.0e, int4/e0m4 %.2f; argmax agreement is\n"
-                    "  then printed but not required for 4-bit weights.\n",
-            TOL_F16, TOL_BF16_EMBED, TOL_INT8_LM, TOL_INT8, TOL_4BIT);
+                    "  int8 lm_head %.0e, int8 weights %.0e, int4/e0m4 %.2f, KV cache f16 %.1e,\n"
+                    "  int8-fp8 %.2f, int8-e5m2 %.2f; argmax agreement is then printed but not\n"
+                    "  required for 4-bit weights and e5m2 values. A quantized cache is decoded\n"
+                    "  (engine/quant) before it is compared with the reference presents.\n",
+            TOL_F16, TOL_BF16_EMBED, TOL_INT8_LM, TOL_INT8, TOL_4BIT, TOL_KV_F16, TOL_KV_INT8_FP8, TOL_KV_E5M2);
     return 2;
 }
 
 /* The default tolerance for a recipe: the loosest of the formats it uses.
- * Argmax agreement is required unless the weights are 4-bit: on these
+ * Argmax agreement is required unless the weights are 4-bit or the KV
+ * values e5m2: on these
  * random-weight fixtures 4-bit moves the logits by ~30-50% of their range,
  * far more than the gap between the top two. */
 static double recipe_rtol(const vkl_quant_recipe *r, bool *need_argmax) {
@@ -234,6 +262,12 @@ static double recipe_rtol(const vkl_quant_recipe *r, bool *need_argmax) {
     if (r->weights == VKL_DTYPE_Q_INT8 && tol < TOL_INT8) tol = TOL_INT8;
     if (r->weights == VKL_DTYPE_Q_E0M4 || r->weights == VKL_DTYPE_Q_INT4) {
         if (tol < TOL_4BIT) tol = TOL_4BIT;
+        *need_argmax = false;
+    }
+    if (r->kv == VKL_KV_F16 && tol < TOL_KV_F16) tol = TOL_KV_F16;
+    if (r->kv == VKL_KV_INT8_FP8 && tol < TOL_KV_INT8_FP8) tol = TOL_KV_INT8_FP8;
+    if (r->kv == VKL_KV_INT8_E5M2) { /* 2 bits of mantissa flip close argmaxes of the random fixtures */
+        if (tol < TOL_KV_E5M2) tol = TOL_KV_E5M2;
         *need_argmax = false;
     }
     return tol;
@@ -303,7 +337,7 @@ int vkl_cmd_check(vkl_context *ctx, int argc, char **argv) {
                quantized ? " for " : "", quantized ? vkl_quant_recipe_str(&o.recipe, recipe, sizeof(recipe)) : "");
         printf("%s\n", quantized && !tol_given ? " (the recipe's default)" : "");
         printf("argmax agreement of logits: %s\n",
-               o.need_argmax ? "required" : "reported, not required (4-bit weights)");
+               o.need_argmax ? "required" : "reported, not required (4-bit weights or e5m2 KV values)");
         bool ok = true;
         int k = 0;
         const cJSON *step;

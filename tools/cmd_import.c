@@ -1,5 +1,5 @@
 /* `vkllm import MODEL.onnx -o MODEL.vkm`: read the ONNX export, run the
- * optimization pipeline (quantizing per --weights/--group/--lm-head/--embed),
+ * optimization pipeline (quantizing per --weights/--group/--lm-head/--embed/--kv),
  * write the model file atomically, print a summary. */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <stdio.h>
@@ -35,6 +35,8 @@ static int usage(void) {
                     "  --group N                         elements per block along K, 32/64/128 (default 128)\n"
                     "  --lm-head int8|same               int8 per output channel, or like --weights (default same)\n"
                     "  --embed bf16|same                 embedding tables bf16, or like --weights (default same)\n"
+                    "  --kv f32|f16|int8-fp8|int8-e5m2   KV cache: keys/values f32, f16, or int8 keys (one scale\n"
+                    "                                    per token and head) with fp8 e4m3 / e5m2 values (default f32)\n"
                     "passes:");
     for (size_t i = 0; i < sizeof(pass_flags) / sizeof(pass_flags[0]); i++) fprintf(stderr, " %s", pass_flags[i].flag);
     fprintf(stderr, " --no-quantize\n");
@@ -44,7 +46,8 @@ static int usage(void) {
 int vkl_tool_parse_quant(vkl_context *ctx, int argc, char **argv, int *i, vkl_quant_recipe *r) {
     static const struct {
         const char *flag, *key;
-    } flags[] = {{"--weights", "weights"}, {"--group", "group"}, {"--lm-head", "lm_head"}, {"--embed", "embed"}};
+    } flags[] = {{"--weights", "weights"}, {"--group", "group"}, {"--lm-head", "lm_head"}, {"--embed", "embed"},
+                 {"--kv", "kv"}};
     for (size_t k = 0; k < sizeof(flags) / sizeof(flags[0]); k++) {
         if (strcmp(argv[*i], flags[k].flag)) continue;
         if (*i + 1 >= argc) {
@@ -85,6 +88,12 @@ static void print_quant(const vkl_quant_recipe *recipe, const vkl_pipeline_repor
     for (int d = 0; d < VKL_DTYPE_COUNT_; d++)
         if (q->tensors[d]) printf(" %s=%u", vkl_dtype_name((vkl_dtype)d), q->tensors[d]);
     printf("; %llu f32 bytes -> %llu bytes\n", (unsigned long long)q->bytes_before, (unsigned long long)q->bytes_after);
+    if (recipe->kv != VKL_KV_F32) {
+        vkl_dtype k, v;
+        vkl_kv_format_dtypes(recipe->kv, &k, &v);
+        printf("  KV cache: %u state tensors -> keys %s, values %s%s\n", q->kv_states, vkl_dtype_name(k),
+               vkl_dtype_name(v), q->kv_states ? "" : " (none found: the cache is not in place)");
+    }
 }
 
 vkl_status vkl_tool_import(vkl_context *ctx, const char *path, uint32_t passes, bool quiet, vkl_onnx_model **out) {

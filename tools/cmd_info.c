@@ -35,6 +35,23 @@ static void print_io(const vkl_graph *g, const char *what, const uint32_t *ids, 
     }
 }
 
+/* The persistent state tensors (the KV cache) with their dtypes: the
+ * recipe's kv setting shows here (int8 keys carry their group). */
+static void print_states(const vkl_graph *g) {
+    uint32_t n = 0;
+    for (uint32_t t = 0; t < g->n_tensors; t++) n += g->tensors[t].kind == VKL_TENSOR_STATE;
+    if (!n) return;
+    printf("states: %u\n", n);
+    for (uint32_t t = 0; t < g->n_tensors; t++) {
+        const vkl_tensor *s = &g->tensors[t];
+        char shape[256], dtype[32];
+        if (s->kind != VKL_TENSOR_STATE) continue;
+        if (s->group) snprintf(dtype, sizeof(dtype), "%s/%u", vkl_dtype_name(s->dtype), s->group);
+        else snprintf(dtype, sizeof(dtype), "%s", vkl_dtype_name(s->dtype));
+        printf("  %-40s %-8s %s\n", s->name, dtype, vkl_shape_str(g, &s->shape, shape, sizeof(shape)));
+    }
+}
+
 static void set_symbol(const vkl_graph *g, int64_t *values, const char *name, int64_t v) {
     size_t i;
     if (vkl_symtab_find_symbol(g->syms, name, &i) == VKL_OK) values[i] = v;
@@ -98,6 +115,7 @@ int vkl_cmd_info(vkl_context *ctx, int argc, char **argv) {
     printf("\n");
     print_io(g, "inputs", g->inputs, g->n_inputs);
     print_io(g, "outputs", g->outputs, g->n_outputs);
+    print_states(g);
     vkl_tool_print_ops(g);
     vkl_tool_print_weights(g);
     int rc = plan_context > 0 ? print_plan(ctx, g, plan_context) : 0;

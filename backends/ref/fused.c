@@ -1,9 +1,14 @@
 /* Ref kernels for the fused LLM ops of domain "vkllm": RoPE, Attention,
  * KvAppend (RMSNorm is in norm.c). These are the ops' definitions; the
- * table entries in engine/ops/fused.c state them in words. */
+ * table entries in engine/ops/fused.c state them in words. The quantized KV
+ * cache (int8 keys, fp8 values) is read and written only through
+ * engine/quant's functions (docs/quant.md "KV cache"). */
 #include <math.h>
 #include <string.h>
 
+#include "../../engine/context.h"
+#include "../../engine/graph.h"
+#include "../../engine/quant/quant.h"
 #include "nn_util.h"
 #include "ref_ops.h"
 
@@ -49,7 +54,40 @@ vkl_status vkl_ref_rope(const vkl_ref_args *a) {
     return VKL_OK;
 }
 
-/* Row access with the dtype switch outside the loop: f32 runs on pointers. */
+/* The KV cache dtypes Attention reads and KvAppend writes beside the plain
+ * floats (docs/quant.md "KV cache"): fp8 without a scale, and int8 rows that
+ * are each one Q_INT8 block (group = the row width). */
+static bool kv_coded(vkl_dtype t) {
+    return t == VKL_DTYPE_FP8_E4M3 || t == VKL_DTYPE_FP8_E5M2 || t == VKL_DTYPE_Q_INT8;
+}
+
+static bool kv_dtype_ok(const vkl_ref_tensor *t, int64_t width) {
+    if (t->dtype == VKL_DTYPE_Q_INT8) return width > 0 && t->group == (uint64_t)width;
+    return vkl_ref_nn_is_float(t->dtype) || kv_coded(t->dtype);
+}
+
+/* The row of `n` elements at element offset `off` of K or V as f32 values:
+ * in place for f32, decoded into buf by engine/quant's definitions for fp8
+ * and int8 (exact), NULL for f16/bf16/f64 (read per element). */
+static vkl_status row_values(const vkl_ref_args *a, const vkl_ref_tensor *t, int64_t off, int64_t n, float *buf,
+                             const float **row) {
+    const uint8_t *bytes = t->data;
+    *row = NULL;
+    switch (t->dtype) {
+    case VKL_DTYPE_F32: *row = (const float *)t->data + off; return VKL_OK;
+    case VKL_DTYPE_FP8_E4M3: case VKL_DTYPE_FP8_E5M2:
+        *row = buf;
+        return vkl_kv_dequantize_values(a->ctx, t->dtype, bytes + off, (size_t)n, buf);
+    case VKL_DTYPE_Q_INT8: {
+        const size_t rb = vkl_quant_block_bytes(VKL_DTYPE_Q_INT8, (uint32_t)n);
+        *row = buf;
+        return vkl_kv_dequantize_keys(a->ctx, bytes + (size_t)(off / n) * rb, rb, 1, 1, n, buf);
+    }
+    default: return VKL_OK;
+    }
+}
+
+/* f16/bf16/f64 rows (row == NULL) go through the element accessor. */
 static void load_row(const vkl_ref_tensor *t, int64_t off, int64_t n, double *dst) {
     if (t->dtype == VKL_DTYPE_F32) {
         const float *p = (const float *)t->data + off;
@@ -59,21 +97,19 @@ static void load_row(const vkl_ref_tensor *t, int64_t off, int64_t n, double *ds
     }
 }
 
-static double dot_row(const vkl_ref_tensor *t, int64_t off, const double *q, int64_t n) {
+static double dot_row(const vkl_ref_tensor *t, int64_t off, const float *row, const double *q, int64_t n) {
     double s = 0;
-    if (t->dtype == VKL_DTYPE_F32) {
-        const float *p = (const float *)t->data + off;
-        for (int64_t i = 0; i < n; i++) s += q[i] * p[i];
+    if (row) {
+        for (int64_t i = 0; i < n; i++) s += q[i] * row[i];
     } else {
         for (int64_t i = 0; i < n; i++) s += q[i] * vkl_ref_get_f(t, off + i);
     }
     return s;
 }
 
-static void axpy_row(double *acc, double w, const vkl_ref_tensor *t, int64_t off, int64_t n) {
-    if (t->dtype == VKL_DTYPE_F32) {
-        const float *p = (const float *)t->data + off;
-        for (int64_t i = 0; i < n; i++) acc[i] += w * p[i];
+static void axpy_row(double *acc, double w, const vkl_ref_tensor *t, int64_t off, const float *row, int64_t n) {
+    if (row) {
+        for (int64_t i = 0; i < n; i++) acc[i] += w * row[i];
     } else {
         for (int64_t i = 0; i < n; i++) acc[i] += w * vkl_ref_get_f(t, off + i);
     }
@@ -127,19 +163,30 @@ vkl_status vkl_ref_attention(const vkl_ref_args *a) {
     int64_t causal, window;
     float scale;
     attn_dims s;
-    if (!vkl_ref_nn_is_float(q->dtype) || !vkl_ref_nn_is_float(k->dtype) || !vkl_ref_nn_is_float(v->dtype))
-        return vkl_ref_nn_bad_dtype(a, "Attention", "Q/K/V", q->dtype);
+    if (!vkl_ref_nn_is_float(q->dtype)) return vkl_ref_nn_bad_dtype(a, "Attention", "Q", q->dtype);
     if (mask && mask->dtype != VKL_DTYPE_BOOL && !vkl_ref_nn_is_float(mask->dtype))
         return vkl_ref_nn_bad_dtype(a, "Attention", "mask", mask->dtype);
     vkl_status st = attention_dims(a, mask, &s);
+    if (!st && !kv_dtype_ok(k, s.D))
+        st = vkl_fail(a->ctx, VKL_ERR_UNSUPPORTED, "Attention: K of dtype %s (group %u) is not supported",
+                      vkl_dtype_name(k->dtype), k->group);
+    if (!st && !kv_dtype_ok(v, s.Dv))
+        st = vkl_fail(a->ctx, VKL_ERR_UNSUPPORTED, "Attention: V of dtype %s (group %u) is not supported",
+                      vkl_dtype_name(v->dtype), v->group);
+    if (!st && s.layout != 1 && (kv_coded(k->dtype) || kv_coded(v->dtype)))
+        st = vkl_fail(a->ctx, VKL_ERR_UNSUPPORTED, "Attention: int8 / fp8 K and V need kv_layout 1");
     if (!st) st = vkl_ref_nn_attr(a, "causal", &causal);
     if (!st) st = vkl_ref_nn_attr(a, "window", &window);
     if (!st) st = vkl_op_attr_float(a->g, a->node, "scale", &scale);
     if (st) return st;
     double sc = scale != 0 ? scale : 1.0 / sqrt((double)s.D);
-    double *scores = vkl_ref_scratch_get(a, (size_t)(s.T + s.D + s.Dv + 1) * sizeof(double));
+    /* scores[T], qrow[D], acc[Dv] in double; one decoded K and V row in f32 */
+    double *scores = vkl_ref_scratch_get(a, (size_t)(s.T + s.D + s.Dv + 1) * sizeof(double) +
+                                                (size_t)(s.D + s.Dv + 1) * sizeof(float));
     if (!scores) return VKL_ERR_OUT_OF_MEMORY;
     double *qrow = scores + s.T, *acc = qrow + s.D;
+    float *kbuf = (float *)(acc + s.Dv + 1), *vbuf = kbuf + s.D;
+    const float *krow, *vrow;
     for (int64_t b = 0; b < s.B; b++) {
         for (int64_t h = 0; h < s.Hq; h++) {
             int64_t g = h / (s.Hq / s.Hkv);
@@ -154,7 +201,14 @@ vkl_status vkl_ref_attention(const vkl_ref_args *a) {
                     int64_t idx[4] = {b, h, i, j};
                     double m = mask ? vkl_ref_get_f(mask, vkl_ref_broadcast_offset(mask, idx, 4)) : 0;
                     if (mask && mask->dtype == VKL_DTYPE_BOOL) m = m != 0 ? 0 : -INFINITY;
-                    scores[j] = m == -INFINITY ? m : sc * dot_row(k, kv_row(&s, b, g, j, s.D), qrow, s.D) + m;
+                    scores[j] = m;
+                    if (m != -INFINITY) {
+                        const int64_t off = kv_row(&s, b, g, j, s.D);
+                        if ((st = row_values(a, k, off, s.D, kbuf, &krow)))
+                            return vkl_fail_prefix(a->ctx, st, "Attention: K (position %lld, batch %lld, head %lld)",
+                                                   (long long)j, (long long)b, (long long)g);
+                        scores[j] = sc * dot_row(k, off, krow, qrow, s.D) + m;
+                    }
                     any = any || scores[j] != -INFINITY;
                     if (scores[j] > max) max = scores[j];
                 }
@@ -162,8 +216,12 @@ vkl_status vkl_ref_attention(const vkl_ref_args *a) {
                 for (int64_t j = lo; any && j < hi; j++) {
                     if (scores[j] == -INFINITY) continue;
                     double w = exp(scores[j] - max);
+                    const int64_t off = kv_row(&s, b, g, j, s.Dv);
+                    if ((st = row_values(a, v, off, s.Dv, vbuf, &vrow)))
+                        return vkl_fail_prefix(a->ctx, st, "Attention: V (position %lld, batch %lld, head %lld)",
+                                               (long long)j, (long long)b, (long long)g);
                     sum += w;
-                    axpy_row(acc, w, v, kv_row(&s, b, g, j, s.Dv), s.Dv);
+                    axpy_row(acc, w, v, off, vrow, s.Dv);
                 }
                 for (int64_t d = 0; d < s.Dv; d++) vkl_ref_set_f(out, row * s.Dv + d, any ? acc[d] / sum : 0);
             }
@@ -172,19 +230,39 @@ vkl_status vkl_ref_attention(const vkl_ref_args *a) {
     return VKL_OK;
 }
 
+/* x[b, h, s, :] of a Q_INT8 state: every value finite (vkl_kv_quantize_keys
+ * refuses NaN/inf), checked before anything is written. */
+static vkl_status check_key_rows(const vkl_ref_args *a, const vkl_ref_tensor *x) {
+    const int64_t H = x->dims[1], S = x->dims[2], D = x->dims[3];
+    for (int64_t i = 0; i < x->count; i++) {
+        const float f = (float)vkl_ref_get_f(x, i);
+        if (!isfinite(f))
+            return vkl_fail(a->ctx, VKL_ERR_INVALID_ARGUMENT,
+                            "KvAppend: x[%lld, %lld, %lld, %lld] is %s; an int8 key row needs finite values",
+                            (long long)(i / D / S / H), (long long)(i / D / S % H), (long long)(i / D % S),
+                            (long long)(i % D), isnan(f) ? "NaN" : "infinite");
+    }
+    return VKL_OK;
+}
+
 /* KvAppend: state [T, B, H, D] updated in place (output 0 is the state's
- * memory): state[pos[b, s], b, h, :] = x[b, h, s, :], cast to the state's
- * dtype. Positions are all checked before anything is written. */
+ * memory): state[pos[b, s], b, h, :] = x[b, h, s, :], converted to the
+ * state's dtype: f64 takes x's value, the others f = (float)x and then f32:
+ * f, f16/bf16: RNE, fp8: vkl_fp8_*_from_f32 (RNE, saturating), int8 (group =
+ * D): one vkl_kv_quantize_keys block per row. Positions (and, for int8, the
+ * finiteness of x) are all checked before anything is written. */
 vkl_status vkl_ref_kv_append(const vkl_ref_args *a) {
     const vkl_ref_tensor *state = &a->in[0], *x = &a->in[1], *pos = &a->in[2];
     vkl_ref_tensor *out = &a->out[0];
-    if (!vkl_ref_nn_is_float(state->dtype) || !vkl_ref_nn_is_float(x->dtype))
-        return vkl_ref_nn_bad_dtype(a, "KvAppend", "state/x", x->dtype);
+    if (!vkl_ref_nn_is_float(x->dtype)) return vkl_ref_nn_bad_dtype(a, "KvAppend", "x", x->dtype);
     if (pos->dtype != VKL_DTYPE_I64 && pos->dtype != VKL_DTYPE_I32)
         return vkl_ref_nn_bad_dtype(a, "KvAppend", "position_ids", pos->dtype);
     if (state->rank != 4 || x->rank != 4 || pos->rank != 2)
         return vkl_fail(a->ctx, VKL_ERR_SHAPE, "KvAppend: state [T, B, H, D], x [B, H, S, D], position_ids [B, S] expected");
     int64_t T = state->dims[0], B = x->dims[0], H = x->dims[1], S = x->dims[2], D = x->dims[3];
+    if (!kv_dtype_ok(state, D))
+        return vkl_fail(a->ctx, VKL_ERR_UNSUPPORTED, "KvAppend: a state of dtype %s (group %u) is not supported",
+                        vkl_dtype_name(state->dtype), state->group);
     vkl_status st = vkl_ref_nn_dim_eq(a, "KvAppend", state->dims[1], B, "state's and x's batch");
     if (!st) st = vkl_ref_nn_dim_eq(a, "KvAppend", state->dims[2], H, "state's and x's heads");
     if (!st) st = vkl_ref_nn_dim_eq(a, "KvAppend", state->dims[3], D, "state's and x's head dims");
@@ -196,15 +274,37 @@ vkl_status vkl_ref_kv_append(const vkl_ref_args *a) {
             st = vkl_fail(a->ctx, VKL_ERR_INVALID_ARGUMENT, "KvAppend: position %lld (batch %lld, step %lld) is outside [0, T = %lld)",
                           (long long)p, (long long)(i / S), (long long)(i % S), (long long)T);
     }
+    if (!st && state->dtype == VKL_DTYPE_Q_INT8) st = check_key_rows(a, x);
     if (st) return st;
     /* Another backend's caller may hand distinct buffers: then start from a copy. */
-    if (out->data != state->data) memcpy(out->data, state->data, (size_t)state->count * vkl_dtype_size(state->dtype));
+    size_t bytes = 0;
+    if (out->data != state->data && vkl_tensor_bytes(state->dtype, state->group, state->count, &bytes))
+        memcpy(out->data, state->data, bytes);
+    const size_t key_bytes = vkl_quant_block_bytes(VKL_DTYPE_Q_INT8, (uint32_t)D);
+    float *row = state->dtype == VKL_DTYPE_Q_INT8 ? vkl_ref_scratch_get(a, (size_t)(D + 1) * sizeof(float)) : NULL;
+    if (state->dtype == VKL_DTYPE_Q_INT8 && !row) return VKL_ERR_OUT_OF_MEMORY;
+    uint8_t *codes = out->data;
     for (int64_t b = 0; b < B; b++) {
         for (int64_t s = 0; s < S; s++) {
             int64_t p = vkl_ref_get_i(pos, b * S + s);
             for (int64_t h = 0; h < H; h++) {
                 int64_t src = ((b * H + h) * S + s) * D, dst = ((p * B + b) * H + h) * D;
-                for (int64_t d = 0; d < D; d++) vkl_ref_set_f(out, dst + d, vkl_ref_get_f(x, src + d));
+                switch (state->dtype) {
+                case VKL_DTYPE_Q_INT8:
+                    for (int64_t d = 0; d < D; d++) row[d] = (float)vkl_ref_get_f(x, src + d);
+                    st = vkl_kv_quantize_keys(a->ctx, row, 1, 1, D, codes + (size_t)(dst / D) * key_bytes, key_bytes);
+                    if (st) return vkl_fail_prefix(a->ctx, st, "KvAppend");
+                    break;
+                case VKL_DTYPE_FP8_E4M3:
+                    for (int64_t d = 0; d < D; d++) codes[dst + d] = vkl_fp8_e4m3_from_f32((float)vkl_ref_get_f(x, src + d));
+                    break;
+                case VKL_DTYPE_FP8_E5M2:
+                    for (int64_t d = 0; d < D; d++) codes[dst + d] = vkl_fp8_e5m2_from_f32((float)vkl_ref_get_f(x, src + d));
+                    break;
+                default:
+                    for (int64_t d = 0; d < D; d++) vkl_ref_set_f(out, dst + d, vkl_ref_get_f(x, src + d));
+                    break;
+                }
             }
         }
     }

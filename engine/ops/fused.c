@@ -53,6 +53,36 @@ static const vkl_attr_schema rope_attrs[] = {{"interleaved", VKL_ATTR_INT, false
  * Computed in fp32 or wider. */
 const vkl_op_info vkl_op_info_rope = {"RoPE", "vkllm", 3, 3, 1, 1, false, -1, rope_attrs, 1, infer_rope};
 
+/* A KV cache dtype (docs/quant.md "KV cache"): f32, f16, bf16, f64, fp8
+ * e4m3fn / e5m2 (no scale), or Q_INT8 with group = the row width `width`
+ * (one block, f32 scale + int8s, per row of one position and head). */
+static bool kv_quantized(vkl_dtype t) {
+    return t == VKL_DTYPE_Q_INT8 || t == VKL_DTYPE_FP8_E4M3 || t == VKL_DTYPE_FP8_E5M2;
+}
+
+static vkl_status need_kv_dtype(vkl_graph *g, uint32_t node, const vkl_tensor *t, vkl_expr width, const char *what) {
+    int64_t w;
+    switch (t->dtype) {
+    case VKL_DTYPE_F32: case VKL_DTYPE_F16: case VKL_DTYPE_BF16: case VKL_DTYPE_F64: return VKL_OK;
+    case VKL_DTYPE_FP8_E4M3: case VKL_DTYPE_FP8_E5M2:
+        if (t->group == 0) return VKL_OK;
+        return vkl_fail(g->ctx, VKL_ERR_FORMAT, "%s: %s is %s with a group (%u)", vkl_nn_op_name(g, node), what,
+                        vkl_dtype_name(t->dtype), t->group);
+    case VKL_DTYPE_Q_INT8:
+        if (!vkl_expr_is_const(g->syms, width, &w))
+            return vkl_fail(g->ctx, VKL_ERR_SHAPE, "%s: %s is int8, so its head dim must be a constant",
+                            vkl_nn_op_name(g, node), what);
+        if (w <= 0 || t->group != (uint64_t)w)
+            return vkl_fail(g->ctx, VKL_ERR_FORMAT, "%s: %s is int8 with group %u; the group must be the head dim %lld",
+                            vkl_nn_op_name(g, node), what, t->group, (long long)w);
+        return VKL_OK;
+    default:
+        return vkl_fail(g->ctx, VKL_ERR_UNSUPPORTED,
+                        "%s: %s has dtype %s; f32, f16, bf16, f64, fp8e4m3, fp8e5m2 or int8 (group = head dim) expected",
+                        vkl_nn_op_name(g, node), what, vkl_dtype_name(t->dtype));
+    }
+}
+
 /* Q [B, Hq, S, D]; K/V per kv_layout; Hkv must divide Hq. */
 static vkl_status check_attention_kv(vkl_graph *g, uint32_t node, const vkl_tensor *q, const vkl_tensor *k,
                                      const vkl_tensor *v, int64_t layout, vkl_expr *t_len) {
@@ -88,12 +118,17 @@ static vkl_status infer_attention(vkl_graph *g, uint32_t node) {
     if (st) return st;
     const vkl_tensor *q = in[0], *k = in[1], *v = in[2];
     st = vkl_nn_need_float(g, node, q, "Q");
-    if (!st) st = vkl_nn_need_float(g, node, k, "K");
-    if (!st) st = vkl_nn_need_float(g, node, v, "V");
     if (!st) st = vkl_nn_need_rank(g, node, q, 4, false, "Q");
     if (!st) st = vkl_nn_need_rank(g, node, k, 4, false, "K");
     if (!st) st = vkl_nn_need_rank(g, node, v, 4, false, "V");
+    if (!st) st = need_kv_dtype(g, node, k, k->shape.dims[3], "K");
+    if (!st) st = need_kv_dtype(g, node, v, v->shape.dims[3], "V");
     if (!st) st = vkl_op_attr_int(g, node, "kv_layout", &layout);
+    if (!st && layout != 1 && (kv_quantized(k->dtype) || kv_quantized(v->dtype)))
+        st = vkl_fail(g->ctx, VKL_ERR_UNSUPPORTED,
+                      "Attention: K %s / V %s: int8 and fp8 caches are read with kv_layout 1 only (the importer's "
+                      "sequence-first cache); kv_layout is %lld",
+                      vkl_dtype_name(k->dtype), vkl_dtype_name(v->dtype), (long long)layout);
     if (!st) st = check_attention_kv(g, node, q, k, v, layout, &t_len);
     if (st) return st;
     vkl_shape scores = {4, {q->shape.dims[0], q->shape.dims[1], q->shape.dims[2], t_len}};
@@ -116,6 +151,15 @@ static const vkl_attr_schema attention_attrs[] = {
  * scale = 0 (meaning 1/sqrt(D)), causal = 0, window = 0 (none), kv_layout = 0.
  *   kv_layout 0: K [B, Hkv, T, D], V [B, Hkv, T, Dv]
  *   kv_layout 1: K [T, B, Hkv, D], V [T, B, Hkv, Dv] (sequence-first cache)
+ * Q is f32, f16, bf16 or f64. K and V each are one of those, or a quantized
+ * KV cache (docs/quant.md "KV cache"; kv_layout 1 only, else
+ * VKL_ERR_UNSUPPORTED): fp8e4m3 / fp8e5m2 (one byte per element, no scale),
+ * or int8 with group = its last dim (each row of one position and head is a
+ * Q_INT8 block: f32 d, int8 q[D]). Their elements are read as engine/quant
+ * defines them, exactly, in f32: fp8 by vkl_fp8_e4m3_to_f32 /
+ * vkl_fp8_e5m2_to_f32, int8 as (float)q * d (vkl_kv_dequantize_keys, which
+ * refuses a row whose d is not a finite f32 >= 0: VKL_ERR_FORMAT); only rows
+ * of visible keys are read. Below, K and V mean those values.
  * Hq is a multiple of Hkv; query head h reads kv head h / (Hq / Hkv) (GQA).
  * Queries are the last S of T positions: query i is at p = i + T - S. Key j
  * is visible iff (!causal || j <= p) && (window <= 0 || p - j < window) and,
@@ -132,10 +176,10 @@ static vkl_status infer_kv_append(vkl_graph *g, uint32_t node) {
     vkl_status st = vkl_nn_inputs(g, node, 3, in);
     if (st) return st;
     const vkl_tensor *state = in[0], *x = in[1], *pos = in[2];
-    st = vkl_nn_need_float(g, node, state, "state");
-    if (!st) st = vkl_nn_need_float(g, node, x, "x");
+    st = vkl_nn_need_float(g, node, x, "x");
     if (!st) st = vkl_nn_need_rank(g, node, state, 4, false, "state");
     if (!st) st = vkl_nn_need_rank(g, node, x, 4, false, "x");
+    if (!st) st = need_kv_dtype(g, node, state, state->shape.dims[3], "state");
     if (!st) st = vkl_nn_need_rank(g, node, pos, 2, false, "position_ids");
     if (!st && pos->dtype != VKL_DTYPE_I64 && pos->dtype != VKL_DTYPE_I32)
         st = vkl_fail(g->ctx, VKL_ERR_UNSUPPORTED, "KvAppend: position_ids are %s; i64 or i32 expected",
@@ -148,12 +192,28 @@ static vkl_status infer_kv_append(vkl_graph *g, uint32_t node) {
     if (!st) st = vkl_nn_dims_agree(g, node, pd[0], xd[0], "position_ids' and x's batch");
     if (!st) st = vkl_nn_dims_agree(g, node, pd[1], xd[2], "position_ids' and x's lengths");
     if (!st) st = vkl_node_set_out(g, node, 0, state->dtype, &state->shape);
+    vkl_tensor *out = st ? NULL : vkl_node_out(g, node, 0);
+    if (out) out->group = state->group;
     return st;
 }
 
 /* KvAppend (domain vkllm): inputs state [T, B, H, D], x [B, H, S, D],
  * position_ids [B, S] (i64 or i32). Output 0 IS the state, updated in place
- * (inplace_input 0):
- *   out[pos[b, s], b, h, :] = x[b, h, s, :]   (cast to the state's dtype)
- * other rows untouched. A position outside [0, T) is an error. */
+ * (inplace_input 0), with the state's dtype and group:
+ *   out[pos[b, s], b, h, :] = x[b, h, s, :]   (converted to the state's dtype)
+ * other rows untouched. A position outside [0, T) is an error, checked before
+ * anything is written. x is f32, f16, bf16 or f64; the state is one of the
+ * KV cache dtypes (docs/quant.md "KV cache"). An f64 state takes x's value;
+ * every other state takes f = x's value as an f32 (exact for f32/f16/bf16 x,
+ * f64 x rounded to nearest even), converted by:
+ *   f32: f; f16 / bf16: round to nearest even (vkl_f32_to_f16 /
+ *     vkl_f32_to_bf16; beyond the range: +-inf);
+ *   fp8e4m3 / fp8e5m2: vkl_fp8_e4m3_from_f32 / vkl_fp8_e5m2_from_f32: round
+ *     to nearest even, finite values beyond max and +-inf saturate to +-max
+ *     (448 / 57344), NaN gives the NaN code 0x7F | sign;
+ *   int8 (group = D): each row x[b, h, s, :] of D values is one Q_INT8 block
+ *     made by vkl_kv_quantize_keys: d = max|x| / 127.0f, q = clamp(roundf(x /
+ *     d), -127, 127) in f32 (d = 0, q = 0 for an all-zero row); a row with a
+ *     NaN or inf is VKL_ERR_INVALID_ARGUMENT, checked before anything is
+ *     written. Each row is quantized alone: older rows never change. */
 const vkl_op_info vkl_op_info_kv_append = {"KvAppend", "vkllm", 3, 3, 1, 1, false, 0, NULL, 0, infer_kv_append};

@@ -1,6 +1,7 @@
 /* Import-time quantization: MatMul/Gemm with a constant f32 B become
  * QuantMatMul over W^T [N, K] in the recipe's format, the lm_head int8 per
- * output channel, embedding tables bf16 behind a Cast. Runs last. */
+ * output channel, embedding tables bf16 behind a Cast, the KV cache states
+ * int8 keys / fp8 values (or f16). Runs last. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,12 +13,27 @@
 
 /* ---- the recipe ------------------------------------------------------------------------------ */
 
+static const char *const kv_names[VKL_KV_FORMAT_COUNT_] = {"f32", "f16", "int8-fp8", "int8-e5m2"};
+
+const char *vkl_kv_format_name(vkl_kv_format f) {
+    return (unsigned)f < VKL_KV_FORMAT_COUNT_ ? kv_names[f] : "?";
+}
+
+void vkl_kv_format_dtypes(vkl_kv_format f, vkl_dtype *keys, vkl_dtype *values) {
+    switch (f) {
+    case VKL_KV_F16: *keys = *values = VKL_DTYPE_F16; return;
+    case VKL_KV_INT8_FP8: *keys = VKL_DTYPE_Q_INT8, *values = VKL_DTYPE_FP8_E4M3; return;
+    case VKL_KV_INT8_E5M2: *keys = VKL_DTYPE_Q_INT8, *values = VKL_DTYPE_FP8_E5M2; return;
+    default: *keys = *values = VKL_DTYPE_F32; return;
+    }
+}
+
 void vkl_quant_recipe_init(vkl_quant_recipe *r) {
-    *r = (vkl_quant_recipe){VKL_DTYPE_F32, VKL_QUANT_GROUP_DEFAULT, false, false};
+    *r = (vkl_quant_recipe){VKL_DTYPE_F32, VKL_QUANT_GROUP_DEFAULT, false, false, VKL_KV_F32};
 }
 
 bool vkl_quant_recipe_active(const vkl_quant_recipe *r) {
-    return r && (r->weights != VKL_DTYPE_F32 || r->lm_head_int8 || r->embed_bf16);
+    return r && (r->weights != VKL_DTYPE_F32 || r->lm_head_int8 || r->embed_bf16 || r->kv != VKL_KV_F32);
 }
 
 vkl_status vkl_quant_recipe_set(vkl_context *ctx, vkl_quant_recipe *r, const char *key, const char *value) {
@@ -56,6 +72,15 @@ vkl_status vkl_quant_recipe_set(vkl_context *ctx, vkl_quant_recipe *r, const cha
         }
         return vkl_fail(ctx, VKL_ERR_INVALID_ARGUMENT, "quant recipe: embed '%s'; bf16 or same", value);
     }
+    if (!strcmp(key, "kv")) {
+        for (int f = 0; f < VKL_KV_FORMAT_COUNT_; f++)
+            if (!strcmp(value, kv_names[f])) {
+                r->kv = (vkl_kv_format)f;
+                return VKL_OK;
+            }
+        return vkl_fail(ctx, VKL_ERR_INVALID_ARGUMENT, "quant recipe: kv '%s'; f32, f16, int8-fp8 or int8-e5m2",
+                        value);
+    }
     return vkl_fail(ctx, VKL_ERR_INVALID_ARGUMENT, "quant recipe: unknown setting '%s'", key);
 }
 
@@ -80,8 +105,8 @@ vkl_status vkl_quant_recipe_parse(vkl_context *ctx, const char *text, vkl_quant_
 }
 
 const char *vkl_quant_recipe_str(const vkl_quant_recipe *r, char *buf, size_t cap) {
-    snprintf(buf, cap, "weights=%s group=%u lm_head=%s embed=%s", vkl_dtype_name(r->weights), r->group,
-             r->lm_head_int8 ? "int8" : "same", r->embed_bf16 ? "bf16" : "same");
+    snprintf(buf, cap, "weights=%s group=%u lm_head=%s embed=%s kv=%s", vkl_dtype_name(r->weights), r->group,
+             r->lm_head_int8 ? "int8" : "same", r->embed_bf16 ? "bf16" : "same", vkl_kv_format_name(r->kv));
     return buf;
 }
 
@@ -359,6 +384,51 @@ static vkl_status rewrite_embedding(qpass *q, uint32_t i, vkl_dtype dt, uint32_t
     return st;
 }
 
+/* ---- the KV cache ----------------------------------------------------------------------------- */
+
+/* Whether KvAppend node i's output is a cache of keys or of values: 1 when
+ * every reader is an Attention taking it as K (input 1), 2 when every reader
+ * takes it as V (input 2), else 0 (left alone). */
+static uint32_t kv_side(const vkl_graph *g, uint32_t i) {
+    const uint32_t out = g->nodes[i].outputs[0];
+    uint32_t side = 0;
+    for (uint32_t j = 0; j < g->n_nodes; j++) {
+        const vkl_node *n = &g->nodes[j];
+        if (n->dead) continue;
+        for (uint32_t k = 0; k < n->n_inputs; k++) {
+            if (n->inputs[k] != out) continue;
+            if (n->op != VKL_OP_ATTENTION || (k != 1 && k != 2) || (side && side != k)) return 0;
+            side = k;
+        }
+    }
+    return g->tensors[out].is_output ? 0 : side;
+}
+
+/* KvAppend(state, x, position_ids) -> the state and the KvAppend's output
+ * take the recipe's key or value dtype (Q_INT8: group = D, a constant). */
+static vkl_status retype_kv(qpass *q, uint32_t i, uint32_t *fired) {
+    vkl_graph *g = q->g;
+    const vkl_node *n = &g->nodes[i];
+    if (n->n_inputs != 3 || n->n_outputs != 1 || n->outputs[0] == VKL_NONE || n->inputs[0] == VKL_NONE) return VKL_OK;
+    vkl_tensor *state = &g->tensors[n->inputs[0]], *out = &g->tensors[n->outputs[0]];
+    int64_t D;
+    if (state->kind != VKL_TENSOR_STATE || state->shape.rank != 4 || !vkl_dtype_is_float(state->dtype) ||
+        state->dtype == VKL_DTYPE_FP8_E4M3 || state->dtype == VKL_DTYPE_FP8_E5M2 ||
+        !vkl_expr_is_const(g->syms, state->shape.dims[3], &D) || D <= 0 || D > UINT32_MAX)
+        return VKL_OK;
+    uint32_t side = kv_side(g, i);
+    if (!side) return VKL_OK;
+    vkl_dtype keys, values;
+    vkl_kv_format_dtypes(q->r->kv, &keys, &values);
+    const vkl_dtype dt = side == 1 ? keys : values;
+    const uint32_t group = dt == VKL_DTYPE_Q_INT8 ? (uint32_t)D : 0;
+    state->dtype = out->dtype = dt;
+    state->group = out->group = group;
+    q->rep->kv_states++;
+    ++*fired;
+    return VKL_OK;
+}
+
 vkl_status vkl_pass_quantize(vkl_graph *g, const vkl_quant_recipe *r, vkl_quantize_report *report, uint32_t *fired) {
     vkl_quantize_report scratch_report;
     vkl_quantize_report *rep = report ? report : &scratch_report;
@@ -379,6 +449,7 @@ vkl_status vkl_pass_quantize(vkl_graph *g, const vkl_quant_recipe *r, vkl_quanti
         uint32_t op = g->nodes[i].op;
         if (op == VKL_OP_MAT_MUL || op == VKL_OP_GEMM) st = rewrite_matmul(&q, i, i == lm, fired);
         else if (op == VKL_OP_GATHER && embed != VKL_DTYPE_F32) st = rewrite_embedding(&q, i, embed, fired);
+        else if (op == VKL_OP_KV_APPEND && r->kv != VKL_KV_F32) st = retype_kv(&q, i, fired);
     }
     vkl_free(g->ctx, q.done);
     return st;

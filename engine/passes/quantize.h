@@ -1,7 +1,8 @@
-/* Import-time weight quantization: the recipe (`vkllm import --weights F
- * --group N --lm-head int8|same --embed bf16|same`, stored in the .vkm
- * metadata under "import.recipe") and the pass that applies it, the last
- * one the pipeline runs. docs/quant.md ("Import recipe") specifies both. */
+/* Import-time quantization: the recipe (`vkllm import --weights F --group N
+ * --lm-head int8|same --embed bf16|same --kv f32|f16|int8-fp8|int8-e5m2`,
+ * stored in the .vkm metadata under "import.recipe") and the pass that
+ * applies it, the last one the pipeline runs. docs/quant.md ("Import recipe",
+ * "KV cache in the runtime") specifies both. */
 #ifndef VKL_PASSES_QUANTIZE_H
 #define VKL_PASSES_QUANTIZE_H
 
@@ -14,6 +15,21 @@
 /* .vkm metadata key of the recipe text (vkl_quant_recipe_str). */
 #define VKL_QUANT_RECIPE_META_KEY "import.recipe"
 
+/* The KV cache's formats (the state tensors kv_inplace makes, docs/quant.md
+ * "KV cache"): keys / values. */
+typedef enum vkl_kv_format {
+    VKL_KV_F32 = 0,       /* f32 / f32: as exported */
+    VKL_KV_F16 = 1,       /* f16 / f16 */
+    VKL_KV_INT8_FP8 = 2,  /* int8 per (token, head) / fp8 e4m3fn: MNN-LLM §4.2 */
+    VKL_KV_INT8_E5M2 = 3, /* int8 per (token, head) / fp8 e5m2 */
+    VKL_KV_FORMAT_COUNT_
+} vkl_kv_format;
+
+/* "f32", "f16", "int8-fp8", "int8-e5m2"; "?" if invalid. */
+const char *vkl_kv_format_name(vkl_kv_format f);
+/* The keys' and values' dtypes: Q_INT8 keys have group = head_dim. */
+void vkl_kv_format_dtypes(vkl_kv_format f, vkl_dtype *keys, vkl_dtype *values);
+
 typedef struct vkl_quant_recipe {
     /* Projection weights: VKL_DTYPE_F32 (left as they are), F16, Q_E0M4,
      * Q_INT4 or Q_INT8 (blocks of `group`). */
@@ -21,18 +37,21 @@ typedef struct vkl_quant_recipe {
     uint32_t group;    /* elements per block along K: a multiple of 32 (32, 64, 128); default 128 */
     bool lm_head_int8; /* lm_head as int8 per output channel; false: like the other weights */
     bool embed_bf16;   /* embedding tables as bf16; false: f16 with weights=f16, else left f32 */
+    vkl_kv_format kv;  /* the KV cache states' dtypes; VKL_KV_F32: left as exported */
 } vkl_quant_recipe;
 
-/* weights=f32 group=128 lm_head=same embed=same: changes nothing. */
+/* weights=f32 group=128 lm_head=same embed=same kv=f32: changes nothing. */
 void vkl_quant_recipe_init(vkl_quant_recipe *r);
 /* Whether the recipe converts anything (the pass is a no-op otherwise). */
 bool vkl_quant_recipe_active(const vkl_quant_recipe *r);
 /* One setting: key "weights" (e0m4 int4 int8 f16 f32), "group" (a
  * positive multiple of 32), "lm_head" or "lm-head" (int8 same), "embed"
- * (bf16 same). VKL_ERR_INVALID_ARGUMENT naming key and value otherwise. */
+ * (bf16 same), "kv" (f32 f16 int8-fp8 int8-e5m2). VKL_ERR_INVALID_ARGUMENT
+ * naming key and value otherwise. */
 vkl_status vkl_quant_recipe_set(vkl_context *ctx, vkl_quant_recipe *r, const char *key, const char *value);
-/* "weights=e0m4 group=128 lm_head=int8 embed=bf16" (the metadata text);
- * keys may come in any order or be missing (defaults as in _init). */
+/* "weights=e0m4 group=128 lm_head=int8 embed=bf16 kv=int8-fp8" (the
+ * metadata text); keys may come in any order or be missing (defaults as in
+ * _init: files written before the kv setting existed read as kv=f32). */
 vkl_status vkl_quant_recipe_parse(vkl_context *ctx, const char *text, vkl_quant_recipe *r);
 /* The recipe as that text; returns buf. */
 const char *vkl_quant_recipe_str(const vkl_quant_recipe *r, char *buf, size_t cap);
@@ -47,6 +66,7 @@ typedef struct vkl_quantize_report {
     uint32_t tensors[VKL_DTYPE_COUNT_]; /* weights made, by dtype */
     uint64_t bytes_before;              /* f32 bytes of the weights converted */
     uint64_t bytes_after;               /* bytes of the weights that replaced them */
+    uint32_t kv_states;                 /* KV cache state tensors given the recipe's kv dtypes */
 } vkl_quantize_report;
 
 /* Rewrites, per the recipe (docs/quant.md):
@@ -57,7 +77,11 @@ typedef struct vkl_quantize_report {
  *     bias);
  *   the lm_head -> int8 per output channel (group = K) with lm_head=int8;
  *   Gather(table [V, D] f32 weight, integer indices, axis 0) -> Cast(to f32)
- *     of Gather(table as bf16 / f16).
+ *     of Gather(table as bf16 / f16);
+ *   with kv != f32, every f32 KV cache state [T, B, H, D] that kv_inplace
+ *     made (written by a KvAppend whose output is an Attention's K or V)
+ *     takes the recipe's key / value dtype (Q_INT8 keys: group = D), and
+ *     so does the KvAppend's output.
  * Converts one matrix at a time (scratch: one 64-row stripe of f32 and the
  * converted bytes) into the graph's arena; weights read by several nodes
  * are converted once. The old f32 weights stay until vkl_graph_compact

@@ -196,17 +196,38 @@ static void test_recipe(vkl_context *ctx) {
     char buf[128];
     vkl_quant_recipe_init(&r);
     CHECK(!vkl_quant_recipe_active(&r));
-    CHECK(!strcmp(vkl_quant_recipe_str(&r, buf, sizeof(buf)), "weights=f32 group=128 lm_head=same embed=same"));
-    CHECK_OK(ctx, vkl_quant_recipe_parse(ctx, "weights=int4 group=64 lm_head=int8 embed=bf16", &r));
+    CHECK(!strcmp(vkl_quant_recipe_str(&r, buf, sizeof(buf)),
+                  "weights=f32 group=128 lm_head=same embed=same kv=f32"));
+    CHECK_OK(ctx, vkl_quant_recipe_parse(ctx, "weights=int4 group=64 lm_head=int8 embed=bf16 kv=int8-fp8", &r));
     CHECK(r.weights == VKL_DTYPE_Q_INT4 && r.group == 64 && r.lm_head_int8 && r.embed_bf16 &&
-          vkl_quant_recipe_active(&r));
-    CHECK(!strcmp(vkl_quant_recipe_str(&r, buf, sizeof(buf)), "weights=int4 group=64 lm_head=int8 embed=bf16"));
+          r.kv == VKL_KV_INT8_FP8 && vkl_quant_recipe_active(&r));
+    CHECK(!strcmp(vkl_quant_recipe_str(&r, buf, sizeof(buf)),
+                  "weights=int4 group=64 lm_head=int8 embed=bf16 kv=int8-fp8"));
+    /* a file from before the kv setting: kv=f32 */
     CHECK_OK(ctx, vkl_quant_recipe_parse(ctx, "  embed=same\tweights=e0m4 ", &r));
-    CHECK(r.weights == VKL_DTYPE_Q_E0M4 && r.group == 128 && !r.lm_head_int8 && !r.embed_bf16);
+    CHECK(r.weights == VKL_DTYPE_Q_E0M4 && r.group == 128 && !r.lm_head_int8 && !r.embed_bf16 && r.kv == VKL_KV_F32);
     CHECK_OK(ctx, vkl_quant_recipe_set(ctx, &r, "lm-head", "int8"));
     CHECK(r.lm_head_int8);
+    /* the KV cache alone makes a recipe active */
+    static const struct {
+        const char *text;
+        vkl_kv_format kv;
+        vkl_dtype keys, values;
+    } kvs[] = {{"kv=f32", VKL_KV_F32, VKL_DTYPE_F32, VKL_DTYPE_F32},
+               {"kv=f16", VKL_KV_F16, VKL_DTYPE_F16, VKL_DTYPE_F16},
+               {"kv=int8-fp8", VKL_KV_INT8_FP8, VKL_DTYPE_Q_INT8, VKL_DTYPE_FP8_E4M3},
+               {"kv=int8-e5m2", VKL_KV_INT8_E5M2, VKL_DTYPE_Q_INT8, VKL_DTYPE_FP8_E5M2}};
+    for (size_t i = 0; i < sizeof(kvs) / sizeof(kvs[0]); i++) {
+        vkl_dtype k, v;
+        CHECK_OK(ctx, vkl_quant_recipe_parse(ctx, kvs[i].text, &r));
+        vkl_kv_format_dtypes(r.kv, &k, &v);
+        CHECK(r.kv == kvs[i].kv && k == kvs[i].keys && v == kvs[i].values &&
+              vkl_quant_recipe_active(&r) == (kvs[i].kv != VKL_KV_F32));
+        CHECK(!strcmp(vkl_kv_format_name(r.kv), kvs[i].text + 3));
+    }
     static const char *const bad[] = {"weights=fp4", "weights=bf16", "group=48", "group=0", "group=-32", "group=1e9",
-                                      "lm_head=f16", "embed=f16", "foo=1", "weights", "=e0m4"};
+                                      "lm_head=f16", "embed=f16", "foo=1", "weights", "=e0m4", "kv=int8",
+                                      "kv=fp8", "kv=bf16", "kv="};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
         CHECK(vkl_quant_recipe_parse(ctx, bad[i], &r) == VKL_ERR_INVALID_ARGUMENT ||
               (fprintf(stderr, "accepted '%s'\n", bad[i]), 0));

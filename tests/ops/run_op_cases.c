@@ -159,6 +159,20 @@ static int compare(const vkl_host_tensor *got, const vkl_host_tensor *want, doub
     }
     int64_t n = 1;
     for (uint32_t d = 0; d < want->rank; d++) n *= want->dims[d];
+    /* fp8 and block formats (given as "bytes"): the bytes must be identical */
+    if (vkl_dtype_is_quantized(want->dtype) || want->dtype == VKL_DTYPE_FP8_E4M3 || want->dtype == VKL_DTYPE_FP8_E5M2) {
+        if (got->nbytes != want->nbytes) {
+            snprintf(err, cap, "%zu bytes, want %zu", got->nbytes, want->nbytes);
+            return -1;
+        }
+        const unsigned char *g = got->data, *w = want->data;
+        for (size_t i = 0; i < want->nbytes; i++)
+            if (g[i] != w[i]) {
+                snprintf(err, cap, "byte %zu of %zu: got 0x%02x, want 0x%02x", i, want->nbytes, g[i], w[i]);
+                return -1;
+            }
+        return 0;
+    }
     double maxref = 0, maxerr = 0;
     int64_t worst = -1;
     for (int64_t i = 0; i < n; i++) {
