@@ -5,9 +5,18 @@
 #include "../engine/backend.h"
 
 extern const vkl_backend_vtable vkl_backend_ref;
+#ifdef VKL_HAVE_VULKAN
+extern const vkl_backend_vtable vkl_backend_vulkan;
+#endif
 
+/* "auto" takes the first whose probe succeeds. Vulkan stays after ref until
+ * it runs every op (it runs QuantMatMul only so far): models keep ref, and
+ * vulkan is asked for by name. */
 static const vkl_backend_vtable *const backends[] = {
     &vkl_backend_ref,
+#ifdef VKL_HAVE_VULKAN
+    &vkl_backend_vulkan,
+#endif
 };
 
 size_t vkl_backend_count(void) { return sizeof(backends) / sizeof(backends[0]); }

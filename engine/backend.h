@@ -127,6 +127,11 @@ typedef struct vkl_backend_vtable {
                              size_t cap, size_t *count);
     /* Optional (NULL when unsupported): state traffic of the last execute. */
     vkl_status (*state_traffic)(vkl_backend_device *dev, vkl_backend_exec *exec, vkl_state_traffic *out);
+    /* Optional (NULL when unsupported): the device memory's bandwidth as a
+     * copy of `bytes` between two device buffers moves it, timed on the
+     * device, in bytes read + written per second: the roofline against
+     * which vkbench reports memory-bound kernels. */
+    vkl_status (*copy_bandwidth)(vkl_backend_device *dev, size_t bytes, double *bytes_per_second);
 } vkl_backend_vtable;
 
 /* backends/registry.c defines these: the compiled-in backends. */

@@ -1,6 +1,8 @@
 /* vkbench: measures a device. --probe prints what each backend reports;
  * --decode MODEL generates tokens and prints the decode rate beside its
- * physical limit (bytes a step must read over measured copy bandwidth). */
+ * physical limit (bytes a step must read over measured copy bandwidth);
+ * --quant times E0M4 / int4 / int8 QuantMatMul on the paper's Table 1
+ * shapes on every backend and device (bench_quant.c). */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +10,7 @@
 #include <time.h>
 
 #include "backend.h"
+#include "bench_quant.h"
 #include "context.h"
 #include "vkllm.h"
 
@@ -127,26 +130,32 @@ static int decode(vkl_context *ctx, const char *path, const char *backend, size_
 
 static int usage(void) {
     fprintf(stderr, "usage: vkbench --probe\n"
-                    "       vkbench --decode MODEL.vkm [--tokens N] [--window W] [--backend NAME]\n");
+                    "       vkbench --decode MODEL.vkm [--tokens N] [--window W] [--backend NAME]\n"
+                    "       vkbench --quant [--backend NAME] [--reps N] [--rotate-mb MB]\n");
     return 2;
 }
 
 int main(int argc, char **argv) {
     const char *model = NULL, *backend = NULL;
-    size_t tokens = 2000, window = 250;
-    int do_probe = 0;
+    size_t tokens = 2000, window = 250, rotate_mb = 256;
+    int do_probe = 0, do_quant = 0, reps = 20;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--probe")) do_probe = 1;
+        else if (!strcmp(argv[i], "--quant")) do_quant = 1;
+        else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--rotate-mb") && i + 1 < argc) rotate_mb = strtoul(argv[++i], NULL, 10);
         else if (!strcmp(argv[i], "--decode") && i + 1 < argc) model = argv[++i];
         else if (!strcmp(argv[i], "--tokens") && i + 1 < argc) tokens = strtoul(argv[++i], NULL, 10);
         else if (!strcmp(argv[i], "--window") && i + 1 < argc) window = strtoul(argv[++i], NULL, 10);
         else if (!strcmp(argv[i], "--backend") && i + 1 < argc) backend = argv[++i];
         else return usage();
     }
-    if ((!do_probe && !model) || tokens < 2 || window < 1) return usage();
+    if ((!do_probe && !do_quant && !model) || tokens < 2 || window < 1 || reps < 1 || rotate_mb > (1u << 20))
+        return usage();
     vkl_context *ctx;
     if (vkl_context_create(NULL, &ctx)) return 1;
-    int rc = do_probe ? probe(ctx) : decode(ctx, model, backend, tokens, window);
+    vkl_bench_quant_options qo = {backend, reps, rotate_mb << 20, host_copy_bandwidth};
+    int rc = do_probe ? probe(ctx) : do_quant ? vkl_bench_quant(ctx, &qo) : decode(ctx, model, backend, tokens, window);
     vkl_context_destroy(ctx);
     return rc;
 }

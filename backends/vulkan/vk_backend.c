@@ -1,0 +1,413 @@
+/* The Vulkan backend's vtable. prepare turns a graph and one binding into
+ * one recorded command buffer: every live node's dispatches with their
+ * descriptor sets bound, a conservative barrier after each, a timestamp
+ * after each node; execute submits it with a fence (asynchronous), wait
+ * waits on the fence, node_times reads the timestamps. Ops without a
+ * Vulkan kernel are refused at prepare (VKL_ERR_UNSUPPORTED naming the node).
+ *
+ * Still to come, in this shape: replaying an executable for a true length
+ * inside its padded bucket (execute refuses other symbol values for now; the
+ * values would go to a small uniform buffer read by the shaders, since push
+ * constants are recorded into the command buffer), barriers only on real
+ * dependencies, in-place outputs (KV cache), shape-value tensors. */
+#include <string.h>
+
+#include "../../engine/ops.h"
+#include "vk_internal.h"
+#include "vulkan_backend.h"
+
+struct vkl_backend_exec {
+    const vkl_graph *g;
+    VkCommandBuffer cmd;
+    VkFence fence;
+    VkDescriptorPool pool;
+    VkQueryPool queries;   /* n_nodes + 1 timestamps; VK_NULL_HANDLE without */
+    uint64_t *ticks;       /* node_times' scratch, n_nodes + 1 */
+    uint32_t *nodes;       /* live nodes, in recorded order */
+    uint32_t n_nodes;
+    int64_t *binding;      /* the symbol values prepared for */
+    size_t n_binding;
+    bool pending;          /* submitted, not yet waited for */
+    bool ran;              /* an execute has completed: timestamps are valid */
+};
+
+/* ---- open, close, buffers ----------------------------------------------------------------------- */
+
+static vkl_status vk_probe(vkl_context *ctx, const vkl_backend_options *opt, vkl_backend_caps *out) {
+    return vkl_vk_probe(ctx, opt, out);
+}
+
+static void vk_close(vkl_backend_device *dev) {
+    if (!dev) return;
+    vkl_vk_device_destroy(dev);
+    vkl_free(dev->ctx, dev);
+}
+
+static vkl_status vk_open(vkl_context *ctx, const vkl_backend_options *opt, vkl_backend_device **out) {
+    *out = NULL;
+    if (opt && opt->external_device)
+        return vkl_fail(ctx, VKL_ERR_UNSUPPORTED, "vulkan: an external (app-owned) device is not supported yet");
+    vkl_backend_device *dev = vkl_calloc(ctx, 1, sizeof(*dev));
+    if (!dev) return VKL_ERR_OUT_OF_MEMORY;
+    vkl_status st = vkl_vk_device_create(ctx, opt, dev);
+    if (st) {
+        vk_close(dev);
+        return st;
+    }
+    vkl_log(ctx, VKL_LOG_INFO, "vulkan: %s (%s), subgroup %u%s, timestamps %s", dev->caps.device_name,
+            dev->caps.driver, dev->subgroup_size, dev->subgroup_arith ? " with arithmetic" : "",
+            dev->timestamp_bits ? "on" : "off");
+    *out = dev;
+    return VKL_OK;
+}
+
+static vkl_status vk_buffer_create(vkl_backend_device *dev, vkl_buffer_usage usage, size_t bytes,
+                                   vkl_backend_buffer **out) {
+    *out = NULL;
+    vkl_backend_buffer *b = vkl_calloc(dev->ctx, 1, sizeof(*b));
+    if (!b) return VKL_ERR_OUT_OF_MEMORY;
+    vkl_status st = vkl_vk_buffer_alloc(dev, usage, bytes, &b->b);
+    if (st) {
+        vkl_free(dev->ctx, b);
+        return vkl_vk_validation_status(dev, st, "buffer_create");
+    }
+    b->usage = usage;
+    *out = b;
+    return vkl_vk_validation_status(dev, st, "buffer_create");
+}
+
+static void vk_buffer_destroy(vkl_backend_device *dev, vkl_backend_buffer *b) {
+    if (!b) return;
+    vkl_vk_buffer_free(dev, &b->b);
+    vkl_free(dev->ctx, b);
+}
+
+static vkl_status vk_buffer_write(vkl_backend_device *dev, vkl_backend_buffer *b, size_t offset, const void *src,
+                                  size_t bytes) {
+    return vkl_vk_validation_status(dev, vkl_vk_buffer_upload(dev, &b->b, offset, src, bytes), "buffer_write");
+}
+
+static vkl_status vk_buffer_read(vkl_backend_device *dev, vkl_backend_buffer *b, size_t offset, void *dst,
+                                 size_t bytes) {
+    return vkl_vk_validation_status(dev, vkl_vk_buffer_download(dev, &b->b, offset, dst, bytes), "buffer_read");
+}
+
+static vkl_status vk_weights_load(vkl_backend_device *dev, const vkl_graph *g, vkl_backend_weights **out) {
+    return vkl_vk_validation_status(dev, vkl_vk_weights_load(dev, g, out), "weights_load");
+}
+
+static void vk_weights_release(vkl_backend_device *dev, vkl_backend_weights *w) { vkl_vk_weights_release(dev, w); }
+
+/* ---- prepare -------------------------------------------------------------------------------------- */
+
+static void exec_free(vkl_backend_device *dev, vkl_backend_exec *e) {
+    if (!e) return;
+    if (e->pending) dev->vk.vkWaitForFences(dev->device, 1, &e->fence, VK_TRUE, VKL_VK_WAIT_NS);
+    if (e->fence) dev->vk.vkDestroyFence(dev->device, e->fence, NULL);
+    if (e->cmd) dev->vk.vkFreeCommandBuffers(dev->device, dev->pool, 1, &e->cmd);
+    if (e->pool) dev->vk.vkDestroyDescriptorPool(dev->device, e->pool, NULL);
+    if (e->queries) dev->vk.vkDestroyQueryPool(dev->device, e->queries, NULL);
+    vkl_free(dev->ctx, e->ticks);
+    vkl_free(dev->ctx, e->nodes);
+    vkl_free(dev->ctx, e->binding);
+    vkl_free(dev->ctx, e);
+}
+
+static void vk_exec_release(vkl_backend_device *dev, vkl_backend_exec *e) { exec_free(dev, e); }
+
+/* Tensor t as node inputs/outputs see it: concrete shape, device range. */
+static vkl_status bind_tensor(vkl_backend_device *dev, const vkl_graph *g, const vkl_backend_weights *w,
+                              const vkl_memory_map *mem, const vkl_binding *b, uint32_t t, vkl_vk_tensor *v) {
+    memset(v, 0, sizeof(*v));
+    v->id = t;
+    if (t == VKL_NONE) return VKL_OK;
+    const vkl_tensor *tt = &g->tensors[t];
+    v->dtype = tt->dtype;
+    v->group = tt->group;
+    v->rank = tt->shape.rank;
+    vkl_status st = vkl_shape_eval(g, &tt->shape, b->values, b->count, v->dims, &v->count);
+    if (st) return vkl_fail_prefix(dev->ctx, st, "vulkan: shape of tensor '%s'", tt->name);
+    if (!vkl_tensor_bytes(tt->dtype, tt->group, v->count, &v->bytes))
+        return vkl_fail(dev->ctx, VKL_ERR_OVERFLOW, "vulkan: size of tensor '%s' overflows", tt->name);
+    if (tt->kind == VKL_TENSOR_WEIGHT) {
+        if (t >= w->n || !w->w[t].buf.buf)
+            return vkl_fail(dev->ctx, VKL_ERR_STATE, "vulkan: weight '%s' was not loaded", tt->name);
+        v->weight = &w->w[t];
+        v->at = (VkDescriptorBufferInfo){w->w[t].buf.buf, w->w[t].qs_offset, w->w[t].qs_range};
+        return VKL_OK;
+    }
+    if (tt->value && tt->producer == VKL_NONE)
+        return vkl_fail(dev->ctx, VKL_ERR_UNSUPPORTED, "vulkan: shape-value tensor '%s' is not written yet", tt->name);
+    size_t off = t < mem->n_offsets ? mem->offsets[t] : VKL_NO_OFFSET, end;
+    if (!mem->arena || off == VKL_NO_OFFSET)
+        return vkl_fail(dev->ctx, VKL_ERR_INVALID_ARGUMENT, "vulkan: tensor '%s' has no memory", tt->name);
+    if (!vkl_add_size(off, v->bytes, &end) || end > mem->arena->b.size)
+        return vkl_fail(dev->ctx, VKL_ERR_INVALID_ARGUMENT,
+                        "vulkan: tensor '%s' [%zu, +%zu) is outside the %zu-byte arena", tt->name, off, v->bytes,
+                        (size_t)mem->arena->b.size);
+    if (off % dev->props.limits.minStorageBufferOffsetAlignment)
+        return vkl_fail(dev->ctx, VKL_ERR_UNSUPPORTED,
+                        "vulkan: tensor '%s' at arena offset %zu; this device binds buffers at multiples of %llu",
+                        tt->name, off, (unsigned long long)dev->props.limits.minStorageBufferOffsetAlignment);
+    if (v->bytes > dev->props.limits.maxStorageBufferRange)
+        return vkl_fail(dev->ctx, VKL_ERR_UNSUPPORTED, "vulkan: tensor '%s' of %zu bytes exceeds maxStorageBufferRange",
+                        tt->name, v->bytes);
+    /* An empty tensor still needs a valid range; nothing reads it. */
+    v->at = (VkDescriptorBufferInfo){mem->arena->b.buf, v->bytes ? off : 0, v->bytes ? v->bytes : 4};
+    return VKL_OK;
+}
+
+/* What prepare builds before recording: each node's dispatches. */
+typedef struct plan {
+    vkl_vk_dispatch *d;    /* VKL_VK_MAX_DISPATCHES per node */
+    uint32_t *count;       /* dispatches per node */
+    VkPipeline *pipe;      /* per dispatch slot */
+    VkDescriptorSet *set;  /* per dispatch slot */
+    vkl_vk_tensor *views;  /* scratch: one node's inputs then outputs */
+} plan;
+
+static void plan_free(vkl_context *ctx, plan *p) {
+    vkl_free(ctx, p->d);
+    vkl_free(ctx, p->count);
+    vkl_free(ctx, p->pipe);
+    vkl_free(ctx, p->set);
+    vkl_free(ctx, p->views);
+}
+
+/* Every live node has a recorder, or the graph is refused before anything is made. */
+static vkl_status check_ops(vkl_backend_device *dev, const vkl_graph *g, const uint32_t *order, uint32_t n) {
+    for (uint32_t k = 0; k < n; k++) {
+        if (vkl_vk_recorder_for(g->nodes[order[k]].op)) continue;
+        char what[160];
+        return vkl_fail(dev->ctx, VKL_ERR_UNSUPPORTED,
+                        "vulkan: no kernel for %s (the Vulkan backend runs QuantMatMul only so far)",
+                        vkl_node_str(g, order[k], what, sizeof(what)));
+    }
+    return VKL_OK;
+}
+
+static vkl_status plan_nodes(vkl_backend_device *dev, const vkl_graph *g, const vkl_backend_weights *w,
+                             const vkl_memory_map *mem, const vkl_binding *b, vkl_backend_exec *e, plan *p) {
+    vkl_context *ctx = dev->ctx;
+    uint32_t max_io = 1;
+    for (uint32_t k = 0; k < e->n_nodes; k++) {
+        const vkl_node *n = &g->nodes[e->nodes[k]];
+        if (n->n_inputs + n->n_outputs > max_io) max_io = n->n_inputs + n->n_outputs;
+    }
+    size_t slots = (size_t)(e->n_nodes ? e->n_nodes : 1) * VKL_VK_MAX_DISPATCHES;
+    p->d = vkl_calloc(ctx, slots, sizeof(*p->d));
+    p->count = vkl_calloc(ctx, e->n_nodes ? e->n_nodes : 1, sizeof(*p->count));
+    p->pipe = vkl_calloc(ctx, slots, sizeof(*p->pipe));
+    p->set = vkl_calloc(ctx, slots, sizeof(*p->set));
+    p->views = vkl_calloc(ctx, max_io, sizeof(*p->views));
+    if (!p->d || !p->count || !p->pipe || !p->set || !p->views) return VKL_ERR_OUT_OF_MEMORY;
+    vkl_status st = VKL_OK;
+    for (uint32_t k = 0; !st && k < e->n_nodes; k++) {
+        const vkl_node *n = &g->nodes[e->nodes[k]];
+        for (uint32_t j = 0; !st && j < n->n_inputs + n->n_outputs; j++)
+            st = bind_tensor(dev, g, w, mem, b, j < n->n_inputs ? n->inputs[j] : n->outputs[j - n->n_inputs],
+                             &p->views[j]);
+        vkl_vk_node node = {dev, g, e->nodes[k], p->views, p->views + n->n_inputs, n->n_inputs, n->n_outputs};
+        vkl_vk_dispatch *d = &p->d[(size_t)k * VKL_VK_MAX_DISPATCHES];
+        if (!st) st = vkl_vk_recorder_for(n->op)(&node, d, &p->count[k]);
+        for (uint32_t i = 0; !st && i < p->count[k]; i++) {
+            const vkl_vk_pipeline *pl;
+            st = vkl_vk_pipeline_get(dev, d[i].shader, d[i].n_bind, d[i].spec, d[i].n_spec, &pl);
+            if (!st) p->pipe[(size_t)k * VKL_VK_MAX_DISPATCHES + i] = pl->pipeline;
+        }
+    }
+    return st;
+}
+
+/* One descriptor pool sized for this executable; one set per dispatch. */
+static vkl_status descriptors(vkl_backend_device *dev, vkl_backend_exec *e, plan *p) {
+    uint32_t sets = 0, buffers = 0;
+    for (uint32_t k = 0; k < e->n_nodes; k++)
+        for (uint32_t i = 0; i < p->count[k]; i++) {
+            sets++;
+            buffers += p->d[(size_t)k * VKL_VK_MAX_DISPATCHES + i].n_bind;
+        }
+    if (!sets) return VKL_OK;
+    VkDescriptorPoolSize size = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, buffers ? buffers : 1};
+    VkDescriptorPoolCreateInfo pi = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
+                                     .maxSets = sets,
+                                     .poolSizeCount = 1,
+                                     .pPoolSizes = &size};
+    vkl_status st = VKL_VKD(dev, vkCreateDescriptorPool, (dev->device, &pi, NULL, &e->pool));
+    for (uint32_t k = 0; !st && k < e->n_nodes; k++)
+        for (uint32_t i = 0; !st && i < p->count[k]; i++) {
+            size_t s = (size_t)k * VKL_VK_MAX_DISPATCHES + i;
+            const vkl_vk_dispatch *d = &p->d[s];
+            VkDescriptorSetAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
+                                              .descriptorPool = e->pool,
+                                              .descriptorSetCount = 1,
+                                              .pSetLayouts = &dev->set_layout[d->n_bind]};
+            st = VKL_VKD(dev, vkAllocateDescriptorSets, (dev->device, &ai, &p->set[s]));
+            VkWriteDescriptorSet wr[VKL_VK_MAX_BINDINGS];
+            for (uint32_t j = 0; !st && j < d->n_bind; j++)
+                wr[j] = (VkWriteDescriptorSet){.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
+                                               .dstSet = p->set[s],
+                                               .dstBinding = j,
+                                               .descriptorCount = 1,
+                                               .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                                               .pBufferInfo = &d->bind[j]};
+            if (!st) dev->vk.vkUpdateDescriptorSets(dev->device, d->n_bind, wr, 0, NULL);
+        }
+    return st;
+}
+
+static vkl_status record(vkl_backend_device *dev, vkl_backend_exec *e, const plan *p) {
+    VkCommandBufferAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+                                      .commandPool = dev->pool,
+                                      .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+                                      .commandBufferCount = 1};
+    vkl_status st = VKL_VKD(dev, vkAllocateCommandBuffers, (dev->device, &ai, &e->cmd));
+    VkFenceCreateInfo fi = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+    if (!st) st = VKL_VKD(dev, vkCreateFence, (dev->device, &fi, NULL, &e->fence));
+    if (!st && dev->timestamp_bits) {
+        VkQueryPoolCreateInfo qi = {.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
+                                    .queryType = VK_QUERY_TYPE_TIMESTAMP,
+                                    .queryCount = e->n_nodes + 1};
+        st = VKL_VKD(dev, vkCreateQueryPool, (dev->device, &qi, NULL, &e->queries));
+        if (!st && !(e->ticks = vkl_calloc(dev->ctx, e->n_nodes + 1, sizeof(uint64_t)))) st = VKL_ERR_OUT_OF_MEMORY;
+    }
+    VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    if (!st) st = VKL_VKD(dev, vkBeginCommandBuffer, (e->cmd, &bi));
+    if (st) return st;
+    VkCommandBuffer cmd = e->cmd;
+    /* BOTTOM_OF_PIPE timestamps: each waits for all earlier work, so
+     * t[k + 1] - t[k] is node k (its dispatches and barriers). */
+    if (e->queries) dev->vk.vkCmdResetQueryPool(cmd, e->queries, 0, e->n_nodes + 1);
+    vkl_vk_barrier_all(dev, cmd); /* host writes and earlier copies, then us */
+    if (e->queries) dev->vk.vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, e->queries, 0);
+    for (uint32_t k = 0; k < e->n_nodes; k++) {
+        for (uint32_t i = 0; i < p->count[k]; i++) {
+            size_t s = (size_t)k * VKL_VK_MAX_DISPATCHES + i;
+            const vkl_vk_dispatch *d = &p->d[s];
+            vkl_vk_cmd_dispatch(dev, cmd, p->pipe[s], d->n_bind, p->set[s], d->push, d->n_push, d->groups);
+            /* Conservative: every dispatch sees all earlier writes. Real
+             * dependencies only, when graphs are long enough to care. */
+            vkl_vk_barrier_all(dev, cmd);
+        }
+        if (e->queries) dev->vk.vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, e->queries, k + 1);
+    }
+    return VKL_VKD(dev, vkEndCommandBuffer, (cmd));
+}
+
+static vkl_status prepare(vkl_backend_device *dev, const vkl_graph *g, vkl_backend_weights *w,
+                          const vkl_memory_map *mem, const vkl_binding *b, vkl_backend_exec **out) {
+    *out = NULL;
+    vkl_context *ctx = dev->ctx;
+    if (!w || w->g != g)
+        return vkl_fail(ctx, VKL_ERR_INVALID_ARGUMENT, "vulkan: prepare needs the graph's own weights");
+    vkl_backend_exec *e = vkl_calloc(ctx, 1, sizeof(*e));
+    if (!e) return VKL_ERR_OUT_OF_MEMORY;
+    e->g = g;
+    e->nodes = vkl_calloc(ctx, g->n_nodes ? g->n_nodes : 1, sizeof(uint32_t));
+    e->n_binding = b->count;
+    e->binding = vkl_calloc(ctx, b->count ? b->count : 1, sizeof(int64_t));
+    vkl_status st = e->nodes && e->binding ? VKL_OK : VKL_ERR_OUT_OF_MEMORY;
+    if (!st && b->count) memcpy(e->binding, b->values, b->count * sizeof(int64_t));
+    if (!st) st = vkl_graph_topo_order(g, e->nodes, &e->n_nodes);
+    if (!st) st = check_ops(dev, g, e->nodes, e->n_nodes);
+    plan p = {0};
+    if (!st) st = plan_nodes(dev, g, w, mem, b, e, &p);
+    if (!st) st = descriptors(dev, e, &p);
+    if (!st) st = record(dev, e, &p);
+    plan_free(ctx, &p);
+    if (st) {
+        exec_free(dev, e);
+        return st;
+    }
+    *out = e;
+    return VKL_OK;
+}
+
+static vkl_status vk_prepare(vkl_backend_device *dev, const vkl_graph *g, vkl_backend_weights *w,
+                             const vkl_memory_map *mem, const vkl_binding *b, vkl_backend_exec **out) {
+    vkl_status st = vkl_vk_validation_status(dev, prepare(dev, g, w, mem, b, out), "prepare");
+    if (st && *out) {
+        exec_free(dev, *out);
+        *out = NULL;
+    }
+    return st;
+}
+
+/* ---- execute, wait, timing ---------------------------------------------------------------------- */
+
+static vkl_status wait_exec(vkl_backend_device *dev, vkl_backend_exec *e) {
+    if (!e->pending) return VKL_OK;
+    vkl_status st = VKL_VKD(dev, vkWaitForFences, (dev->device, 1, &e->fence, VK_TRUE, VKL_VK_WAIT_NS));
+    if (!st) {
+        e->pending = false;
+        e->ran = true;
+    }
+    return st;
+}
+
+static vkl_status vk_execute(vkl_backend_device *dev, vkl_backend_exec *e, const vkl_binding *actual) {
+    /* Until replay with a true length lands, only the prepared values run. */
+    for (size_t i = 0; actual && i < actual->count && i < e->n_binding; i++)
+        if (actual->values[i] != e->binding[i] && e->binding[i] != VKL_SYM_UNBOUND)
+            return vkl_fail(dev->ctx, VKL_ERR_UNSUPPORTED,
+                            "vulkan: execute with symbol %zu = %lld, prepared for %lld: running other values than "
+                            "the prepared ones is not supported yet",
+                            i, (long long)actual->values[i], (long long)e->binding[i]);
+    vkl_status st = wait_exec(dev, e); /* a command buffer is submitted once at a time */
+    if (!st) st = VKL_VKD(dev, vkResetFences, (dev->device, 1, &e->fence));
+    VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &e->cmd};
+    if (!st) st = VKL_VKD(dev, vkQueueSubmit, (dev->queue, 1, &si, e->fence));
+    if (!st) e->pending = true;
+    return vkl_vk_validation_status(dev, st, "execute");
+}
+
+static vkl_status vk_wait(vkl_backend_device *dev, vkl_backend_exec *e) {
+    return vkl_vk_validation_status(dev, wait_exec(dev, e), "wait");
+}
+
+static vkl_status vk_node_times(vkl_backend_device *dev, vkl_backend_exec *e, double *ms, size_t cap, size_t *count) {
+    *count = 0;
+    if (!e->queries)
+        return vkl_fail(dev->ctx, VKL_ERR_UNSUPPORTED, "vulkan: no timestamps on %s (or turned off by an option)",
+                        dev->caps.device_name);
+    vkl_status st = wait_exec(dev, e);
+    if (st) return st;
+    if (!e->ran) return vkl_fail(dev->ctx, VKL_ERR_STATE, "vulkan: node_times before any execute completed");
+    st = VKL_VKD(dev, vkGetQueryPoolResults,
+                 (dev->device, e->queries, 0, e->n_nodes + 1, (e->n_nodes + 1) * sizeof(uint64_t), e->ticks,
+                  sizeof(uint64_t), VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT));
+    if (st) return st;
+    const uint64_t mask = dev->timestamp_bits >= 64 ? ~0ull : (1ull << dev->timestamp_bits) - 1;
+    const double ns = dev->props.limits.timestampPeriod;
+    for (uint32_t k = 0; k < e->n_nodes && k < cap; k++) {
+        ms[k] = (double)((e->ticks[k + 1] - e->ticks[k]) & mask) * ns * 1e-6;
+        (*count)++;
+    }
+    return vkl_vk_validation_status(dev, VKL_OK, "node_times");
+}
+
+static vkl_status vk_copy_bandwidth(vkl_backend_device *dev, size_t bytes, double *bytes_per_second) {
+    return vkl_vk_validation_status(dev, vkl_vk_copy_bandwidth(dev, bytes, bytes_per_second), "copy_bandwidth");
+}
+
+uint32_t vkl_vk_validation_messages(const vkl_backend_device *dev) { return dev && dev->msgs ? dev->msgs->count : 0; }
+
+const vkl_backend_vtable vkl_backend_vulkan = {
+    .name = "vulkan",
+    .probe = vk_probe,
+    .open = vk_open,
+    .close = vk_close,
+    .buffer_create = vk_buffer_create,
+    .buffer_destroy = vk_buffer_destroy,
+    .buffer_write = vk_buffer_write,
+    .buffer_read = vk_buffer_read,
+    .weights_load = vk_weights_load,
+    .weights_release = vk_weights_release,
+    .prepare = vk_prepare,
+    .exec_release = vk_exec_release,
+    .execute = vk_execute,
+    .wait = vk_wait,
+    .node_times = vk_node_times,
+    .state_traffic = NULL,
+    .copy_bandwidth = vk_copy_bandwidth,
+};

@@ -1,0 +1,208 @@
+/* Compute pipelines from the SPIR-V embedded at build time (never compiled
+ * on the device). Every kernel binds only storage buffers, at bindings
+ * 0..n-1 of set 0, and up to VKL_VK_PUSH_BYTES of push constants: one
+ * descriptor set layout and pipeline layout per binding count serve all.
+ * Pipelines are made on first use per (shader, specialization constants) —
+ * workgroup and tile shapes are specialization constants, sizes are push
+ * constants, so a new shape never makes a new pipeline — and kept for the
+ * device's life. The VkPipelineCache is saved to and loaded from the file
+ * named by VKL_VK_PIPELINE_CACHE, when set, so a driver compiles once. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vk_internal.h"
+#include "vk_shaders.h"
+
+#define CACHE_FILE_MAX ((long)256 << 20)
+
+static const vkl_vk_spirv *spirv_find(const char *name) {
+    for (size_t i = 0; i < vkl_vk_spirv_count; i++)
+        if (!strcmp(vkl_vk_spirv_table[i].name, name)) return &vkl_vk_spirv_table[i];
+    return NULL;
+}
+
+/* The cache file's bytes, or NULL (absent, unreadable: a cold start is no
+ * error). The driver itself rejects data from another device or driver. */
+static void *read_cache_file(vkl_context *ctx, const char *path, size_t *size) {
+    *size = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    void *data = NULL;
+    long n = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    if (n > 0 && n <= CACHE_FILE_MAX && fseek(f, 0, SEEK_SET) == 0 && (data = vkl_malloc(ctx, (size_t)n))) {
+        if (fread(data, 1, (size_t)n, f) == (size_t)n) *size = (size_t)n;
+        else {
+            vkl_free(ctx, data);
+            data = NULL;
+        }
+    }
+    fclose(f);
+    return data;
+}
+
+vkl_status vkl_vk_pipelines_init(vkl_backend_device *dev) {
+    const char *path = getenv("VKL_VK_PIPELINE_CACHE");
+    size_t size = 0;
+    void *data = NULL;
+    if (path && *path) {
+        if (!(dev->cache_path = vkl_strdup(dev->ctx, path))) return VKL_ERR_OUT_OF_MEMORY;
+        data = read_cache_file(dev->ctx, path, &size);
+    }
+    VkPipelineCacheCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO,
+                                    .initialDataSize = size,
+                                    .pInitialData = data};
+    vkl_status st = VKL_VKD(dev, vkCreatePipelineCache, (dev->device, &ci, NULL, &dev->cache));
+    vkl_free(dev->ctx, data);
+    return st;
+}
+
+static void save_cache(vkl_backend_device *dev) {
+    size_t size = 0;
+    if (dev->vk.vkGetPipelineCacheData(dev->device, dev->cache, &size, NULL) != VK_SUCCESS || !size) return;
+    void *data = vkl_malloc(dev->ctx, size);
+    if (!data) return;
+    FILE *f = NULL;
+    if (dev->vk.vkGetPipelineCacheData(dev->device, dev->cache, &size, data) == VK_SUCCESS &&
+        (f = fopen(dev->cache_path, "wb"))) {
+        if (fwrite(data, 1, size, f) != size)
+            vkl_log(dev->ctx, VKL_LOG_WARN, "vulkan: could not write %s", dev->cache_path);
+        fclose(f);
+    }
+    vkl_free(dev->ctx, data);
+}
+
+void vkl_vk_pipelines_destroy(vkl_backend_device *dev) {
+    if (dev->cache && dev->cache_path) save_cache(dev);
+    for (uint32_t i = 0; i < dev->n_pipelines; i++)
+        dev->vk.vkDestroyPipeline(dev->device, dev->pipelines[i].pipeline, NULL);
+    for (uint32_t n = 0; n <= VKL_VK_MAX_BINDINGS; n++) {
+        if (dev->pipe_layout[n]) dev->vk.vkDestroyPipelineLayout(dev->device, dev->pipe_layout[n], NULL);
+        if (dev->set_layout[n]) dev->vk.vkDestroyDescriptorSetLayout(dev->device, dev->set_layout[n], NULL);
+        dev->pipe_layout[n] = VK_NULL_HANDLE;
+        dev->set_layout[n] = VK_NULL_HANDLE;
+    }
+    if (dev->cache) dev->vk.vkDestroyPipelineCache(dev->device, dev->cache, NULL);
+    dev->cache = VK_NULL_HANDLE;
+    vkl_free(dev->ctx, dev->pipelines);
+    vkl_free(dev->ctx, dev->cache_path);
+    dev->pipelines = NULL;
+    dev->cache_path = NULL;
+    dev->n_pipelines = dev->cap_pipelines = 0;
+}
+
+/* Layouts for n storage buffers, made on first use. */
+static vkl_status layouts(vkl_backend_device *dev, uint32_t n) {
+    if (dev->pipe_layout[n]) return VKL_OK;
+    VkDescriptorSetLayoutBinding b[VKL_VK_MAX_BINDINGS];
+    for (uint32_t i = 0; i < n; i++)
+        b[i] = (VkDescriptorSetLayoutBinding){.binding = i,
+                                              .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                                              .descriptorCount = 1,
+                                              .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT};
+    VkDescriptorSetLayoutCreateInfo si = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
+                                          .bindingCount = n,
+                                          .pBindings = b};
+    vkl_status st = VKL_VKD(dev, vkCreateDescriptorSetLayout, (dev->device, &si, NULL, &dev->set_layout[n]));
+    if (st) return st;
+    VkPushConstantRange pc = {.stageFlags = VK_SHADER_STAGE_COMPUTE_BIT, .offset = 0, .size = VKL_VK_PUSH_BYTES};
+    VkPipelineLayoutCreateInfo li = {.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO,
+                                     .setLayoutCount = 1,
+                                     .pSetLayouts = &dev->set_layout[n],
+                                     .pushConstantRangeCount = 1,
+                                     .pPushConstantRanges = &pc};
+    return VKL_VKD(dev, vkCreatePipelineLayout, (dev->device, &li, NULL, &dev->pipe_layout[n]));
+}
+
+vkl_status vkl_vk_pipeline_get(vkl_backend_device *dev, const char *shader, uint32_t n_bindings,
+                               const uint32_t *spec, uint32_t n_spec, const vkl_vk_pipeline **out) {
+    *out = NULL;
+    if (n_bindings > VKL_VK_MAX_BINDINGS || n_spec > VKL_VK_MAX_SPEC)
+        return vkl_fail(dev->ctx, VKL_ERR_INTERNAL, "vulkan: %s: %u bindings, %u specialization constants", shader,
+                        n_bindings, n_spec);
+    for (uint32_t i = 0; i < dev->n_pipelines; i++) {
+        const vkl_vk_pipeline *p = &dev->pipelines[i];
+        if (!strcmp(p->shader, shader) && p->n_bindings == n_bindings && p->n_spec == n_spec &&
+            (!n_spec || !memcmp(p->spec, spec, n_spec * sizeof(uint32_t)))) {
+            *out = p;
+            return VKL_OK;
+        }
+    }
+    const vkl_vk_spirv *code = spirv_find(shader);
+    if (!code) return vkl_fail(dev->ctx, VKL_ERR_INTERNAL, "vulkan: no embedded shader named '%s'", shader);
+    if (dev->n_pipelines == dev->cap_pipelines) {
+        uint32_t cap = dev->cap_pipelines ? 2 * dev->cap_pipelines : 16;
+        vkl_vk_pipeline *p = vkl_realloc_array(dev->ctx, dev->pipelines, cap, sizeof(*p));
+        if (!p) return VKL_ERR_OUT_OF_MEMORY;
+        dev->pipelines = p;
+        dev->cap_pipelines = cap;
+    }
+    vkl_status st = layouts(dev, n_bindings);
+    if (st) return st;
+    VkShaderModuleCreateInfo mi = {.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
+                                   .codeSize = code->n_words * sizeof(uint32_t),
+                                   .pCode = code->words};
+    VkShaderModule module;
+    if ((st = VKL_VKD(dev, vkCreateShaderModule, (dev->device, &mi, NULL, &module)))) return st;
+    VkSpecializationMapEntry map[VKL_VK_MAX_SPEC];
+    for (uint32_t i = 0; i < n_spec; i++)
+        map[i] = (VkSpecializationMapEntry){.constantID = i, .offset = i * 4, .size = 4};
+    VkSpecializationInfo si = {.mapEntryCount = n_spec, .pMapEntries = map, .dataSize = n_spec * 4, .pData = spec};
+    VkComputePipelineCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
+                                      .stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+                                                .stage = VK_SHADER_STAGE_COMPUTE_BIT,
+                                                .module = module,
+                                                .pName = "main",
+                                                .pSpecializationInfo = n_spec ? &si : NULL},
+                                      .layout = dev->pipe_layout[n_bindings]};
+    vkl_vk_pipeline *p = &dev->pipelines[dev->n_pipelines];
+    memset(p, 0, sizeof(*p));
+    st = VKL_VKD(dev, vkCreateComputePipelines, (dev->device, dev->cache, 1, &ci, NULL, &p->pipeline));
+    dev->vk.vkDestroyShaderModule(dev->device, module, NULL);
+    if (st) return vkl_fail_prefix(dev->ctx, st, "shader %s", shader);
+    p->shader = code->name;
+    p->n_bindings = n_bindings;
+    p->n_spec = n_spec;
+    if (n_spec) memcpy(p->spec, spec, n_spec * sizeof(uint32_t));
+    dev->n_pipelines++;
+    *out = p;
+    return VKL_OK;
+}
+
+vkl_status vkl_vk_set_once(vkl_backend_device *dev, uint32_t n, const VkDescriptorBufferInfo *bufs,
+                           VkDescriptorPool *pool, VkDescriptorSet *set) {
+    *pool = VK_NULL_HANDLE;
+    vkl_status st = n <= VKL_VK_MAX_BINDINGS ? layouts(dev, n)
+                                             : vkl_fail(dev->ctx, VKL_ERR_INTERNAL, "vulkan: %u bindings", n);
+    VkDescriptorPoolSize size = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, n ? n : 1};
+    VkDescriptorPoolCreateInfo pi = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
+                                     .maxSets = 1,
+                                     .poolSizeCount = 1,
+                                     .pPoolSizes = &size};
+    if (!st) st = VKL_VKD(dev, vkCreateDescriptorPool, (dev->device, &pi, NULL, pool));
+    VkDescriptorSetAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
+                                      .descriptorPool = *pool,
+                                      .descriptorSetCount = 1,
+                                      .pSetLayouts = &dev->set_layout[n]};
+    if (!st) st = VKL_VKD(dev, vkAllocateDescriptorSets, (dev->device, &ai, set));
+    VkWriteDescriptorSet wr[VKL_VK_MAX_BINDINGS];
+    for (uint32_t j = 0; !st && j < n; j++)
+        wr[j] = (VkWriteDescriptorSet){.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
+                                       .dstSet = *set,
+                                       .dstBinding = j,
+                                       .descriptorCount = 1,
+                                       .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                                       .pBufferInfo = &bufs[j]};
+    if (!st) dev->vk.vkUpdateDescriptorSets(dev->device, n, wr, 0, NULL);
+    return st;
+}
+
+void vkl_vk_cmd_dispatch(vkl_backend_device *dev, VkCommandBuffer cmd, VkPipeline pipe, uint32_t n_bind,
+                         VkDescriptorSet set, const uint32_t *push, uint32_t n_push, const uint32_t groups[3]) {
+    dev->vk.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipe);
+    dev->vk.vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, dev->pipe_layout[n_bind], 0, 1, &set, 0,
+                                    NULL);
+    if (n_push)
+        dev->vk.vkCmdPushConstants(cmd, dev->pipe_layout[n_bind], VK_SHADER_STAGE_COMPUTE_BIT, 0, n_push * 4, push);
+    dev->vk.vkCmdDispatch(cmd, groups[0], groups[1], groups[2]);
+}

@@ -1,0 +1,77 @@
+/* QuantMatMul on Vulkan: Y [..., N] = A [..., K] times W [N, K] (E0M4, int4
+ * or int8 blocks in the GPU packed layout), plus an optional bias, through
+ * the quant_matvec_* shaders: one dispatch, (ceil(N / rows), M) workgroups.
+ * Tuned for M = 1 (decode); a tiled matmul for prefill is still to come. */
+#include "vk_internal.h"
+
+vkl_status vkl_vk_record_quant_mat_mul(const vkl_vk_node *nd, vkl_vk_dispatch *out, uint32_t *count) {
+    const vkl_backend_device *dev = nd->dev;
+    const vkl_vk_tensor *A = &nd->in[0], *W = &nd->in[1], *Y = &nd->out[0];
+    const vkl_vk_tensor *bias = nd->n_in > 2 && nd->in[2].id != VKL_NONE ? &nd->in[2] : NULL;
+    *count = 0;
+    if (A->dtype != VKL_DTYPE_F32 || Y->dtype != VKL_DTYPE_F32)
+        return vkl_vk_node_unsupported(nd, "A is %s; the Vulkan kernels take f32 activations so far",
+                                       vkl_dtype_name(A->dtype));
+    if (bias && bias->dtype != VKL_DTYPE_F32)
+        return vkl_vk_node_unsupported(nd, "bias is %s, want f32", vkl_dtype_name(bias->dtype));
+    if (!W->weight)
+        return vkl_vk_node_unsupported(nd, "W is computed by the graph; the Vulkan kernels read a loaded weight");
+    const bool sg = dev->subgroup_arith;
+    const char *shader;
+    uint32_t chunk; /* elements of W per 16-byte load */
+    switch (W->dtype) {
+    case VKL_DTYPE_Q_E0M4: shader = sg ? "quant_matvec_e0m4_sg" : "quant_matvec_e0m4"; chunk = 32; break;
+    case VKL_DTYPE_Q_INT4: shader = sg ? "quant_matvec_int4_sg" : "quant_matvec_int4"; chunk = 32; break;
+    case VKL_DTYPE_Q_INT8: shader = sg ? "quant_matvec_int8_sg" : "quant_matvec_int8"; chunk = 16; break;
+    default:
+        return vkl_vk_node_unsupported(nd, "W is %s; the Vulkan kernels take E0M4, int4 and int8 blocks so far",
+                                       vkl_dtype_name(W->dtype));
+    }
+    if (A->rank < 1 || W->rank != 2)
+        return vkl_vk_node_unsupported(nd, "A has rank %u and W rank %u", A->rank, W->rank);
+    const int64_t K = A->dims[A->rank - 1], N = W->dims[0], M = K ? A->count / K : 0;
+    if (W->dims[1] != K)
+        return vkl_vk_node_unsupported(nd, "A's K = %lld, W's K = %lld", (long long)K, (long long)W->dims[1]);
+    if (K % chunk || W->group % chunk)
+        return vkl_vk_node_unsupported(nd, "%s with K = %lld and group %u: the kernel needs both multiples of %u",
+                                       vkl_dtype_name(W->dtype), (long long)K, W->group, chunk);
+    if (Y->count != M * N)
+        return vkl_vk_node_unsupported(nd, "Y has %lld elements, want %lld", (long long)Y->count, (long long)(M * N));
+    if (bias && bias->count != N)
+        return vkl_vk_node_unsupported(nd, "bias has %lld elements, want %lld", (long long)bias->count, (long long)N);
+    if (!M || !N) return VKL_OK; /* nothing to compute: no dispatch */
+    const uint32_t rows = dev->qmv_rows;
+    const int64_t blocks = (N + rows - 1) / rows;
+    const VkPhysicalDeviceLimits *lim = &dev->props.limits;
+    /* The shaders index in 32 bits. */
+    if (blocks > lim->maxComputeWorkGroupCount[0] || M > lim->maxComputeWorkGroupCount[1] || M * K >= (1ll << 32) ||
+        M * N >= (1ll << 32) || N * (K / chunk) >= (1ll << 32))
+        return vkl_vk_node_unsupported(nd, "M = %lld, N = %lld, K = %lld exceed the matvec's dispatch or index range",
+                                       (long long)M, (long long)N, (long long)K);
+    vkl_vk_dispatch *d = &out[0];
+    d->shader = shader;
+    d->spec[0] = dev->qmv_wg;
+    d->spec[1] = rows;
+    d->spec[2] = dev->qmv_stage;
+    d->spec[3] = dev->qmv_unroll;
+    d->spec[4] = dev->qmv_e0m4_f32; /* E0M4 only; other shaders ignore it */
+    d->n_spec = 5;
+    const vkl_vk_weight *w = W->weight;
+    d->bind[0] = A->at;
+    d->bind[1] = (VkDescriptorBufferInfo){w->buf.buf, w->qs_offset, w->qs_range};
+    d->bind[2] = (VkDescriptorBufferInfo){w->buf.buf, w->params_offset, w->params_range};
+    d->bind[3] = Y->at;
+    d->bind[4] = bias ? bias->at : A->at; /* any buffer: has_bias = 0 never reads it */
+    d->n_bind = 5;
+    d->push[0] = (uint32_t)M;
+    d->push[1] = (uint32_t)N;
+    d->push[2] = (uint32_t)K;
+    d->push[3] = W->group / chunk;
+    d->push[4] = bias ? 1u : 0u;
+    d->n_push = 5;
+    d->groups[0] = (uint32_t)blocks;
+    d->groups[1] = (uint32_t)M;
+    d->groups[2] = 1;
+    *count = 1;
+    return VKL_OK;
+}

@@ -1,0 +1,26 @@
+/* The Vulkan backend as tests and tools see it beside the vtable: the
+ * vtable itself (also listed in backends/registry.c) and what has no place
+ * in the backend contract. Nothing in engine/ includes this. */
+#ifndef VKL_VULKAN_BACKEND_H
+#define VKL_VULKAN_BACKEND_H
+
+#include "../../engine/backend.h"
+
+extern const vkl_backend_vtable vkl_backend_vulkan;
+
+/* Dequantize canonical blocks W [rows, cols] (Q_E0M4 / Q_INT4 / Q_INT8,
+ * groups of `group` along cols) on the device: packed with engine/quant's
+ * GPU packer, decoded by the quant_dequant_* shaders with the same decode
+ * the matvecs use, read back as rows * cols f32 into out. 4-bit values are
+ * exact, so they must equal engine/quant's vkl_quant_dequantize bit for
+ * bit. A device handle from vkl_backend_vulkan.open. */
+vkl_status vkl_vk_dequantize(vkl_backend_device *dev, vkl_dtype dtype, uint32_t group, int64_t rows, int64_t cols,
+                             const void *canon, size_t canon_bytes, float *out);
+
+/* Validation warnings and errors seen so far on this device (0 unless
+ * VKL_VK_VALIDATION=1). Each also fails the vtable call it happened in and
+ * is logged through the context at VKL_LOG_WARN / VKL_LOG_ERROR as
+ * "vulkan validation: ...". */
+uint32_t vkl_vk_validation_messages(const vkl_backend_device *dev);
+
+#endif

@@ -1,0 +1,106 @@
+# The Vulkan backend's prerequisites and its shader build. SPIR-V is made at
+# build time, never on a device: every shaders/vulkan/*.comp (plus the
+# variants listed below) is compiled by glslc, checked by spirv-val when it is
+# installed, and embedded as uint32_t arrays in one generated .c by
+# cmake/embed_spirv.cmake (no xxd). Nothing generated is committed.
+#
+# VKL_VULKAN (default ON) switches itself off, with a message, when the
+# Vulkan headers, volk (Debian libvulkan-volk-dev: volk.h + volk.c; volk
+# loads libvulkan at run time, so nothing links libvulkan) or glslc are
+# missing. The result is VKL_HAVE_VULKAN (a plain variable, so installing
+# the tools and re-running cmake turns the backend back on).
+option(VKL_VULKAN "Build the Vulkan backend (needs Vulkan headers, volk and glslc)" ON)
+
+set(VKL_HAVE_VULKAN OFF)
+if(VKL_VULKAN)
+  find_path(VKL_VULKAN_INCLUDE_DIR vulkan/vulkan.h)
+  find_path(VKL_VOLK_INCLUDE_DIR volk.h)
+  find_file(VKL_VOLK_SOURCE volk.c HINTS ${VKL_VOLK_INCLUDE_DIR} NO_CACHE)
+  find_program(VKL_GLSLC glslc)
+  find_program(VKL_SPIRV_VAL spirv-val)
+  set(missing "")
+  if(NOT VKL_VULKAN_INCLUDE_DIR)
+    list(APPEND missing "vulkan/vulkan.h (libvulkan-dev)")
+  endif()
+  if(NOT VKL_VOLK_INCLUDE_DIR OR NOT VKL_VOLK_SOURCE)
+    list(APPEND missing "volk.h/volk.c (libvulkan-volk-dev)")
+  endif()
+  if(NOT VKL_GLSLC)
+    list(APPEND missing "glslc")
+  endif()
+  if(missing)
+    string(REPLACE ";" ", " missing "${missing}")
+    message(STATUS "Vulkan backend OFF: missing ${missing} (scripts/setup installs them)")
+  else()
+    set(VKL_HAVE_VULKAN ON)
+    message(STATUS "Vulkan backend ON (glslc: ${VKL_GLSLC}; spirv-val: ${VKL_SPIRV_VAL})")
+  endif()
+endif()
+
+# Variants of a shader compiled with extra -D defines, as
+# "<shader>:<suffix>:<DEF>[,<DEF>...]"; each becomes "<shader>_<suffix>" in
+# the embedded table. The _sg variants reduce with subgroup arithmetic; the
+# plain ones use shared memory only, for devices without it.
+set(VKL_SHADER_VARIANTS
+  "quant_matvec_e0m4:sg:VKL_SUBGROUP=1"
+  "quant_matvec_int4:sg:VKL_SUBGROUP=1"
+  "quant_matvec_int8:sg:VKL_SUBGROUP=1")
+
+# Vulkan 1.1 / SPIR-V 1.3: the oldest target with subgroup operations.
+set(VKL_SHADER_TARGET_ENV vulkan1.1)
+
+# One shader (variant) to one .spv; appends the .spv to ${spv_list}.
+function(_vkl_compile_shader src name defines spv_list)
+  set(spv ${CMAKE_BINARY_DIR}/shaders/${name}.spv)
+  set(args "")
+  foreach(d ${defines})
+    list(APPEND args -D${d})
+  endforeach()
+  set(validate "")
+  if(VKL_SPIRV_VAL)
+    set(validate COMMAND ${VKL_SPIRV_VAL} --target-env ${VKL_SHADER_TARGET_ENV} ${spv})
+  endif()
+  add_custom_command(
+    OUTPUT ${spv}
+    COMMAND ${VKL_GLSLC} --target-env=${VKL_SHADER_TARGET_ENV} -O -Werror
+            -I ${PROJECT_SOURCE_DIR}/shaders/vulkan ${args} -MD -MF ${spv}.d -o ${spv} ${src}
+    ${validate}
+    DEPENDS ${src}
+    DEPFILE ${spv}.d
+    COMMENT "glslc ${name}"
+    VERBATIM)
+  set(${spv_list} ${${spv_list}} ${spv} PARENT_SCOPE)
+endfunction()
+
+# vkl_vulkan_shaders(<out_var>): compile every shader and variant; set
+# <out_var> to the generated .c holding vkl_vk_spirv_table (declared in
+# backends/vulkan/vk_shaders.h).
+function(vkl_vulkan_shaders out_var)
+  file(GLOB comps CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/shaders/vulkan/*.comp)
+  file(MAKE_DIRECTORY ${CMAKE_BINARY_DIR}/shaders)
+  set(spvs "")
+  foreach(src ${comps})
+    get_filename_component(name ${src} NAME_WE)
+    _vkl_compile_shader(${src} ${name} "" spvs)
+  endforeach()
+  foreach(v ${VKL_SHADER_VARIANTS})
+    string(REPLACE ":" ";" parts "${v}")
+    list(GET parts 0 base)
+    list(GET parts 1 suffix)
+    list(GET parts 2 defs)
+    string(REPLACE "," ";" defs "${defs}")
+    set(src ${PROJECT_SOURCE_DIR}/shaders/vulkan/${base}.comp)
+    if(NOT EXISTS ${src})
+      message(FATAL_ERROR "shader variant '${v}': ${src} does not exist")
+    endif()
+    _vkl_compile_shader(${src} ${base}_${suffix} "${defs}" spvs)
+  endforeach()
+  set(gen ${CMAKE_BINARY_DIR}/shaders/vk_spirv_table.c)
+  add_custom_command(
+    OUTPUT ${gen}
+    COMMAND ${CMAKE_COMMAND} "-DOUT=${gen}" "-DFILES=${spvs}" -P ${PROJECT_SOURCE_DIR}/cmake/embed_spirv.cmake
+    DEPENDS ${spvs} ${PROJECT_SOURCE_DIR}/cmake/embed_spirv.cmake
+    COMMENT "embedding ${CMAKE_BINARY_DIR}/shaders/*.spv"
+    VERBATIM)
+  set(${out_var} ${gen} PARENT_SCOPE)
+endfunction()

@@ -1,0 +1,37 @@
+// Shared by the quantized-weight shaders: the extensions a variant asks for,
+// the exact decode of an fp16 header field, and the 4-bit decodes of the GPU
+// packed layout (engine/quant/pack_gpu.c): u32 word t of a row holds
+// elements 8t..8t+7, element 8t+2s in bits 4s..4s+3 and 8t+2s+1 in bits
+// 16+4s..19+4s (s = 0..3), so one shift and one AND isolate a pair of codes.
+// Both the matvecs and the dequantize shaders decode through these macros:
+// what the bit-exactness test checks is what the matvecs compute with.
+#ifdef VKL_SUBGROUP
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#endif
+
+// fp16 bits -> f32, exactly, subnormals included: a block's scale d may be
+// subnormal (a group of range below ~1e-4), and unpackHalf2x16 may flush
+// fp16 subnormals on some devices, so those are decoded by hand (m * 2^-24
+// is exact in f32).
+float vkl_half_exact(uint h) {
+    if ((h & 0x7C00u) != 0u) return unpackHalf2x16(h).x;
+    const float m = float(h & 0x3FFu) * (1.0 / 16777216.0);
+    return (h & 0x8000u) != 0u ? -m : m;
+}
+
+// E0M4 (Transformer-Lite §2.3): pair s of word u as two fp16 codes
+// w1 = half(EXP | q << 6), made with one shift, one AND and one OR: the
+// shift moves the pair's nibbles to bits 6..9 and 22..25, the AND clears the
+// rest, the OR adds EXP (sign + exponent, shared by the group) to both
+// halves (e2 = EXP | EXP << 16). unpackHalf2x16 then reads both halves as
+// f32; they are normal fp16 values, so no flushing can touch them.
+#define VKL_E0M4_MASK 0x03C003C0u
+#define VKL_E0M4_PAIR0(u, e2) unpackHalf2x16((((u) << 6) & VKL_E0M4_MASK) | (e2))
+#define VKL_E0M4_PAIR1(u, e2) unpackHalf2x16((((u) << 2) & VKL_E0M4_MASK) | (e2))
+#define VKL_E0M4_PAIR2(u, e2) unpackHalf2x16((((u) >> 2) & VKL_E0M4_MASK) | (e2))
+#define VKL_E0M4_PAIR3(u, e2) unpackHalf2x16((((u) >> 6) & VKL_E0M4_MASK) | (e2))
+
+// int4, the baseline: pair s of word u as two codes q converted to float
+// (the plain conversion the paper measures E0M4 against).
+#define VKL_INT4_PAIR(u, s) vec2((uvec2(u) >> uvec2(4u * (s), 16u + 4u * (s))) & 0xFu)

@@ -1,0 +1,121 @@
+// The matrix-vector body shared by quant_matvec_{e0m4,int4,int8}.comp:
+//   Y[m, n] = sum_k A[m, k] * w(n, k)  (+ bias[n]),  A [M, K] f32, Y [M, N] f32,
+// W in the GPU packed layout (engine/quant/pack_gpu.c). The including file
+// defines QV_CHUNK (elements of W in one 16-byte uvec4) and
+//   float qv_chunk(uvec4 w, vec4 x[QV_CHUNK / 4], float sum_x, uint param)
+// the format's dot product of one uvec4 of W with its activations, the
+// group's dequantization folded in. Loads, loop and reduction are this one
+// file, so the formats differ only in their decode: a fair comparison.
+//
+// Tuned for M = 1 (decode, the paper's Table 1): workgroup (x, y) computes
+// the ROWS outputs n = x*ROWS .. x*ROWS+ROWS-1 of row m = y. The workgroup
+// walks K in blocks of WG * UNROLL uvec4 steps; in a block, invocation tid
+// takes steps c = base + u * WG + tid (u < UNROLL), so a subgroup reads each
+// row's weights contiguously, 16 bytes per invocation, and all UNROLL * ROWS
+// loads of an invocation are issued before any arithmetic (bytes in flight
+// are what a memory-bound kernel lives on). The block's activations are
+// staged through shared memory: read from A with coalesced 16-byte loads,
+// stored with one vec4 of padding per step so that each invocation's own
+// QV_CHUNK / 4 vec4 reads are free of bank conflicts, then reused for the
+// ROWS rows. STAGE_X = false reads them from A directly (16 bytes per
+// invocation, 32 cache lines per subgroup load), for devices where barriers
+// cost more than that: lavapipe runs 2.4x faster without the staging; an
+// H100 runs the same within 2% either way, and slower with UNROLL > 1
+// (docs/vulkan.md). Sums are f32. Any M works (each row of A rereads W);
+// prefill wants a tiled matmul.
+
+layout(local_size_x_id = 0) in;
+// The backend sets all four (vk_device.c: tuning); these are placeholders.
+layout(constant_id = 0) const uint WG = 64;  // = local_size_x; a power of two
+layout(constant_id = 1) const uint ROWS = 8;
+layout(constant_id = 2) const bool STAGE_X = true;
+layout(constant_id = 3) const uint UNROLL = 1;
+
+layout(set = 0, binding = 0, std430) readonly buffer BufA { vec4 a[]; };       // [M, K]
+layout(set = 0, binding = 1, std430) readonly buffer BufQ { uvec4 qs[]; };     // [N, K / QV_CHUNK]
+layout(set = 0, binding = 2, std430) readonly buffer BufP { uint params[]; };  // [N, K / group]
+layout(set = 0, binding = 3, std430) writeonly buffer BufY { float y[]; };     // [M, N]
+layout(set = 0, binding = 4, std430) readonly buffer BufB { float bias[]; };   // [N] if has_bias
+
+layout(push_constant) uniform Push {
+    uint M, N, K;
+    uint steps_per_group;  // group / QV_CHUNK: each uvec4 lies in one group
+    uint has_bias;
+} pc;
+
+const uint VEC = QV_CHUNK / 4u;  // vec4s of activations per step
+const uint PAD = VEC + 1u;       // their stride in shared memory
+const uint BLOCK = WG * UNROLL;  // steps per block
+shared vec4 xs[STAGE_X ? BLOCK * PAD : 1u];
+shared float partial[ROWS * WG];
+
+void main() {
+    const uint tid = gl_LocalInvocationID.x;
+    const uint n0 = gl_WorkGroupID.x * ROWS;
+    const uint m = gl_WorkGroupID.y;
+    const uint steps = pc.K / QV_CHUNK;                 // uvec4s per row of W
+    const uint groups = steps / pc.steps_per_group;     // params per row of W
+    const uint a0 = m * (pc.K / 4u);
+
+    float acc[ROWS];
+    for (uint r = 0u; r < ROWS; r++) acc[r] = 0.0;
+
+    for (uint base = 0u; base < steps; base += BLOCK) {
+        // This block's weights first: their loads fly while A is staged.
+        uvec4 w[UNROLL * ROWS];
+        uint p[UNROLL * ROWS];
+        for (uint u = 0u; u < UNROLL; u++) {
+            const uint c = base + u * WG + tid;
+            const uint g = c / pc.steps_per_group;
+            for (uint r = 0u; r < ROWS; r++) {
+                const uint n = min(n0 + r, pc.N - 1u);  // rows past N reread row N - 1, never written
+                w[u * ROWS + r] = c < steps ? qs[n * steps + c] : uvec4(0u);
+                p[u * ROWS + r] = c < steps ? params[n * groups + g] : 0u;
+            }
+        }
+        if (STAGE_X) {
+            const uint nv = min(BLOCK, steps - base) * VEC;
+            for (uint j = 0u; j < VEC * UNROLL; j++) {
+                const uint v = j * WG + tid;
+                if (v < nv) xs[(v / VEC) * PAD + v % VEC] = a[a0 + base * VEC + v];
+            }
+            barrier();
+        }
+        for (uint u = 0u; u < UNROLL; u++) {
+            const uint c = base + u * WG + tid;
+            if (c >= steps) break;
+            vec4 x[VEC];
+            float sum_x = 0.0;
+            for (uint i = 0u; i < VEC; i++) {
+                x[i] = STAGE_X ? xs[(u * WG + tid) * PAD + i] : a[a0 + c * VEC + i];
+                sum_x += (x[i].x + x[i].y) + (x[i].z + x[i].w);
+            }
+            for (uint r = 0u; r < ROWS; r++) acc[r] += qv_chunk(w[u * ROWS + r], x, sum_x, p[u * ROWS + r]);
+        }
+        if (STAGE_X) barrier();  // xs is rewritten by the next block
+    }
+
+#ifdef VKL_SUBGROUP
+    for (uint r = 0u; r < ROWS; r++) {
+        const float v = subgroupAdd(acc[r]);
+        if (subgroupElect()) partial[r * WG + gl_SubgroupID] = v;
+    }
+    barrier();
+    if (tid < ROWS) {
+        float s = 0.0;
+        for (uint i = 0u; i < gl_NumSubgroups; i++) s += partial[tid * WG + i];
+        acc[0] = s;
+    }
+#else
+    for (uint r = 0u; r < ROWS; r++) partial[r * WG + tid] = acc[r];
+    barrier();
+    for (uint h = WG / 2u; h > 0u; h >>= 1) {
+        if (tid < h)
+            for (uint r = 0u; r < ROWS; r++) partial[r * WG + tid] += partial[r * WG + tid + h];
+        barrier();
+    }
+    if (tid < ROWS) acc[0] = partial[tid * WG];
+#endif
+    const uint n = n0 + tid;
+    if (tid < ROWS && n < pc.N) y[m * pc.N + n] = acc[0] + (pc.has_bias != 0u ? bias[n] : 0.0);
+}

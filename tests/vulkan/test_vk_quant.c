@@ -1,0 +1,413 @@
+/* The Vulkan backend against engine/quant and the ref backend:
+ *  (a) dequantization on the GPU (quant_dequant_* shaders, through the GPU
+ *      packed layout and the decode the matvecs use) equals engine/quant's
+ *      reference dequantization BIT FOR BIT (memcmp of f32): E0M4 n = 1 and
+ *      n = 2, int4, int8; groups 32, 64, 128; random weights with exact
+ *      zeros, all-zero groups, tiny groups (subnormal fp16 scales), large
+ *      groups and single-spike groups;
+ *  (b) QuantMatMul through the vtable against the ref backend on the same
+ *      one-node graph: ||y_vk - y_ref||_2 <= 1e-5 * ||y_ref||_2 (the
+ *      kernels accumulate in f32; ref in double), the output filled with
+ *      NaN before executing so every element must be written, several
+ *      (M, K, N) including K = 11008, with and without bias, ranks 1 to 3;
+ *      replaying the executable gives identical bits; node_times answers;
+ *      the device's default matvec and five other variants (activations
+ *      staged in shared memory or not, subgroup or shared-memory reduction,
+ *      unrolled K steps, E0M4 codes built as f32, workgroup sizes and rows);
+ *  (c) a node without a Vulkan kernel is refused at prepare, naming it.
+ * Validation (VKL_VK_VALIDATION=1 unless the environment says 0) is on:
+ * any validation message fails the test. No Vulkan at all: prints why and
+ * exits 77 (ctest: skipped). */
+#define _POSIX_C_SOURCE 200809L /* setenv */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../backends/vulkan/vulkan_backend.h"
+#include "check.h"
+#include "context.h"
+#include "graph.h"
+#include "ops.h"
+#include "quant/quant.h"
+#include "run_once.h"
+
+/* ---- validation messages, seen through the context's logger -------------------------------------- */
+
+static int validation_messages;
+
+static void on_log(void *user, vkl_log_level level, const char *message) {
+    (void)user;
+    if (strstr(message, "vulkan validation")) validation_messages++;
+    if (level <= VKL_LOG_WARN) fprintf(stderr, "log: %s\n", message);
+}
+
+/* ---- random data --------------------------------------------------------------------------------- */
+
+typedef struct rng {
+    uint64_t s;
+} rng;
+static uint32_t rnd_u32(rng *r) {
+    r->s ^= r->s << 13;
+    r->s ^= r->s >> 7;
+    r->s ^= r->s << 17;
+    return (uint32_t)(r->s >> 11);
+}
+static double rnd_unit(rng *r) { return (rnd_u32(r) + 0.5) / 4294967296.0; }
+static float rnd_gauss(rng *r) {
+    double u1 = rnd_unit(r), u2 = rnd_unit(r);
+    return (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
+}
+
+/* rows x cols weights, group by group of one of several kinds: Gaussian
+ * with 1 in 8 exact zeros (most groups), all zero, tiny (range ~1e-6: a
+ * subnormal fp16 scale), large (~1e3), one spike among zeros, positive only. */
+static void fill_weights(rng *r, float *w, int64_t rows, int64_t cols, uint32_t group) {
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t g = 0; g < cols / group; g++) {
+            float *x = w + i * cols + g * group;
+            uint32_t kind = rnd_u32(r) % 12;
+            for (uint32_t k = 0; k < group; k++) {
+                float v = rnd_gauss(r);
+                switch (kind) {
+                case 0: v = 0; break;
+                case 1: v *= 1e-6f; break;
+                case 2: v *= 1e3f; break;
+                case 3: v = k == group / 3 ? 0.75f : 0.0f; break;
+                case 4: v = fabsf(v) + 0.5f; break;
+                default: v = rnd_u32(r) % 8 == 0 ? 0.0f : 0.02f * v; break;
+                }
+                x[k] = v;
+            }
+        }
+}
+
+typedef struct fmt {
+    vkl_dtype dtype;
+    uint32_t n; /* E0M4's n */
+    const char *name;
+} fmt;
+
+static const fmt formats[] = {
+    {VKL_DTYPE_Q_E0M4, 1, "e0m4 n=1"},
+    {VKL_DTYPE_Q_E0M4, 2, "e0m4 n=2"},
+    {VKL_DTYPE_Q_INT4, 0, "int4"},
+    {VKL_DTYPE_Q_INT8, 0, "int8"},
+};
+
+static uint8_t *quantize(vkl_context *ctx, const fmt *f, uint32_t group, const float *w, int64_t rows, int64_t cols,
+                         size_t *bytes) {
+    vkl_quant_spec spec;
+    vkl_quant_spec_init(&spec, f->dtype);
+    spec.group = group;
+    if (f->n) spec.e0m4_n = f->n;
+    uint8_t *q = NULL;
+    vkl_status st = vkl_quant_canonical_bytes(ctx, f->dtype, group, rows, cols, bytes);
+    if (!st && !(q = malloc(*bytes))) st = VKL_ERR_OUT_OF_MEMORY;
+    if (!st) st = vkl_quant_quantize(ctx, &spec, w, rows, cols, q, *bytes);
+    CHECK_OK(ctx, st);
+    if (st) {
+        free(q);
+        return NULL;
+    }
+    return q;
+}
+
+/* ---- (a) dequantization, bit for bit ------------------------------------------------------------- */
+
+static void test_dequant(vkl_context *ctx, vkl_backend_device *dev, rng *r) {
+    static const uint32_t groups[] = {32, 64, 128};
+    static const int64_t shapes[][2] = {{7, 384}, {3, 11008}};
+    for (size_t fi = 0; fi < VKL_ARRAY_LEN(formats); fi++)
+        for (size_t gi = 0; gi < VKL_ARRAY_LEN(groups); gi++)
+            for (size_t si = 0; si < VKL_ARRAY_LEN(shapes); si++) {
+                const fmt *f = &formats[fi];
+                const int64_t rows = shapes[si][0], cols = shapes[si][1];
+                const size_t n = (size_t)(rows * cols);
+                float *w = malloc(n * sizeof(float)), *ref = malloc(n * sizeof(float));
+                float *got = malloc(n * sizeof(float));
+                size_t bytes = 0;
+                fill_weights(r, w, rows, cols, groups[gi]);
+                uint8_t *q = quantize(ctx, f, groups[gi], w, rows, cols, &bytes);
+                if (q) {
+                    CHECK_OK(ctx, vkl_quant_dequantize(ctx, f->dtype, groups[gi], q, bytes, rows, cols, ref));
+                    memset(got, 0, n * sizeof(float));
+                    CHECK_OK(ctx, vkl_vk_dequantize(dev, f->dtype, groups[gi], rows, cols, q, bytes, got));
+                    size_t bad = 0, first = 0;
+                    for (size_t i = 0; i < n; i++)
+                        if (memcmp(&got[i], &ref[i], sizeof(float)) && !bad++) first = i;
+                    uint32_t gb, rb;
+                    memcpy(&gb, &got[first], 4);
+                    memcpy(&rb, &ref[first], 4);
+                    CHECKF(bad == 0,
+                           "%s group %u [%lld, %lld]: %zu of %zu values differ; first [%zu]: gpu %a (0x%08x), "
+                           "ref %a (0x%08x)",
+                           f->name, groups[gi], (long long)rows, (long long)cols, bad, n, first, (double)got[first], gb,
+                           (double)ref[first], rb);
+                }
+                free(q);
+                free(w);
+                free(ref);
+                free(got);
+            }
+}
+
+/* ---- (b) QuantMatMul through the vtable ------------------------------------------------------------- */
+
+static vkl_expr cexpr(vkl_graph *g, int64_t v) {
+    vkl_expr e;
+    memset(&e, 0, sizeof(e));
+    CHECK_OK(g->ctx, vkl_expr_const(g->syms, v, &e));
+    return e;
+}
+
+/* Y = QuantMatMul(A, W[, bias]): A an input of shape a_dims, W [N, K]
+ * (canonical bytes copied into the graph), bias [N] f32 weight. */
+static vkl_graph *qmm_graph(vkl_context *ctx, const int64_t *a_dims, uint32_t a_rank, int64_t N, const fmt *f,
+                            uint32_t group, const uint8_t *wq, size_t wq_bytes, const float *bias) {
+    vkl_graph *g = NULL;
+    CHECK_OK(ctx, vkl_graph_create(ctx, &g));
+    if (!g) return NULL;
+    const int64_t K = a_dims[a_rank - 1];
+    vkl_shape sa = {.rank = a_rank}, sw = {.rank = 2}, sb = {.rank = 1};
+    for (uint32_t d = 0; d < a_rank; d++) sa.dims[d] = cexpr(g, a_dims[d]);
+    sw.dims[0] = sb.dims[0] = cexpr(g, N);
+    sw.dims[1] = cexpr(g, K);
+    uint32_t a = VKL_NONE, w = VKL_NONE, b = VKL_NONE, y = VKL_NONE;
+    vkl_status st = vkl_graph_add_tensor(g, "A", VKL_DTYPE_F32, VKL_TENSOR_INPUT, &sa, &a);
+    if (!st) st = vkl_graph_add_input(g, a);
+    if (!st) st = vkl_graph_add_tensor(g, "W", f->dtype, VKL_TENSOR_WEIGHT, &sw, &w);
+    if (!st) {
+        g->tensors[w].group = group;
+        st = vkl_graph_set_data(g, w, wq, wq_bytes, true);
+    }
+    if (!st && bias) st = vkl_graph_add_tensor(g, "bias", VKL_DTYPE_F32, VKL_TENSOR_WEIGHT, &sb, &b);
+    if (!st && bias) st = vkl_graph_set_data(g, b, bias, (size_t)N * sizeof(float), true);
+    if (!st) st = vkl_graph_add_tensor(g, "Y", VKL_DTYPE_F32, VKL_TENSOR_ACTIVATION, NULL, &y);
+    const uint32_t ins[3] = {a, w, b};
+    if (!st) st = vkl_graph_add_node(g, VKL_OP_QUANT_MAT_MUL, "qmm", ins, bias ? 3 : 2, &y, 1, NULL, 0, NULL);
+    if (!st) st = vkl_graph_add_output(g, y);
+    if (!st) st = vkl_graph_validate(g);
+    if (!st) st = vkl_graph_infer_shapes(g);
+    CHECK_OK(ctx, st);
+    if (st) {
+        vkl_graph_destroy(g);
+        return NULL;
+    }
+    return g;
+}
+
+/* Runs g's one node on the Vulkan device by hand (so the executable can be
+ * replayed and timed): A at arena offset 0, Y after it, the arena filled
+ * with NaN bits first. y gets M*N floats. False if a call failed. */
+static bool run_vulkan(vkl_context *ctx, const vkl_backend_vtable *be, const vkl_graph *g, const float *a,
+                       size_t a_count, float *y, size_t y_count) {
+    vkl_backend_device *dev = NULL;
+    vkl_backend_weights *w = NULL;
+    vkl_backend_buffer *arena = NULL;
+    vkl_backend_exec *e = NULL;
+    size_t *offsets = calloc(g->n_tensors, sizeof(size_t));
+    const size_t a_bytes = a_count * sizeof(float), y_off = (a_bytes + 255) / 256 * 256;
+    const size_t total = y_off + y_count * sizeof(float);
+    unsigned char *poison = malloc(total);
+    float *again = malloc(y_count * sizeof(float) + 1);
+    for (uint32_t t = 0; t < g->n_tensors; t++) offsets[t] = VKL_NO_OFFSET;
+    offsets[g->inputs[0]] = 0;
+    offsets[g->outputs[0]] = y_off;
+    memset(poison, 0xFF, total);
+    vkl_memory_map mem = {NULL, offsets, g->n_tensors};
+    vkl_binding b = {NULL, 0};
+    vkl_status st = be->open(ctx, NULL, &dev);
+    if (!st) st = be->weights_load(dev, g, &w);
+    if (!st) st = be->buffer_create(dev, VKL_BUFFER_DEVICE, total, &arena);
+    if (!st) st = be->buffer_write(dev, arena, 0, poison, total);
+    if (!st) st = be->buffer_write(dev, arena, 0, a, a_bytes);
+    mem.arena = arena;
+    if (!st) st = be->prepare(dev, g, w, &mem, &b, &e);
+    if (!st) st = be->execute(dev, e, &b);
+    if (!st) st = be->wait(dev, e);
+    if (!st) st = be->buffer_read(dev, arena, y_off, y, y_count * sizeof(float));
+    CHECK_OK(ctx, st);
+    if (!st) {
+        /* Replay: poison again, run the same command buffer, same bits. */
+        st = be->buffer_write(dev, arena, y_off, poison, y_count * sizeof(float));
+        if (!st) st = be->execute(dev, e, &b);
+        if (!st) st = be->wait(dev, e);
+        if (!st) st = be->buffer_read(dev, arena, y_off, again, y_count * sizeof(float));
+        CHECK_OK(ctx, st);
+        CHECKF(st || !memcmp(y, again, y_count * sizeof(float)), "a replay gave different bits");
+        double ms[4];
+        size_t n = 0;
+        CHECK_OK(ctx, be->node_times(dev, e, ms, 4, &n));
+        CHECKF(n == 1 && ms[0] >= 0 && ms[0] < 60e3, "node_times: %zu entries, first %g ms", n, n ? ms[0] : 0.0);
+    }
+    if (e) be->exec_release(dev, e);
+    if (arena) be->buffer_destroy(dev, arena);
+    if (w) be->weights_release(dev, w);
+    if (dev) be->close(dev);
+    free(offsets);
+    free(poison);
+    free(again);
+    return st == VKL_OK;
+}
+
+typedef struct mm_case {
+    int64_t a_dims[3];
+    uint32_t a_rank;
+    int64_t N;
+    size_t fmt;      /* index in formats */
+    uint32_t group;  /* 0: K (int8 per output channel, the lm_head) */
+    bool bias;
+} mm_case;
+
+static void test_matmul(vkl_context *ctx, rng *r) {
+    static const mm_case cases[] = {
+        {{1, 32}, 2, 1, 0, 32, false},
+        {{1, 128}, 2, 7, 2, 128, false},
+        {{1, 4096}, 2, 130, 0, 128, true},    /* N not a multiple of the rows per workgroup */
+        {{1, 4096}, 2, 130, 2, 128, true},
+        {{1, 11008}, 2, 96, 0, 128, false},   /* the paper's down_proj K */
+        {{1, 11008}, 2, 96, 2, 128, false},
+        {{1, 11008}, 2, 40, 3, 128, false},
+        {{11008}, 1, 33, 1, 64, true},        /* rank-1 A, E0M4 n = 2 */
+        {{3, 256}, 2, 33, 0, 32, false},      /* M > 1 */
+        {{2, 2, 640}, 3, 17, 2, 64, true},    /* rank 3, M = 4 */
+        {{1, 2048}, 2, 77, 3, 0, false},      /* int8 per channel (lm_head) */
+        {{2, 512}, 2, 5, 3, 32, true},
+    };
+    const vkl_backend_vtable *vk = vkl_backend_find("vulkan"), *ref = vkl_backend_find("ref");
+    for (size_t ci = 0; ci < VKL_ARRAY_LEN(cases); ci++) {
+        const mm_case *c = &cases[ci];
+        const fmt *f = &formats[c->fmt];
+        const int64_t K = c->a_dims[c->a_rank - 1], N = c->N;
+        const uint32_t group = c->group ? c->group : (uint32_t)K;
+        int64_t M = 1;
+        for (uint32_t d = 0; d + 1 < c->a_rank; d++) M *= c->a_dims[d];
+        float *wf = malloc((size_t)(N * K) * sizeof(float)), *a = malloc((size_t)(M * K) * sizeof(float));
+        float *bias = malloc((size_t)N * sizeof(float)), *y = malloc((size_t)(M * N) * sizeof(float));
+        fill_weights(r, wf, N, K, group);
+        for (int64_t i = 0; i < M * K; i++) a[i] = rnd_gauss(r);
+        for (int64_t i = 0; i < N; i++) bias[i] = rnd_gauss(r);
+        size_t wq_bytes = 0;
+        uint8_t *wq = quantize(ctx, f, group, wf, N, K, &wq_bytes);
+        vkl_graph *g =
+            wq ? qmm_graph(ctx, c->a_dims, c->a_rank, N, f, group, wq, wq_bytes, c->bias ? bias : NULL) : NULL;
+        vkl_host_tensor in = {.dtype = VKL_DTYPE_F32, .rank = c->a_rank, .data = a, .nbytes = (size_t)(M * K) * 4};
+        memcpy(in.dims, c->a_dims, sizeof(c->a_dims));
+        vkl_host_tensor want = {0};
+        if (g) CHECK_OK(ctx, vkl_run_once(ctx, ref, g, &in, &want));
+        if (g && want.data && run_vulkan(ctx, vk, g, a, (size_t)(M * K), y, (size_t)(M * N))) {
+            const float *yr = want.data;
+            double err = 0, norm = 0;
+            size_t nans = 0;
+            for (int64_t i = 0; i < M * N; i++) {
+                nans += !isfinite(y[i]);
+                err += ((double)y[i] - yr[i]) * ((double)y[i] - yr[i]);
+                norm += (double)yr[i] * yr[i];
+            }
+            const double rel = sqrt(err) / (sqrt(norm) > 0 ? sqrt(norm) : 1.0);
+            CHECKF(nans == 0 && rel <= 1e-5,
+                   "%s group %u M=%lld K=%lld N=%lld%s: %zu unwritten/non-finite, relative L2 error %.3g", f->name,
+                   group, (long long)M, (long long)K, (long long)N, c->bias ? " +bias" : "", nans, rel);
+            printf("  matmul %-8s group %4u  M=%lld K=%5lld N=%4lld%-6s rel L2 error %.2e\n", f->name, group,
+                   (long long)M, (long long)K, (long long)N, c->bias ? " +bias" : "", rel);
+        }
+        vkl_free(ctx, want.data);
+        vkl_graph_destroy(g);
+        free(wq);
+        free(wf);
+        free(a);
+        free(bias);
+        free(y);
+    }
+}
+
+/* ---- (c) an op without a kernel ---------------------------------------------------------------------- */
+
+static void test_unsupported(vkl_context *ctx) {
+    vkl_graph *g = NULL;
+    CHECK_OK(ctx, vkl_graph_create(ctx, &g));
+    if (!g) return;
+    vkl_shape s = {.rank = 1};
+    s.dims[0] = cexpr(g, 8);
+    uint32_t x = VKL_NONE, y = VKL_NONE;
+    vkl_status st = vkl_graph_add_tensor(g, "x", VKL_DTYPE_F32, VKL_TENSOR_INPUT, &s, &x);
+    if (!st) st = vkl_graph_add_input(g, x);
+    if (!st) st = vkl_graph_add_tensor(g, "y", VKL_DTYPE_F32, VKL_TENSOR_ACTIVATION, NULL, &y);
+    if (!st) st = vkl_graph_add_node(g, VKL_OP_RELU, "the_relu", &x, 1, &y, 1, NULL, 0, NULL);
+    if (!st) st = vkl_graph_add_output(g, y);
+    if (!st) st = vkl_graph_validate(g);
+    if (!st) st = vkl_graph_infer_shapes(g);
+    CHECK_OK(ctx, st);
+    float data[8] = {1, -2, 3, -4, 5, -6, 7, -8};
+    vkl_host_tensor in = {.dtype = VKL_DTYPE_F32, .rank = 1, .dims = {8}, .data = data, .nbytes = sizeof(data)};
+    vkl_host_tensor out = {0};
+    if (!st) {
+        CHECK_ERR(ctx, vkl_run_once(ctx, vkl_backend_find("vulkan"), g, &in, &out), VKL_ERR_UNSUPPORTED, "the_relu");
+        CHECK_MSG(ctx, "Relu");
+    }
+    vkl_free(ctx, out.data);
+    vkl_graph_destroy(g);
+}
+
+int main(void) {
+    setenv("VKL_VK_VALIDATION", "1", 0); /* on unless the environment says otherwise */
+    vkl_context_options o;
+    vkl_context_options_init(&o);
+    o.log = on_log;
+    vkl_context *ctx;
+    if (vkl_context_create(&o, &ctx)) return 2;
+    const vkl_backend_vtable *vk = vkl_backend_find("vulkan");
+    vkl_backend_caps caps;
+    vkl_status st = vk ? vk->probe(ctx, NULL, &caps) : VKL_ERR_NOT_FOUND;
+    if (st == VKL_ERR_NOT_FOUND) {
+        printf("test_vk_quant: skipped: %s\n", vk ? vkl_context_error(ctx) : "no vulkan backend in this build");
+        vkl_context_destroy(ctx);
+        return 77;
+    }
+    CHECK_OK(ctx, st);
+    if (st) {
+        vkl_context_destroy(ctx);
+        return check_finish("test_vk_quant");
+    }
+    const char *val = getenv("VKL_VK_VALIDATION");
+    printf("test_vk_quant: %s (%s), validation %s\n", caps.device_name, caps.driver,
+           val && strcmp(val, "0") ? "on" : "off");
+    rng r = {0x9E3779B97F4A7C15ull};
+    vkl_backend_device *dev = NULL;
+    CHECK_OK(ctx, vk->open(ctx, NULL, &dev));
+    if (dev) {
+        test_dequant(ctx, dev, &r);
+        vk->close(dev);
+    }
+    /* The matvec's variants, whatever this device would choose: activations
+     * staged through shared memory or read directly, subgroup or
+     * shared-memory reductions (the knobs are read at open). */
+    /* stage, no-subgroup, unroll, e0m4-f32, workgroup, rows; "": the device's default */
+    static const char *const variants[][6] = {{"", "", "", "", "", ""},
+                                              {"1", "0", "1", "0", "128", "4"},
+                                              {"0", "0", "1", "0", "128", "8"},
+                                              {"1", "1", "2", "0", "64", "3"},
+                                              {"0", "1", "3", "1", "32", "1"},
+                                              {"1", "0", "2", "1", "64", "8"}};
+    static const char *const knobs[6] = {"VKL_VK_QMV_STAGE", "VKL_VK_NO_SUBGROUP_OPS", "VKL_VK_QMV_UNROLL",
+                                         "VKL_VK_E0M4_F32",  "VKL_VK_QMV_WG",          "VKL_VK_QMV_ROWS"};
+    for (size_t v = 0; v < VKL_ARRAY_LEN(variants); v++) {
+        printf(" matvec variant:%s", v ? "" : " the device's defaults");
+        for (size_t k = 0; k < 6; k++) {
+            if (*variants[v][k]) {
+                setenv(knobs[k], variants[v][k], 1);
+                printf(" %s=%s", knobs[k], variants[v][k]);
+            } else {
+                unsetenv(knobs[k]);
+            }
+        }
+        printf("\n");
+        test_matmul(ctx, &r);
+    }
+    for (size_t k = 0; k < 6; k++) unsetenv(knobs[k]);
+    test_unsupported(ctx);
+    CHECKF(validation_messages == 0, "%d validation message(s)", validation_messages);
+    vkl_context_destroy(ctx);
+    return check_finish("test_vk_quant");
+}

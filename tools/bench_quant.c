@@ -1,0 +1,314 @@
+/* vkbench --quant: the Transformer-Lite paper's Table 1 (E0M4 vs int4
+ * matrix-vector speed) on this machine, for every backend and Vulkan device.
+ *
+ * For (K, N) = (4096, 4096), (4096, 11008), (11008, 4096), group 128, A [1, K]
+ * f32 (one decode step), and each format, one graph of C QuantMatMul nodes
+ * Y_i = A W_i^T, every W_i different random weights: one execute streams C
+ * matrices through the device, and with C * bytes(W) >= the rotation size
+ * (default 256 MB, five times an H100's 50 MB L2) they come from device
+ * memory, not cache. Each node is timed by the device (node_times, GPU
+ * timestamps); the table gives the median over reps x C samples after
+ * 0.3 s of warm-up executes (clocks ramp up from idle). Backends without node_times (ref) are timed by the host
+ * clock around execute + wait, divided by C, on 4 copies and at most 3 reps:
+ * the oracle's speed, for scale only. The output region is poisoned with
+ * NaN first and checked: a kernel that skips outputs does not get a time.
+ *
+ * Columns: latency (ms per matrix), weight GB/s (packed weight bytes over
+ * latency), the device's copy bandwidth (bytes read + written per second of
+ * a large device-to-device copy, timed the same way), the weight bandwidth
+ * as a share of it, and int4 latency / this latency (the paper's
+ * "Acceleration" on the E0M4 row). */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "backend.h"
+#include "bench_quant.h"
+#include "ops.h"
+#include "quant/quant.h"
+
+#define GROUP 128
+#define N_FMT 3
+#define HOST_COPIES 4
+#define HOST_REPS 3
+#define WARMUP 2            /* executes before timing, at least */
+#define WARM_SECONDS 0.3    /* and for at least this long on timed backends */
+
+static const struct {
+    vkl_dtype dtype;
+    const char *name;
+} formats[N_FMT] = {{VKL_DTYPE_Q_INT4, "int4"}, {VKL_DTYPE_Q_E0M4, "e0m4"}, {VKL_DTYPE_Q_INT8, "int8"}};
+
+static const int64_t shapes[][2] = {{4096, 4096}, {4096, 11008}, {11008, 4096}}; /* (K, N) */
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static uint64_t next(uint64_t *s) {
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+/* Valid canonical blocks with random codes and plausible parameters: a
+ * format's speed must not depend on the values, but zeros could flatter it. */
+static void random_blocks(uint64_t *s, vkl_dtype dt, size_t blocks, uint8_t *dst) {
+    const size_t block = vkl_quant_block_bytes(dt, GROUP);
+    for (size_t b = 0; b < blocks; b++) {
+        uint8_t *p = dst + b * block;
+        uint64_t r = next(s);
+        float d = 0.002f + 0.008f * (float)(r & 0xFFFF) / 65536.0f;
+        if (dt == VKL_DTYPE_Q_INT8) {
+            uint32_t u;
+            memcpy(&u, &d, 4);
+            vkl_quant_wr32(p, u);
+            for (size_t k = 0; k < GROUP; k++) p[4 + k] = (uint8_t)(int8_t)((int)((next(s) >> 16) % 255) - 127);
+            continue;
+        }
+        vkl_quant_wr16(p, vkl_f32_to_f16(d));
+        unsigned q0 = (unsigned)(r >> 20) % 16;
+        uint16_t zero = dt == VKL_DTYPE_Q_E0M4 ? (uint16_t)(VKL_E0M4_EXP_N1 | q0 << 6) : vkl_f32_to_f16((float)q0);
+        vkl_quant_wr16(p + 2, zero);
+        for (size_t k = 0; k < GROUP / 2; k += 8) {
+            uint64_t v = next(s);
+            memcpy(p + 4 + k, &v, 8);
+        }
+    }
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* One graph: input A [1, K], copies x (W_i [N, K] weight, Y_i = QuantMatMul(A, W_i)). */
+static vkl_status build_graph(vkl_context *ctx, vkl_dtype dt, int64_t K, int64_t N, size_t copies,
+                              const uint8_t *wdata, size_t wbytes, vkl_graph **out) {
+    vkl_graph *g = NULL;
+    vkl_status st = vkl_graph_create(ctx, &g);
+    if (st) return st;
+    vkl_shape sa = {.rank = 2}, sw = {.rank = 2};
+    st = vkl_expr_const(g->syms, 1, &sa.dims[0]);
+    if (!st) st = vkl_expr_const(g->syms, K, &sa.dims[1]);
+    if (!st) st = vkl_expr_const(g->syms, N, &sw.dims[0]);
+    if (!st) st = vkl_expr_const(g->syms, K, &sw.dims[1]);
+    uint32_t a = VKL_NONE;
+    if (!st) st = vkl_graph_add_tensor(g, "A", VKL_DTYPE_F32, VKL_TENSOR_INPUT, &sa, &a);
+    if (!st) st = vkl_graph_add_input(g, a);
+    for (size_t i = 0; !st && i < copies; i++) {
+        char wn[32], yn[32];
+        snprintf(wn, sizeof(wn), "W%zu", i);
+        snprintf(yn, sizeof(yn), "Y%zu", i);
+        uint32_t w = VKL_NONE, y = VKL_NONE;
+        st = vkl_graph_add_tensor(g, wn, dt, VKL_TENSOR_WEIGHT, &sw, &w);
+        if (!st) {
+            g->tensors[w].group = GROUP;
+            st = vkl_graph_set_data(g, w, wdata + i * wbytes, wbytes, false);
+        }
+        if (!st) st = vkl_graph_add_tensor(g, yn, VKL_DTYPE_F32, VKL_TENSOR_ACTIVATION, NULL, &y);
+        const uint32_t ins[2] = {a, w};
+        if (!st) st = vkl_graph_add_node(g, VKL_OP_QUANT_MAT_MUL, yn, ins, 2, &y, 1, NULL, 0, NULL);
+        if (!st) st = vkl_graph_add_output(g, y);
+    }
+    if (!st) st = vkl_graph_validate(g);
+    if (!st) st = vkl_graph_infer_shapes(g);
+    if (st) vkl_graph_destroy(g);
+    else *out = g;
+    return st;
+}
+
+typedef struct case_result {
+    double ms;            /* median latency per matrix */
+    size_t unwritten;     /* non-finite outputs after the runs */
+    vkl_status st;
+    char error[160];
+} case_result;
+
+/* Times one (shape, format) on an open device. */
+static void run_case(vkl_context *ctx, const vkl_backend_vtable *be, vkl_backend_device *dev, vkl_dtype dt,
+                     int64_t K, int64_t N, size_t copies, int reps, case_result *res) {
+    const bool timed = be->node_times != NULL;
+    size_t wbytes = 0;
+    vkl_graph *g = NULL;
+    vkl_backend_weights *w = NULL;
+    vkl_backend_buffer *arena = NULL;
+    vkl_backend_exec *e = NULL;
+    uint8_t *wdata = NULL;
+    size_t *offsets = NULL;
+    float *a = NULL, *y = NULL;
+    double *samples = NULL, t0;
+    size_t n_samples = 0;
+    const size_t a_bytes = ((size_t)K * 4 + 255) / 256 * 256, y_bytes = ((size_t)N * 4 + 255) / 256 * 256;
+    const size_t total = a_bytes + copies * y_bytes;
+    vkl_binding b = {NULL, 0};
+    vkl_status st = vkl_quant_canonical_bytes(ctx, dt, GROUP, N, K, &wbytes);
+    if (!st && (!(wdata = malloc(wbytes * copies)) || !(a = malloc((size_t)K * 4)) || !(y = malloc(total)) ||
+                !(samples = calloc((size_t)reps * copies + 1, sizeof(double)))))
+        st = vkl_fail(ctx, VKL_ERR_OUT_OF_MEMORY, "bench: out of host memory");
+    if (!st) {
+        uint64_t s = 0x243F6A8885A308D3ull ^ (uint64_t)dt << 32 ^ (uint64_t)K ^ (uint64_t)N << 20;
+        random_blocks(&s, dt, wbytes / vkl_quant_block_bytes(dt, GROUP) * copies, wdata);
+        for (int64_t k = 0; k < K; k++) a[k] = (float)((double)(next(&s) >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+        st = build_graph(ctx, dt, K, N, copies, wdata, wbytes, &g);
+    }
+    if (!st && !(offsets = malloc(g->n_tensors * sizeof(size_t))))
+        st = vkl_fail(ctx, VKL_ERR_OUT_OF_MEMORY, "bench: out of host memory");
+    if (!st) {
+        for (uint32_t t = 0; t < g->n_tensors; t++) offsets[t] = VKL_NO_OFFSET;
+        offsets[g->inputs[0]] = 0;
+        for (uint32_t i = 0; i < g->n_outputs; i++) offsets[g->outputs[i]] = a_bytes + i * y_bytes;
+        memset(y, 0xFF, total); /* NaN everywhere, then A over its part */
+        memcpy(y, a, (size_t)K * 4);
+    }
+    if (!st) st = be->weights_load(dev, g, &w);
+    if (!st) st = be->buffer_create(dev, VKL_BUFFER_DEVICE, total, &arena);
+    if (!st) st = be->buffer_write(dev, arena, 0, y, total);
+    vkl_memory_map mem = {arena, offsets, g ? g->n_tensors : 0};
+    if (!st) st = be->prepare(dev, g, w, &mem, &b, &e);
+    /* Warm up for a while, not a count: a GPU leaves its idle clocks only
+     * after some milliseconds of work (and the first runs pay first-use costs). */
+    t0 = now();
+    for (int i = 0; !st && (i < WARMUP || (timed && now() - t0 < WARM_SECONDS)); i++) {
+        st = be->execute(dev, e, &b);
+        if (!st) st = be->wait(dev, e);
+    }
+    for (int r = 0; !st && r < reps; r++) {
+        t0 = now();
+        st = be->execute(dev, e, &b);
+        if (!st) st = be->wait(dev, e);
+        if (!st && timed) {
+            size_t got = 0;
+            st = be->node_times(dev, e, samples + n_samples, copies, &got);
+            n_samples += got;
+        } else if (!st) {
+            samples[n_samples++] = (now() - t0) * 1e3 / (double)copies;
+        }
+    }
+    if (!st) st = be->buffer_read(dev, arena, 0, y, total);
+    res->st = st;
+    res->unwritten = 0;
+    res->ms = 0;
+    if (!st) {
+        for (size_t i = 0; i < copies; i++)
+            for (int64_t n = 0; n < N; n++) res->unwritten += !isfinite(y[(a_bytes + i * y_bytes) / 4 + (size_t)n]);
+        qsort(samples, n_samples, sizeof(double), cmp_double);
+        res->ms = n_samples ? samples[n_samples / 2] : 0;
+    } else {
+        snprintf(res->error, sizeof(res->error), "%s", vkl_context_error(ctx));
+    }
+    if (e) be->exec_release(dev, e);
+    if (arena) be->buffer_destroy(dev, arena);
+    if (w) be->weights_release(dev, w);
+    vkl_graph_destroy(g);
+    free(wdata);
+    free(offsets);
+    free(a);
+    free(y);
+    free(samples);
+}
+
+static void print_header(const vkl_bench_quant_options *o) {
+    printf("QuantMatMul decode (Transformer-Lite Table 1 shapes): A [1, K] f32, W [N, K] group %d; per backend and "
+           "device the median over %d runs x enough weight copies for >= %zu MB rotated (GPU timestamps); ref: "
+           "host clock, %d copies, <= %d runs\n",
+           GROUP, o->reps, o->rotate_bytes >> 20, HOST_COPIES, HOST_REPS);
+    printf("%-8s %-28s %6s %6s %-6s %11s %12s %10s %8s %8s\n", "backend", "device", "K", "N", "format", "latency ms",
+           "weight GB/s", "copy GB/s", "of copy", "vs int4");
+}
+
+/* Every shape and format on one open device. */
+static int bench_device(vkl_context *ctx, const vkl_backend_vtable *be, vkl_backend_device *dev,
+                        const vkl_backend_caps *caps, const vkl_bench_quant_options *o) {
+    const bool timed = be->node_times != NULL;
+    double copy_bw = 0;
+    if (be->copy_bandwidth) {
+        size_t bytes = o->rotate_bytes > ((size_t)64 << 20) ? o->rotate_bytes : (size_t)64 << 20;
+        if (be->copy_bandwidth(dev, bytes, &copy_bw))
+            fprintf(stderr, "vkbench: %s copy bandwidth: %s\n", be->name, vkl_context_error(ctx));
+    } else if (o->host_copy_bandwidth) {
+        copy_bw = o->host_copy_bandwidth();
+    }
+    int failed = 0;
+    for (size_t si = 0; si < sizeof(shapes) / sizeof(shapes[0]); si++) {
+        const int64_t K = shapes[si][0], N = shapes[si][1];
+        case_result res[N_FMT];
+        size_t wbytes[N_FMT];
+        for (int f = 0; f < N_FMT; f++) {
+            memset(&res[f], 0, sizeof(res[f]));
+            wbytes[f] = 0;
+            vkl_quant_canonical_bytes(ctx, formats[f].dtype, GROUP, N, K, &wbytes[f]);
+            size_t copies = HOST_COPIES;
+            int reps = o->reps < HOST_REPS ? o->reps : HOST_REPS;
+            if (timed) {
+                copies = wbytes[f] ? (o->rotate_bytes + wbytes[f] - 1) / wbytes[f] : 1;
+                if (copies < 4) copies = 4;
+                reps = o->reps;
+            }
+            run_case(ctx, be, dev, formats[f].dtype, K, N, copies, reps, &res[f]);
+        }
+        const double int4_ms = res[0].st || res[0].unwritten ? 0 : res[0].ms;
+        for (int f = 0; f < N_FMT; f++) {
+            printf("%-8s %-28.28s %6lld %6lld %-6s ", be->name, caps->device_name, (long long)K, (long long)N,
+                   formats[f].name);
+            if (res[f].st) {
+                printf("failed: %s\n", res[f].error);
+                failed = 1;
+                continue;
+            }
+            if (res[f].unwritten) {
+                printf("failed: %zu outputs not written\n", res[f].unwritten);
+                failed = 1;
+                continue;
+            }
+            const double gbs = (double)wbytes[f] / (res[f].ms * 1e-3) / 1e9;
+            printf("%11.4f %12.1f ", res[f].ms, gbs);
+            if (copy_bw > 0) printf("%10.1f %7.1f%% ", copy_bw / 1e9, 100.0 * gbs * 1e9 / copy_bw);
+            else printf("%10s %8s ", "-", "-");
+            if (int4_ms > 0) printf("%8.2f\n", int4_ms / res[f].ms);
+            else printf("%8s\n", "-");
+            fflush(stdout);
+        }
+    }
+    return failed;
+}
+
+int vkl_bench_quant(vkl_context *ctx, const vkl_bench_quant_options *o) {
+    print_header(o);
+    int failed = 0, ran = 0;
+    for (size_t i = 0; i < vkl_backend_count(); i++) {
+        const vkl_backend_vtable *be = vkl_backend_at(i);
+        if (o->backend && strcmp(o->backend, be->name)) continue;
+        /* A backend that refuses an absurd device index has devices to
+         * enumerate (Vulkan); others have one. */
+        vkl_backend_options bo = {0, NULL, 1 << 20};
+        vkl_backend_caps caps;
+        const bool several = be->probe(ctx, &bo, &caps) == VKL_ERR_NOT_FOUND;
+        for (int d = several ? 0 : -1;; d++) {
+            bo.device_index = d;
+            vkl_status st = be->probe(ctx, &bo, &caps);
+            if (st && several && d > 0 && st == VKL_ERR_NOT_FOUND) break; /* past the last device */
+            vkl_backend_device *dev = NULL;
+            if (!st) st = be->open(ctx, &bo, &dev);
+            if (st) {
+                printf("%-8s unavailable: %s\n", be->name, vkl_context_error(ctx));
+                if (dev) be->close(dev);
+                break;
+            }
+            failed |= bench_device(ctx, be, dev, &caps, o);
+            ran++;
+            be->close(dev);
+            if (!several) break;
+        }
+    }
+    if (!ran)
+        fprintf(stderr, "vkbench: no backend%s%s could run\n", o->backend ? " named " : "",
+                o->backend ? o->backend : "");
+    return failed || !ran;
+}

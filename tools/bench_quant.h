@@ -1,0 +1,20 @@
+/* vkbench --quant: E0M4 vs int4 (and int8) QuantMatMul speed on the
+ * Transformer-Lite paper's Table 1 shapes, per backend and device. */
+#ifndef VKL_TOOLS_BENCH_QUANT_H
+#define VKL_TOOLS_BENCH_QUANT_H
+
+#include <stddef.h>
+
+#include "context.h"
+
+typedef struct vkl_bench_quant_options {
+    const char *backend;  /* NULL: every compiled-in backend */
+    int reps;             /* timed executes per case (each times every weight copy) */
+    size_t rotate_bytes;  /* weight copies per case total at least this (past the GPU's L2) */
+    double (*host_copy_bandwidth)(void); /* bytes/s, for backends without copy_bandwidth */
+} vkl_bench_quant_options;
+
+/* Prints the table; returns the process exit status. */
+int vkl_bench_quant(vkl_context *ctx, const vkl_bench_quant_options *o);
+
+#endif
