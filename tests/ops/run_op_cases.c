@@ -101,17 +101,19 @@ static int parse_tensor(const cJSON *j, vkl_host_tensor *t, char *err, size_t ca
         cJSON_ArrayForEach(v, data) {
             unsigned char *p = (unsigned char *)t->data;
             double x = json_number(v);
-            /* Integers beyond 2^53 are written as decimal strings. */
-            int64_t exact = cJSON_IsString(v) ? strtoll(v->valuestring, NULL, 10) : (int64_t)x;
+            /* Integers beyond 2^53 are written as decimal strings; a float
+             * case's data (-1e30 ...) is converted to an integer only in range. */
+            int64_t exact = cJSON_IsString(v) ? strtoll(v->valuestring, NULL, 10)
+                            : (x >= -0x1p63 && x < 0x1p63) ? (int64_t)x : 0;
             switch (t->dtype) {
             case VKL_DTYPE_F32: { float f = (float)x; memcpy(p + i * 4, &f, 4); break; }
             case VKL_DTYPE_F64: memcpy(p + i * 8, &x, 8); break;
             case VKL_DTYPE_F16: { uint16_t h = vkl_f32_to_f16((float)x); memcpy(p + i * 2, &h, 2); break; }
             case VKL_DTYPE_BF16: { uint16_t h = vkl_f32_to_bf16((float)x); memcpy(p + i * 2, &h, 2); break; }
             case VKL_DTYPE_I64: case VKL_DTYPE_U64: memcpy(p + i * 8, &exact, 8); break;
-            case VKL_DTYPE_I32: case VKL_DTYPE_U32: { int32_t q = (int32_t)(int64_t)x; memcpy(p + i * 4, &q, 4); break; }
-            case VKL_DTYPE_I16: case VKL_DTYPE_U16: { int16_t q = (int16_t)(int64_t)x; memcpy(p + i * 2, &q, 2); break; }
-            default: p[i] = (unsigned char)(int64_t)x; break;
+            case VKL_DTYPE_I32: case VKL_DTYPE_U32: { int32_t q = (int32_t)exact; memcpy(p + i * 4, &q, 4); break; }
+            case VKL_DTYPE_I16: case VKL_DTYPE_U16: { int16_t q = (int16_t)exact; memcpy(p + i * 2, &q, 2); break; }
+            default: p[i] = (unsigned char)exact; break;
             }
             i++;
         }
