@@ -13,12 +13,20 @@
  * the oracle's speed, for scale only. The output region is poisoned with
  * NaN first and checked: a kernel that skips outputs does not get a time.
  *
- * Columns: latency (ms per matrix), weight GB/s (packed weight bytes over
- * latency), the device's copy bandwidth (bytes read + written per second of
- * a large device-to-device copy, timed the same way), the weight bandwidth
- * as a share of it, and int4 latency / this latency (the paper's
- * "Acceleration" on the E0M4 row). */
-#define _POSIX_C_SOURCE 200809L /* clock_gettime */
+ * Both arithmetic settings of the Vulkan matvecs are timed, one device open
+ * each (the setting is chosen at open, through VKL_VK_MATH): "f32" (f32
+ * products and sums) and, where the device has shaderFloat16, "f16" (fp16
+ * products and sums within each 32-code step: the paper's setting, where
+ * E0M4's bitcast decode should beat int4's int -> half conversion). Other
+ * backends run their one setting, labelled f32.
+ *
+ * Columns: arithmetic, latency (ms per matrix), weight GB/s (packed weight
+ * bytes over latency), the device's copy bandwidth (bytes read + written per
+ * second of a large device-to-device copy, timed the same way), the weight
+ * bandwidth as a share of it, int4 latency / this latency in the same
+ * arithmetic (the paper's "Acceleration" on the E0M4 row), and the same
+ * format's f32 latency / this latency. */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime, setenv */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +51,7 @@ static const struct {
 } formats[N_FMT] = {{VKL_DTYPE_Q_INT4, "int4"}, {VKL_DTYPE_Q_E0M4, "e0m4"}, {VKL_DTYPE_Q_INT8, "int8"}};
 
 static const int64_t shapes[][2] = {{4096, 4096}, {4096, 11008}, {11008, 4096}}; /* (K, N) */
+#define N_SHAPES (sizeof(shapes) / sizeof(shapes[0]))
 
 static double now(void) {
     struct timespec ts;
@@ -219,24 +228,29 @@ static void print_header(const vkl_bench_quant_options *o) {
            "device the median over %d runs x enough weight copies for >= %zu MB rotated (GPU timestamps); ref: "
            "host clock, %d copies, <= %d runs\n",
            GROUP, o->reps, o->rotate_bytes >> 20, HOST_COPIES, HOST_REPS);
-    printf("%-8s %-28s %6s %6s %-6s %11s %12s %10s %8s %8s\n", "backend", "device", "K", "N", "format", "latency ms",
-           "weight GB/s", "copy GB/s", "of copy", "vs int4");
+    printf("%-8s %-28s %6s %6s %-6s %-4s %11s %12s %10s %8s %8s %7s\n", "backend", "device", "K", "N", "format", "math",
+           "latency ms", "weight GB/s", "copy GB/s", "of copy", "vs int4", "vs f32");
 }
 
-/* Every shape and format on one open device. */
+/* Every shape and format on one open device, in one arithmetic setting
+ * (math: "f32" or "f16"). *copy_bw: measured here when 0 (then kept for the
+ * device's next setting). f32_ms: the f32 setting's latencies, written by the
+ * f32 pass and read by the f16 one (0: none). */
 static int bench_device(vkl_context *ctx, const vkl_backend_vtable *be, vkl_backend_device *dev,
-                        const vkl_backend_caps *caps, const vkl_bench_quant_options *o) {
-    const bool timed = be->node_times != NULL;
-    double copy_bw = 0;
-    if (be->copy_bandwidth) {
+                        const vkl_backend_caps *caps, const vkl_bench_quant_options *o, const char *math,
+                        double *copy_bw_io, double f32_ms[N_SHAPES][N_FMT]) {
+    const bool timed = be->node_times != NULL, is_f32 = !strcmp(math, "f32");
+    double copy_bw = *copy_bw_io;
+    if (copy_bw <= 0 && be->copy_bandwidth) {
         size_t bytes = o->rotate_bytes > ((size_t)64 << 20) ? o->rotate_bytes : (size_t)64 << 20;
         if (be->copy_bandwidth(dev, bytes, &copy_bw))
             fprintf(stderr, "vkbench: %s copy bandwidth: %s\n", be->name, vkl_context_error(ctx));
-    } else if (o->host_copy_bandwidth) {
+    } else if (copy_bw <= 0 && o->host_copy_bandwidth) {
         copy_bw = o->host_copy_bandwidth();
     }
+    *copy_bw_io = copy_bw;
     int failed = 0;
-    for (size_t si = 0; si < sizeof(shapes) / sizeof(shapes[0]); si++) {
+    for (size_t si = 0; si < N_SHAPES; si++) {
         const int64_t K = shapes[si][0], N = shapes[si][1];
         case_result res[N_FMT];
         size_t wbytes[N_FMT];
@@ -255,8 +269,9 @@ static int bench_device(vkl_context *ctx, const vkl_backend_vtable *be, vkl_back
         }
         const double int4_ms = res[0].st || res[0].unwritten ? 0 : res[0].ms;
         for (int f = 0; f < N_FMT; f++) {
-            printf("%-8s %-28.28s %6lld %6lld %-6s ", be->name, caps->device_name, (long long)K, (long long)N,
-                   formats[f].name);
+            printf("%-8s %-28.28s %6lld %6lld %-6s %-4s ", be->name, caps->device_name, (long long)K, (long long)N,
+                   formats[f].name, math);
+            if (is_f32) f32_ms[si][f] = 0;
             if (res[f].st) {
                 printf("failed: %s\n", res[f].error);
                 failed = 1;
@@ -267,12 +282,15 @@ static int bench_device(vkl_context *ctx, const vkl_backend_vtable *be, vkl_back
                 failed = 1;
                 continue;
             }
+            if (is_f32) f32_ms[si][f] = res[f].ms;
             const double gbs = (double)wbytes[f] / (res[f].ms * 1e-3) / 1e9;
             printf("%11.4f %12.1f ", res[f].ms, gbs);
             if (copy_bw > 0) printf("%10.1f %7.1f%% ", copy_bw / 1e9, 100.0 * gbs * 1e9 / copy_bw);
             else printf("%10s %8s ", "-", "-");
-            if (int4_ms > 0) printf("%8.2f\n", int4_ms / res[f].ms);
-            else printf("%8s\n", "-");
+            if (int4_ms > 0) printf("%8.2f ", int4_ms / res[f].ms);
+            else printf("%8s ", "-");
+            if (f32_ms[si][f] > 0) printf("%7.2f\n", f32_ms[si][f] / res[f].ms);
+            else printf("%7s\n", "-");
             fflush(stdout);
         }
     }
@@ -294,16 +312,36 @@ int vkl_bench_quant(vkl_context *ctx, const vkl_bench_quant_options *o) {
             bo.device_index = d;
             vkl_status st = be->probe(ctx, &bo, &caps);
             if (st && several && d > 0 && st == VKL_ERR_NOT_FOUND) break; /* past the last device */
-            vkl_backend_device *dev = NULL;
-            if (!st) st = be->open(ctx, &bo, &dev);
+            /* The Vulkan backend picks its arithmetic at open (VKL_VK_MATH,
+             * backends/vulkan/vk_device.c): time f32, then f16 where the
+             * device has it. The caller's VKL_VK_MATH is restored after. */
+            const bool vulkan = !strcmp(be->name, "vulkan");
+            const bool f16 = !st && vulkan && (caps.features & VKL_FEATURE_FP16);
+            const char *maths[2] = {"f32", "f16"};
+            const char *env = getenv("VKL_VK_MATH");
+            char *saved = env ? strdup(env) : NULL;
+            double copy_bw = 0, f32_ms[N_SHAPES][N_FMT];
+            memset(f32_ms, 0, sizeof(f32_ms));
+            for (int m = 0; !st && m < (f16 ? 2 : 1); m++) {
+                if (vulkan) setenv("VKL_VK_MATH", maths[m], 1);
+                vkl_backend_device *dev = NULL;
+                st = be->open(ctx, &bo, &dev);
+                if (!st) {
+                    failed |= bench_device(ctx, be, dev, &caps, o, maths[m], &copy_bw, f32_ms);
+                    ran += m == 0;
+                }
+                if (dev) be->close(dev);
+            }
+            if (vulkan && saved) setenv("VKL_VK_MATH", saved, 1);
+            else if (vulkan) unsetenv("VKL_VK_MATH");
+            free(saved);
             if (st) {
                 printf("%-8s unavailable: %s\n", be->name, vkl_context_error(ctx));
-                if (dev) be->close(dev);
                 break;
             }
-            failed |= bench_device(ctx, be, dev, &caps, o);
-            ran++;
-            be->close(dev);
+            if (vulkan && !f16)
+                printf("%-8s %-28.28s f16 math not timed: the device has no shaderFloat16 (or is older than Vulkan "
+                       "1.2)\n", be->name, caps.device_name);
             if (!several) break;
         }
     }

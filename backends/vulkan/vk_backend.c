@@ -54,9 +54,9 @@ static vkl_status vk_open(vkl_context *ctx, const vkl_backend_options *opt, vkl_
         vk_close(dev);
         return st;
     }
-    vkl_log(ctx, VKL_LOG_INFO, "vulkan: %s (%s), subgroup %u%s, timestamps %s", dev->caps.device_name,
+    vkl_log(ctx, VKL_LOG_INFO, "vulkan: %s (%s), subgroup %u%s, timestamps %s, %s matvec math", dev->caps.device_name,
             dev->caps.driver, dev->subgroup_size, dev->subgroup_arith ? " with arithmetic" : "",
-            dev->timestamp_bits ? "on" : "off");
+            dev->timestamp_bits ? "on" : "off", dev->f16_math ? "f16" : "f32");
     *out = dev;
     return VKL_OK;
 }
@@ -391,6 +391,8 @@ static vkl_status vk_copy_bandwidth(vkl_backend_device *dev, size_t bytes, doubl
 }
 
 uint32_t vkl_vk_validation_messages(const vkl_backend_device *dev) { return dev && dev->msgs ? dev->msgs->count : 0; }
+
+bool vkl_vk_f16_math(const vkl_backend_device *dev) { return dev && dev->f16_math; }
 
 const vkl_backend_vtable vkl_backend_vulkan = {
     .name = "vulkan",

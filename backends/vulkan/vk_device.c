@@ -188,8 +188,8 @@ static bool has_extension(const VkExtensionProperties *e, uint32_t n, const char
 }
 
 /* Everything vkl_backend_caps reports, and what the kernels may use. The
- * features are the device's; the current kernels use none of fp16, integer
- * dot or cooperative matrix yet (docs/vulkan.md). */
+ * features are the device's; of fp16, integer dot and cooperative matrix the
+ * kernels use fp16 only, when choose_math says so (docs/vulkan.md). */
 static vkl_status describe(vkl_backend_device *dev, const vkl_backend_options *opt) {
     vkl_context *ctx = dev->ctx;
     vkl_backend_caps *c = &dev->caps;
@@ -225,7 +225,8 @@ static vkl_status describe(vkl_backend_device *dev, const vkl_backend_options *o
                  VK_API_VERSION_MAJOR(dev->props.apiVersion), VK_API_VERSION_MINOR(dev->props.apiVersion),
                  VK_API_VERSION_PATCH(dev->props.apiVersion));
     uint32_t f = 0;
-    if (v12 && f16.shaderFloat16) f |= VKL_FEATURE_FP16;
+    dev->has_f16 = v12 && f16.shaderFloat16;
+    if (dev->has_f16) f |= VKL_FEATURE_FP16;
     if (has_extension(ext, n_ext, "VK_KHR_shader_integer_dot_product")) f |= VKL_FEATURE_INT8_DOT;
     if (has_extension(ext, n_ext, "VK_KHR_cooperative_matrix") || has_extension(ext, n_ext, "VK_NV_cooperative_matrix"))
         f |= VKL_FEATURE_COOPMAT;
@@ -266,18 +267,50 @@ static vkl_status env_uint(vkl_context *ctx, const char *name, uint32_t lo, uint
     return VKL_OK;
 }
 
+/* The matvecs' arithmetic, decided here and nowhere else:
+ *
+ *   fp16 math  iff  the device has shaderFloat16 (VKL_FEATURE_FP16 in caps:
+ *                   Vulkan 1.2+ and not masked by options->disable_features)
+ *              and  VKL_VK_MATH=f16, or VKL_VK_MATH unset and
+ *                   VKL_VK_F16_DEFAULT (false: f32 is the default);
+ *   f32 math   otherwise; VKL_VK_MATH=f32 forces it.
+ *
+ * VKL_VK_MATH=f16 on a device without the feature (or with it masked) fails
+ * open, saying why, rather than silently measuring f32. Why f32 is the
+ * default (fp16's error and overflow range against f32's): docs/vulkan.md. */
+#define VKL_VK_F16_DEFAULT false
+
+static vkl_status choose_math(vkl_backend_device *dev) {
+    const bool can = (dev->caps.features & VKL_FEATURE_FP16) != 0;
+    const char *v = getenv("VKL_VK_MATH");
+    bool want = VKL_VK_F16_DEFAULT && can;
+    if (v && *v) {
+        if (strcmp(v, "f16") && strcmp(v, "f32"))
+            return vkl_fail(dev->ctx, VKL_ERR_INVALID_ARGUMENT, "vulkan: VKL_VK_MATH=%s: want f16 or f32", v);
+        want = !strcmp(v, "f16");
+        if (want && !can)
+            return vkl_fail(dev->ctx, VKL_ERR_UNSUPPORTED,
+                            "vulkan: VKL_VK_MATH=f16, but %s %s", dev->caps.device_name,
+                            dev->has_f16 ? "has fp16 disabled by the options (VKL_FEATURE_FP16)"
+                                         : "has no shaderFloat16 (or is older than Vulkan 1.2)");
+    }
+    dev->f16_math = want;
+    return VKL_OK;
+}
+
 static vkl_status tuning(vkl_backend_device *dev) {
     /* Matvec shape: 64 invocations, 8 output rows each: the best of ten
      * (workgroup, rows, staging, unroll) configurations on an H100
      * (docs/vulkan.md); the others with one K step per invocation ran 8-20%
      * slower, the unrolled ones 4% to 2.7x slower. VKL_VK_QMV_WG / _ROWS /
-     * _STAGE / _UNROLL and VKL_VK_E0M4_F32 override them for tuning on a new
-     * device (quant_matvec.glsl says what each does). */
+     * _STAGE / _UNROLL, VKL_VK_E0M4_F32 and VKL_VK_F16_CENTER override them
+     * for tuning on a new device (quant_matvec*.glsl/.comp say what each does). */
     dev->qmv_wg = 64;
     dev->qmv_rows = 8;
     dev->qmv_stage = dev->props.deviceType != VK_PHYSICAL_DEVICE_TYPE_CPU;
     dev->qmv_unroll = 1;
     dev->qmv_e0m4_f32 = 0;
+    dev->qmv_f16_center = 1; /* fp16 math: as fast as the fold on the H100, 3-7x smaller error */
     uint32_t max_wg = dev->props.limits.maxComputeWorkGroupSize[0];
     if (dev->props.limits.maxComputeWorkGroupInvocations < max_wg)
         max_wg = dev->props.limits.maxComputeWorkGroupInvocations;
@@ -286,6 +319,7 @@ static vkl_status tuning(vkl_backend_device *dev) {
     if (!st) st = env_uint(dev->ctx, "VKL_VK_QMV_STAGE", 0, 1, false, &dev->qmv_stage);
     if (!st) st = env_uint(dev->ctx, "VKL_VK_QMV_UNROLL", 1, 4, false, &dev->qmv_unroll);
     if (!st) st = env_uint(dev->ctx, "VKL_VK_E0M4_F32", 0, 1, false, &dev->qmv_e0m4_f32);
+    if (!st) st = env_uint(dev->ctx, "VKL_VK_F16_CENTER", 0, 1, false, &dev->qmv_f16_center);
     /* Shared memory: staged activations (9 vec4 per invocation and unrolled
      * step for 4-bit formats) and one partial sum per invocation and row. */
     const size_t shared =
@@ -305,14 +339,21 @@ vkl_status vkl_vk_device_create(vkl_context *ctx, const vkl_backend_options *opt
     if (!st) st = choose_queue(dev);
     if (!st) st = describe(dev, opt);
     if (!st) st = tuning(dev);
+    if (!st) st = choose_math(dev);
     if (st) return st;
     const float priority = 1.0f;
     VkDeviceQueueCreateInfo q = {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
                                  .queueFamilyIndex = dev->queue_family,
                                  .queueCount = 1,
                                  .pQueuePriorities = &priority};
-    VkDeviceCreateInfo info = {
-        .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, .queueCreateInfoCount = 1, .pQueueCreateInfos = &q};
+    /* Features the kernels use: shaderFloat16 for the fp16 matvecs only
+     * (they keep f16 in registers and shared memory: no 16-bit storage). */
+    VkPhysicalDeviceShaderFloat16Int8Features f16 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES, .shaderFloat16 = VK_TRUE};
+    VkDeviceCreateInfo info = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
+                               .pNext = dev->f16_math ? &f16 : NULL,
+                               .queueCreateInfoCount = 1,
+                               .pQueueCreateInfos = &q};
     if ((st = VKL_VKI(ctx, vkCreateDevice, (dev->phys, &info, NULL, &dev->device)))) return st;
     volkLoadDeviceTable(&dev->vk, dev->device);
     dev->vk.vkGetDeviceQueue(dev->device, dev->queue_family, 0, &dev->queue);

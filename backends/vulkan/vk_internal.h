@@ -95,6 +95,7 @@ struct vkl_backend_device {
     VkPhysicalDeviceMemoryProperties memory;
     uint32_t timestamp_bits;        /* valid bits on our queue; 0: no timestamps */
     bool subgroup_arith;            /* compute shaders may use subgroupAdd */
+    bool has_f16;                   /* shaderFloat16, before options mask VKL_FEATURE_FP16 */
     uint32_t subgroup_size;
     vkl_backend_caps caps;
     /* one-shot work (uploads, downloads, measurements), waited for at once */
@@ -111,8 +112,14 @@ struct vkl_backend_device {
     uint32_t n_pipelines, cap_pipelines;
     /* matvec tuning (specialization constants): workgroup size, output rows
      * per workgroup, activations staged through shared memory or not, K
-     * steps per invocation per block, E0M4 codes built as f32 directly */
-    uint32_t qmv_wg, qmv_rows, qmv_stage, qmv_unroll, qmv_e0m4_f32;
+     * steps per invocation per block, E0M4 codes built as f32 directly
+     * (f32 math), 4-bit codes centered (w1 - b, q - z) before the fp16
+     * products, else the fold (f16 math; quant_matvec_e0m4.comp) */
+    uint32_t qmv_wg, qmv_rows, qmv_stage, qmv_unroll, qmv_e0m4_f32, qmv_f16_center;
+    /* the matvecs' arithmetic: the _f16 shader variants (fp16 products and
+     * sums within each 16-byte step) or f32; decided once, at open, by
+     * vk_device.c's choose_math (shaderFloat16 is enabled iff true) */
+    bool f16_math;
 };
 
 vkl_status vkl_vk_buffer_alloc(vkl_backend_device *dev, vkl_buffer_usage usage, size_t bytes, vkl_vk_buffer *out);

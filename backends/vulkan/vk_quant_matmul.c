@@ -16,13 +16,21 @@ vkl_status vkl_vk_record_quant_mat_mul(const vkl_vk_node *nd, vkl_vk_dispatch *o
         return vkl_vk_node_unsupported(nd, "bias is %s, want f32", vkl_dtype_name(bias->dtype));
     if (!W->weight)
         return vkl_vk_node_unsupported(nd, "W is computed by the graph; the Vulkan kernels read a loaded weight");
-    const bool sg = dev->subgroup_arith;
+    /* [subgroup reduction][fp16 math]: the variant names of cmake/shaders.cmake;
+     * dev->f16_math is vk_device.c's choose_math (the one rule). */
+    static const char *const e0m4[2][2] = {{"quant_matvec_e0m4", "quant_matvec_e0m4_f16"},
+                                           {"quant_matvec_e0m4_sg", "quant_matvec_e0m4_sg_f16"}};
+    static const char *const int4[2][2] = {{"quant_matvec_int4", "quant_matvec_int4_f16"},
+                                           {"quant_matvec_int4_sg", "quant_matvec_int4_sg_f16"}};
+    static const char *const int8[2][2] = {{"quant_matvec_int8", "quant_matvec_int8_f16"},
+                                           {"quant_matvec_int8_sg", "quant_matvec_int8_sg_f16"}};
+    const int sg = dev->subgroup_arith, h = dev->f16_math;
     const char *shader;
     uint32_t chunk; /* elements of W per 16-byte load */
     switch (W->dtype) {
-    case VKL_DTYPE_Q_E0M4: shader = sg ? "quant_matvec_e0m4_sg" : "quant_matvec_e0m4"; chunk = 32; break;
-    case VKL_DTYPE_Q_INT4: shader = sg ? "quant_matvec_int4_sg" : "quant_matvec_int4"; chunk = 32; break;
-    case VKL_DTYPE_Q_INT8: shader = sg ? "quant_matvec_int8_sg" : "quant_matvec_int8"; chunk = 16; break;
+    case VKL_DTYPE_Q_E0M4: shader = e0m4[sg][h]; chunk = 32; break;
+    case VKL_DTYPE_Q_INT4: shader = int4[sg][h]; chunk = 32; break;
+    case VKL_DTYPE_Q_INT8: shader = int8[sg][h]; chunk = 16; break;
     default:
         return vkl_vk_node_unsupported(nd, "W is %s; the Vulkan kernels take E0M4, int4 and int8 blocks so far",
                                        vkl_dtype_name(W->dtype));
@@ -54,8 +62,9 @@ vkl_status vkl_vk_record_quant_mat_mul(const vkl_vk_node *nd, vkl_vk_dispatch *o
     d->spec[1] = rows;
     d->spec[2] = dev->qmv_stage;
     d->spec[3] = dev->qmv_unroll;
-    d->spec[4] = dev->qmv_e0m4_f32; /* E0M4 only; other shaders ignore it */
-    d->n_spec = 5;
+    d->spec[4] = dev->qmv_e0m4_f32;   /* E0M4 f32 math only; other shaders ignore it */
+    d->spec[5] = dev->qmv_f16_center; /* 4-bit f16 math only */
+    d->n_spec = 6;
     const vkl_vk_weight *w = W->weight;
     d->bind[0] = A->at;
     d->bind[1] = (VkDescriptorBufferInfo){w->buf.buf, w->qs_offset, w->qs_range};

@@ -23,4 +23,10 @@ vkl_status vkl_vk_dequantize(vkl_backend_device *dev, vkl_dtype dtype, uint32_t 
  * "vulkan validation: ...". */
 uint32_t vkl_vk_validation_messages(const vkl_backend_device *dev);
 
+/* True when the QuantMatMul matvecs of this device compute in fp16 (the
+ * _f16 shaders), false for f32. Decided at open: fp16 iff the device has
+ * shaderFloat16, VKL_FEATURE_FP16 is not disabled in the options, and
+ * VKL_VK_MATH=f16 (f32 is the default; VKL_VK_MATH=f32 forces it). */
+bool vkl_vk_f16_math(const vkl_backend_device *dev);
+
 #endif

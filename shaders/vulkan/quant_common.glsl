@@ -9,6 +9,13 @@
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #endif
+// The _f16 variants compute in fp16 (float16_t / f16vec2 / f16vec4; SPIR-V
+// capability Float16: the device feature shaderFloat16). f16 values live
+// only in registers and shared memory, never in buffers, so no 16-bit
+// storage feature is needed.
+#ifdef VKL_F16
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#endif
 
 // fp16 bits -> f32, exactly, subnormals included: a block's scale d may be
 // subnormal (a group of range below ~1e-4), and unpackHalf2x16 may flush
@@ -25,13 +32,31 @@ float vkl_half_exact(uint h) {
 // shift moves the pair's nibbles to bits 6..9 and 22..25, the AND clears the
 // rest, the OR adds EXP (sign + exponent, shared by the group) to both
 // halves (e2 = EXP | EXP << 16). unpackHalf2x16 then reads both halves as
-// f32; they are normal fp16 values, so no flushing can touch them.
+// f32; they are normal fp16 values, so no flushing can touch them. In the
+// fp16 variants, VKL_E0M4_H2s reads the same bits as an f16vec2 with
+// unpackFloat2x16, a bitcast (OpBitcast): no conversion at all, the
+// paper's as_half.
 #define VKL_E0M4_MASK 0x03C003C0u
-#define VKL_E0M4_PAIR0(u, e2) unpackHalf2x16((((u) << 6) & VKL_E0M4_MASK) | (e2))
-#define VKL_E0M4_PAIR1(u, e2) unpackHalf2x16((((u) << 2) & VKL_E0M4_MASK) | (e2))
-#define VKL_E0M4_PAIR2(u, e2) unpackHalf2x16((((u) >> 2) & VKL_E0M4_MASK) | (e2))
-#define VKL_E0M4_PAIR3(u, e2) unpackHalf2x16((((u) >> 6) & VKL_E0M4_MASK) | (e2))
+#define VKL_E0M4_BITS0(u, e2) ((((u) << 6) & VKL_E0M4_MASK) | (e2))
+#define VKL_E0M4_BITS1(u, e2) ((((u) << 2) & VKL_E0M4_MASK) | (e2))
+#define VKL_E0M4_BITS2(u, e2) ((((u) >> 2) & VKL_E0M4_MASK) | (e2))
+#define VKL_E0M4_BITS3(u, e2) ((((u) >> 6) & VKL_E0M4_MASK) | (e2))
+#define VKL_E0M4_PAIR0(u, e2) unpackHalf2x16(VKL_E0M4_BITS0(u, e2))
+#define VKL_E0M4_PAIR1(u, e2) unpackHalf2x16(VKL_E0M4_BITS1(u, e2))
+#define VKL_E0M4_PAIR2(u, e2) unpackHalf2x16(VKL_E0M4_BITS2(u, e2))
+#define VKL_E0M4_PAIR3(u, e2) unpackHalf2x16(VKL_E0M4_BITS3(u, e2))
+#ifdef VKL_F16
+#define VKL_E0M4_H2_0(u, e2) unpackFloat2x16(VKL_E0M4_BITS0(u, e2))
+#define VKL_E0M4_H2_1(u, e2) unpackFloat2x16(VKL_E0M4_BITS1(u, e2))
+#define VKL_E0M4_H2_2(u, e2) unpackFloat2x16(VKL_E0M4_BITS2(u, e2))
+#define VKL_E0M4_H2_3(u, e2) unpackFloat2x16(VKL_E0M4_BITS3(u, e2))
+#endif
 
 // int4, the baseline: pair s of word u as two codes q converted to float
-// (the plain conversion the paper measures E0M4 against).
-#define VKL_INT4_PAIR(u, s) vec2((uvec2(u) >> uvec2(4u * (s), 16u + 4u * (s))) & 0xFu)
+// (the plain conversion the paper measures E0M4 against); VKL_INT4_H2 to
+// f16 (OpConvertUToF to half: the int -> float conversion of §2.3).
+#define VKL_INT4_CODES(u, s) ((uvec2(u) >> uvec2(4u * (s), 16u + 4u * (s))) & 0xFu)
+#define VKL_INT4_PAIR(u, s) vec2(VKL_INT4_CODES(u, s))
+#ifdef VKL_F16
+#define VKL_INT4_H2(u, s) f16vec2(VKL_INT4_CODES(u, s))
+#endif

@@ -2,10 +2,20 @@
 //   Y[m, n] = sum_k A[m, k] * w(n, k)  (+ bias[n]),  A [M, K] f32, Y [M, N] f32,
 // W in the GPU packed layout (engine/quant/pack_gpu.c). The including file
 // defines QV_CHUNK (elements of W in one 16-byte uvec4) and
-//   float qv_chunk(uvec4 w, vec4 x[QV_CHUNK / 4], float sum_x, uint param)
+//   float qv_chunk(uvec4 w, QV_X x[QV_CHUNK / 4], float sum_x, uint param)
 // the format's dot product of one uvec4 of W with its activations, the
 // group's dequantization folded in. Loads, loop and reduction are this one
 // file, so the formats differ only in their decode: a fair comparison.
+//
+// Two arithmetic settings, one loop: QV_X is vec4 (f32 math, the default
+// build) or, with VKL_F16 (the _f16 variants), f16vec4: the activations are
+// converted to fp16 once, when they are staged (or loaded, unstaged), and
+// qv_chunk multiplies and sums within its uvec4 in fp16; sum_x (the sum of
+// the fp16-rounded activations, so that a fold's b * sum_x cancels the same
+// values the fp16 sums saw; unused, and so removed by the compiler, where
+// qv_chunk centers the codes instead), each uvec4's scaling by d and
+// everything across uvec4s and invocations stay f32. Why the fp16 sums
+// cannot overflow: the formats' files (quant_matvec_*.comp) bound them.
 //
 // Tuned for M = 1 (decode, the paper's Table 1): workgroup (x, y) computes
 // the ROWS outputs n = x*ROWS .. x*ROWS+ROWS-1 of row m = y. The workgroup
@@ -21,8 +31,14 @@
 // invocation, 32 cache lines per subgroup load), for devices where barriers
 // cost more than that: lavapipe runs 2.4x faster without the staging; an
 // H100 runs the same within 2% either way, and slower with UNROLL > 1
-// (docs/vulkan.md). Sums are f32. Any M works (each row of A rereads W);
-// prefill wants a tiled matmul.
+// (docs/vulkan.md). Sums across uvec4s are f32. Any M works (each row of A
+// rereads W); prefill wants a tiled matmul.
+
+#ifdef VKL_F16
+#define QV_X f16vec4
+#else
+#define QV_X vec4
+#endif
 
 layout(local_size_x_id = 0) in;
 // The backend sets all four (vk_device.c: tuning); these are placeholders.
@@ -46,7 +62,7 @@ layout(push_constant) uniform Push {
 const uint VEC = QV_CHUNK / 4u;  // vec4s of activations per step
 const uint PAD = VEC + 1u;       // their stride in shared memory
 const uint BLOCK = WG * UNROLL;  // steps per block
-shared vec4 xs[STAGE_X ? BLOCK * PAD : 1u];
+shared QV_X xs[STAGE_X ? BLOCK * PAD : 1u];
 shared float partial[ROWS * WG];
 
 void main() {
@@ -77,18 +93,19 @@ void main() {
             const uint nv = min(BLOCK, steps - base) * VEC;
             for (uint j = 0u; j < VEC * UNROLL; j++) {
                 const uint v = j * WG + tid;
-                if (v < nv) xs[(v / VEC) * PAD + v % VEC] = a[a0 + base * VEC + v];
+                if (v < nv) xs[(v / VEC) * PAD + v % VEC] = QV_X(a[a0 + base * VEC + v]);
             }
             barrier();
         }
         for (uint u = 0u; u < UNROLL; u++) {
             const uint c = base + u * WG + tid;
             if (c >= steps) break;
-            vec4 x[VEC];
+            QV_X x[VEC];
             float sum_x = 0.0;
             for (uint i = 0u; i < VEC; i++) {
-                x[i] = STAGE_X ? xs[(u * WG + tid) * PAD + i] : a[a0 + c * VEC + i];
-                sum_x += (x[i].x + x[i].y) + (x[i].z + x[i].w);
+                x[i] = STAGE_X ? xs[(u * WG + tid) * PAD + i] : QV_X(a[a0 + c * VEC + i]);
+                const vec4 xf = vec4(x[i]);  // f32 math: x[i] itself
+                sum_x += (xf.x + xf.y) + (xf.z + xf.w);
             }
             for (uint r = 0u; r < ROWS; r++) acc[r] += qv_chunk(w[u * ROWS + r], x, sum_x, p[u * ROWS + r]);
         }

@@ -8,6 +8,7 @@
 #define QV_CHUNK 32u
 #include "quant_common.glsl"
 
+#ifndef VKL_F16
 // A measured alternative, off by default (VKL_VK_E0M4_F32=1): build each
 // code directly as the f32 with the same value, uintBitsToFloat(EXP32 |
 // q << 19) -- the E0M4 idea in an f32 container: one shift and one AND/OR
@@ -42,5 +43,53 @@ float qv_chunk(uvec4 w, vec4 x[8], float sum_x, uint p) {
     }
     return vkl_half_exact(p & 0xFFFFu) * ((s0 + s1) - b * sum_x);
 }
+#else
+// fp16 math (the paper's setting): the code pairs are bitcast to f16vec2
+// (shift + AND + OR, no conversion), centered on b in fp16 (w1 - b: one
+// f16vec2 subtraction, exact for 2^(n-6) <= |b| < 2^(n+7) or b = 0 --
+// checked over every such fp16 b and code -- and rounded once otherwise),
+// multiplied and summed in two f16vec4 accumulators (8 lanes of 4 fused
+// multiply-adds each), the lanes summed in f32, times d in f32:
+//   d * sum (w1 - b) a.
+// The alternative, VKL_VK_F16_CENTER=0, is the fold of the f32 path in
+// fp16: lanes of w1 a, then d * (sum w1 a - b * sum a) in f32. It saves the
+// subtraction but its lanes carry b a (b ~ 3 for n = 1, far from the
+// [-1, 1] the weight's own part spans), so their rounding is relative to
+// |b a| rather than to what survives the fold: 3-7x the error (E0M4 the
+// most; measured in docs/vulkan.md), at the same speed on the H100.
+//
+// Overflow (fp16 max 65504): a lane's partial sums are at most
+// max|w1 - b| * (sum of the lane's 4 |a|). A group whose weights span 0
+// (LLM weight groups do) has b inside the codes' range [2^n, 2^(n+1)], so
+// |w1 - b| < 2^n <= 4: finite while any 4 activations of a lane sum below
+// 65504 / 4 = 16376 in magnitude (each |a| < 65504 for the staging
+// conversion). A group far from 0 relative to its range has |b| up to
+// that ratio times 2^n, and the headroom shrinks by it; the fold's lanes
+// are bounded by 2^(n+1) = 8 instead, whatever b. LLM activations entering
+// a matmul (normed hidden states, attention outputs, gated FFN products)
+// stay far below these; the test uses N(0, 1) with spikes of 50.
+layout(constant_id = 5) const bool CENTER = true;
+
+float qv_chunk(uvec4 w, f16vec4 x[8], float sum_x, uint p) {
+    const uint e = (p >> 16) & 0xFC00u;  // EXP: b's sign and exponent, every code's
+    const uint e2 = e | (e << 16);
+    const f16vec4 bc = CENTER ? f16vec4(unpackFloat2x16(p >> 16).x) : f16vec4(0.0hf);
+    f16vec4 s0 = f16vec4(0.0hf), s1 = f16vec4(0.0hf);
+    for (uint t = 0u; t < 4u; t++) {
+        const uint u = w[t];
+        f16vec4 w0 = f16vec4(VKL_E0M4_H2_0(u, e2), VKL_E0M4_H2_1(u, e2));
+        f16vec4 w1 = f16vec4(VKL_E0M4_H2_2(u, e2), VKL_E0M4_H2_3(u, e2));
+        if (CENTER) {
+            w0 -= bc;
+            w1 -= bc;
+        }
+        s0 = fma(w0, x[2u * t], s0);
+        s1 = fma(w1, x[2u * t + 1u], s1);
+    }
+    const vec4 s = vec4(s0) + vec4(s1);
+    const float b = CENTER ? 0.0 : unpackHalf2x16(p >> 16).x;
+    return vkl_half_exact(p & 0xFFFFu) * (((s.x + s.y) + (s.z + s.w)) - b * sum_x);
+}
+#endif
 
 #include "quant_matvec.glsl"
