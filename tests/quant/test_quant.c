@@ -9,25 +9,11 @@
 
 #include "../../backends/ref/quant_matmul.h"
 #include "check.h"
+#include "test_rng.h"
 #include "context.h"
 #include "graph.h"
 #include "quant/quant.h"
 
-/* ---- deterministic random numbers ---------------------------------------- */
-typedef struct rng {
-    uint64_t s;
-} rng;
-static uint32_t rnd_u32(rng *r) {
-    r->s ^= r->s << 13;
-    r->s ^= r->s >> 7;
-    r->s ^= r->s << 17;
-    return (uint32_t)(r->s >> 11);
-}
-static double rnd_unit(rng *r) { return (rnd_u32(r) + 0.5) / 4294967296.0; } /* (0, 1) */
-static float rnd_gauss(rng *r) { /* Box-Muller; draws sequenced so every compiler sees the same data */
-    double u1 = rnd_unit(r), u2 = rnd_unit(r);
-    return (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
-}
 
 /* Fill `n` floats with one of several shapes of weight group. */
 static void fill(rng *r, float *w, size_t n, int kind, float scale) {

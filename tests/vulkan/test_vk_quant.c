@@ -34,6 +34,7 @@
 
 #include "../../backends/vulkan/vulkan_backend.h"
 #include "check.h"
+#include "test_rng.h"
 #include "context.h"
 #include "graph.h"
 #include "ops.h"
@@ -51,21 +52,6 @@ static void on_log(void *user, vkl_log_level level, const char *message) {
 }
 
 /* ---- random data --------------------------------------------------------------------------------- */
-
-typedef struct rng {
-    uint64_t s;
-} rng;
-static uint32_t rnd_u32(rng *r) {
-    r->s ^= r->s << 13;
-    r->s ^= r->s >> 7;
-    r->s ^= r->s << 17;
-    return (uint32_t)(r->s >> 11);
-}
-static double rnd_unit(rng *r) { return (rnd_u32(r) + 0.5) / 4294967296.0; }
-static float rnd_gauss(rng *r) {
-    double u1 = rnd_unit(r), u2 = rnd_unit(r);
-    return (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
-}
 
 /* rows x cols weights, group by group of one of several kinds: Gaussian
  * with 1 in 8 exact zeros (most groups), all zero, tiny (range ~1e-6: a
