@@ -38,15 +38,11 @@
 
 #include "vkllm.h"
 
-typedef struct vkl_sampling {
-    float temperature;        /* <= 0: greedy (argmax, lowest index on ties); finite */
-    int32_t top_k;            /* <= 0: off */
-    float top_p;              /* in (0, 1]; 1: off */
-    float min_p;              /* <= 0: off; at most 1 */
-    float repetition_penalty; /* 1: off; finite, > 0 */
-    int32_t repetition_window; /* last N tokens of the history; 0: all given; >= 0 */
-    uint64_t seed;
-} vkl_sampling;
+/* The public vkl_sampling_options (vkllm.h), checked by vkl_sampler_create:
+ * temperature finite (<= 0: greedy, argmax, lowest index on ties); top_p in
+ * (0, 1]; min_p at most 1; repetition_penalty finite and > 0;
+ * repetition_window >= 0 (0: all of the history given). */
+typedef vkl_sampling_options vkl_sampling;
 
 /* Greedy, no top-k/top-p/min-p, no penalty, window 64, seed 0. */
 void vkl_sampling_defaults(vkl_sampling *s);

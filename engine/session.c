@@ -62,10 +62,7 @@ void vkl_session_options_init(vkl_session_options *o) {
     o->max_context = 2048;
     o->prefill_chunk = 256;
     o->pad_multiple = 64;
-    o->sampling.temperature = 0;
-    o->sampling.top_p = 1;
-    o->sampling.repetition_penalty = 1;
-    o->sampling.repetition_window = 64;
+    vkl_sampling_defaults(&o->sampling);
 }
 
 static double now_seconds(void) {
@@ -199,10 +196,7 @@ vkl_status vkl_session_create(vkl_model *m, const vkl_session_options *options, 
     }
     if (!s->values || !s->max_values || !s->ids || !s->pos || !s->mask || !s->logits || !s->history)
         st = VKL_ERR_OUT_OF_MEMORY;
-    vkl_sampling so = {s->opt.sampling.temperature,        s->opt.sampling.top_k, s->opt.sampling.top_p,
-                       s->opt.sampling.min_p,              s->opt.sampling.repetition_penalty,
-                       s->opt.sampling.repetition_window,  s->opt.sampling.seed};
-    if (!st) st = vkl_sampler_create(ctx, &so, m->vocab, &s->sampler);
+    if (!st) st = vkl_sampler_create(ctx, &s->opt.sampling, m->vocab, &s->sampler);
     if (!st) st = vkl_plan_create(m->g, &s->plan);
     if (!st) st = allocate(s);
     if (!st) st = prepare_padded(s);
