@@ -85,18 +85,16 @@ static void release_slots(vkl_session *s, exec_slot *slots, size_t n) {
         if (slots[i].exec) s->m->be->exec_release(s->m->dev, slots[i].exec);
         vkl_free(s->ctx, slots[i].offsets);
     }
-    vkl_free(s->ctx, slots);
 }
 
 void vkl_session_free(vkl_session *s) {
     if (!s) return;
     vkl_model *m = s->m;
-    for (int i = 0; i < EXEC_CACHE; i++) {
-        if (s->slots[i].exec) m->be->exec_release(m->dev, s->slots[i].exec);
-        vkl_free(s->ctx, s->slots[i].offsets);
-    }
+    release_slots(s, s->slots, EXEC_CACHE);
     release_slots(s, s->decode, s->n_decode);
     release_slots(s, s->first, s->n_first);
+    vkl_free(s->ctx, s->decode);
+    vkl_free(s->ctx, s->first);
     if (s->arena) m->be->buffer_destroy(m->dev, s->arena);
     vkl_plan_destroy(s->plan);
     vkl_sampler_destroy(s->sampler);
@@ -135,7 +133,6 @@ static vkl_status allocate(vkl_session *s) {
     if (!st) st = vkl_plan_layout(s->plan, tmp, s->max_values, s->n_values, offsets, &decode_bytes);
     if (decode_bytes > s->arena_bytes) s->arena_bytes = decode_bytes;
     if (!st) st = s->m->be->buffer_create(s->m->dev, VKL_BUFFER_DEVICE, s->arena_bytes, &s->arena);
-    /* the states are the first buffers of the layout */
     s->kv_bytes = 0;
     size_t kv_end = 0; /* states come first in the layout, aligned: zero up to the last one's end */
     for (uint32_t t = 0; !st && t < g->n_tensors; t++)
