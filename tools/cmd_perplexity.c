@@ -86,42 +86,43 @@ int vkl_cmd_perplexity(vkl_context *ctx, int argc, char **argv) {
     if (!st) st = vkl_session_create(m, &so, &s);
     size_t vocab = m ? vkl_model_vocab_size(m) : 0;
     float *logits = st ? NULL : malloc(so.max_context * vocab * sizeof(float));
+    int32_t bos = tok ? vkl_tokenizer_bos_id(tok) : -1;
+    const char *fault = !st && !logits ? "out of memory"
+                        : !st && window && bos < 0 ? "--window starts each window with BOS; the tokenizer has none"
+                                                   : NULL;
     char *text = NULL; /* --window: the lines joined */
     double nll = 0;
     size_t tokens = 0, bytes = 0, lines = 0, text_len = 0;
     char line[65536];
-    while (!st && logits && (max_lines < 0 || (long)lines < max_lines) && fgets(line, sizeof(line), f)) {
-        size_t n = strcspn(line, "\n");
+    while (!st && !fault && (max_lines < 0 || (long)lines < max_lines) && fgets(line, sizeof(line), f)) {
+        size_t n = strcspn(line, "\n"), before = tokens;
         line[n] = 0;
-        bytes += n;
-        lines++;
         if (window) {
             char *grown = realloc(text, text_len + n + 2);
-            if (!grown) break;
+            if (!grown) {
+                fault = "out of memory";
+                break;
+            }
             text = grown;
             memcpy(text + text_len, line, n);
             text_len += n;
             text[text_len++] = '\n';
-            continue;
+        } else {
+            int32_t *ids = NULL;
+            size_t count = 0;
+            st = vkl_tokenizer_encode(tok, line, n, true, &ids, &count);
+            if (!st && count > so.max_context) count = so.max_context;
+            if (!st) st = score(s, ids, count, vocab, logits, &nll, &tokens);
+            if (ids) vkl_tokenizer_free_buffer(tok, ids);
         }
-        int32_t *ids = NULL;
-        size_t count = 0;
-        st = vkl_tokenizer_encode(tok, line, n, true, &ids, &count);
-        if (!st && count > so.max_context) count = so.max_context;
-        if (!st) st = score(s, ids, count, vocab, logits, &nll, &tokens);
-        if (ids) vkl_tokenizer_free_buffer(tok, ids);
+        if (window || tokens > before) bytes += n, lines++; /* per line: the scored ones */
     }
     fclose(f);
-    int32_t bos = tok ? vkl_tokenizer_bos_id(tok) : -1;
-    if (!st && window && bos < 0) {
-        fprintf(stderr, "vkllm perplexity: --window starts each window with BOS; the tokenizer has none\n");
-        tokens = 0;
-    } else if (!st && window && text) {
+    if (!st && !fault && window && text)
         st = score_windows(s, tok, bos, text, text_len, (size_t)window, vocab, logits, &nll, &tokens);
-    }
     int rc = 0;
-    if (st || !tokens) {
-        fprintf(stderr, "vkllm perplexity: %s\n", st ? vkl_context_error(ctx) : "nothing was scored");
+    if (st || fault || !tokens) {
+        fprintf(stderr, "vkllm perplexity: %s\n", st ? vkl_context_error(ctx) : fault ? fault : "nothing was scored");
         rc = 1;
     } else {
         printf("%s on %s: %zu lines%s, %zu tokens: perplexity %.3f (%.4f nats/token), %.4f bits/byte\n", argv[1],
