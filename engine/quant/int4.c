@@ -18,11 +18,8 @@ static vkl_status quantize_group(vkl_context *ctx, const float *w, uint32_t grou
                                  int64_t g) {
     uint8_t *qs = blk + VKL_Q4_HEADER_BYTES;
     memset(qs, 0, group / 2);
-    float lo = 0.0f, hi = 0.0f;
-    for (uint32_t i = 0; i < group; i++) {
-        lo = fminf(lo, w[i]);
-        hi = fmaxf(hi, w[i]);
-    }
+    float lo, hi;
+    vkl_quant_range0(w, group, &lo, &hi);
     if (lo == 0.0f && hi == 0.0f) {
         vkl_quant_wr16(blk, 0);
         vkl_quant_wr16(blk + 2, 0);

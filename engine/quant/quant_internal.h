@@ -4,20 +4,34 @@
 #ifndef VKL_QUANT_INTERNAL_H
 #define VKL_QUANT_INTERNAL_H
 
+#include <math.h>
+
 #include "quant.h"
 
-/* VKL_ERR_INVALID_ARGUMENT naming the first NaN/inf element as [row, col]. */
 /* Packing and unpacking take the canonical and the packed buffer: both
  * must have exactly the sizes the layout says (`what`: "cpu layout"...). */
 vkl_status vkl_quant_check_pack_sizes(vkl_context *ctx, const char *what, vkl_dtype dtype, uint32_t group,
                                       int64_t rows, int64_t cols, size_t packed_expected, size_t canon_bytes,
                                       size_t packed_bytes);
+/* VKL_ERR_INVALID_ARGUMENT naming the first NaN/inf element as [row, col]. */
 vkl_status vkl_quant_check_finite(vkl_context *ctx, const char *format, const float *src, int64_t rows,
                                   int64_t cols);
 /* Smallest fp16 >= x, for finite x >= 0; 0x7C00 (inf) when x > 65504. */
 uint16_t vkl_quant_f16_ceil(double x);
 /* A stored fp16 scale is usable: finite and not negative (+0 allowed). */
 static inline bool vkl_quant_f16_scale_ok(uint16_t d) { return !(d & 0x8000) && (d & 0x7C00) != 0x7C00; }
+
+/* min and max of w[0..n) and 0: both 4-bit formats need 0 inside the range
+ * they cover, so that w = 0 lands on a code. */
+static inline void vkl_quant_range0(const float *w, uint32_t n, float *lo, float *hi) {
+    float a = 0.0f, b = 0.0f;
+    for (uint32_t i = 0; i < n; i++) {
+        a = fminf(a, w[i]);
+        b = fmaxf(b, w[i]);
+    }
+    *lo = a;
+    *hi = b;
+}
 
 /* 4-bit code i of a canonical qs array (byte i/2, low nibble for even i). */
 static inline unsigned vkl_quant_nibble(const uint8_t *qs, size_t i) {
