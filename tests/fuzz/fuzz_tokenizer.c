@@ -12,6 +12,7 @@
 #include <string.h>
 #include <utf8proc.h>
 
+#include "check.h"
 #include "tokenizer/tokenizer.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -28,28 +29,12 @@ static vkl_context *g_ctx;
 static loaded g_tok[16];
 static size_t g_n;
 
-static char *read_all(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *p = n > 0 ? malloc((size_t)n) : NULL;
-    if (p && fread(p, 1, (size_t)n, f) != (size_t)n) {
-        free(p);
-        p = NULL;
-    }
-    fclose(f);
-    *len = p ? (size_t)n : 0;
-    return p;
-}
-
 static void add(const char *dir, const char *rel, int kind) {
     char path[2048];
     snprintf(path, sizeof(path), "%s/%s", dir, rel);
     vkl_tokenizer *t = NULL;
     size_t len;
-    char *json = read_all(path, &len);
+    char *json = (char *)check_read_file(path, &len);
     if (json && vkl_tokenizer_load_json(g_ctx, json, len, NULL, 0, &t) == VKL_OK && g_n < 16) g_tok[g_n++] = (loaded){t, kind};
     free(json);
 }

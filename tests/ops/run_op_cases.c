@@ -8,29 +8,13 @@
 #include <string.h>
 
 #include "backend.h"
+#include "check.h"
 #include "context.h"
 #include "ops.h"
 #include "ops/shape_util.h"
 #include "run_once.h"
 
 #define MAX_IO 16
-
-static char *read_file(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-        free(buf);
-        buf = NULL;
-    }
-    fclose(f);
-    if (buf) buf[n] = 0;
-    *len = (size_t)n;
-    return buf;
-}
 
 static double json_number(const cJSON *v) {
     if (cJSON_IsString(v)) {
@@ -371,7 +355,7 @@ int main(int argc, char **argv) {
     int passed = 0, failed = 0;
     for (int a = 1; a < argc; a++) {
         size_t len;
-        char *text = read_file(argv[a], &len);
+        char *text = (char *)check_read_file(argv[a], &len);
         cJSON *root = text ? cJSON_Parse(text) : NULL;
         if (!root) {
             fprintf(stderr, "%s: cannot read or parse\n", argv[a]);

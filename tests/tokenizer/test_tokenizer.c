@@ -13,38 +13,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "check.h"
 #include "tokenizer/tokenizer.h"
 
-static int failures, checks;
-#define CHECK(c)                                                                 \
-    do {                                                                         \
-        checks++;                                                                \
-        if (!(c)) {                                                              \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c); \
-            failures++;                                                          \
-        }                                                                        \
-    } while (0)
-
 static char dir[1024];
-
-static char *slurp(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *p = n >= 0 ? malloc((size_t)n + 1) : NULL;
-    if (p && fread(p, 1, (size_t)n, f) != (size_t)n) {
-        free(p);
-        p = NULL;
-    }
-    fclose(f);
-    if (p) {
-        p[n] = 0;
-        if (len) *len = (size_t)n;
-    }
-    return p;
-}
 
 static bool ids_equal(const cJSON *arr, const int32_t *ids, size_t n) {
     if (!cJSON_IsArray(arr) || (size_t)cJSON_GetArraySize(arr) != n) return false;
@@ -64,7 +36,7 @@ static void test_fixture(vkl_context *ctx, const char *name) {
     char path[1200];
     snprintf(path, sizeof(path), "%s/small/%s.json", dir, name);
     size_t len;
-    char *json = slurp(path, &len);
+    char *json = (char *)check_read_file(path, &len);
     CHECK(json != NULL);
     if (!json) return;
     vkl_tokenizer *t = NULL;
@@ -132,7 +104,8 @@ static void test_fixture(vkl_context *ctx, const char *name) {
 static void test_jinja_cases(vkl_context *ctx) {
     char path[1200];
     snprintf(path, sizeof(path), "%s/jinja_cases.json", dir);
-    char *json = slurp(path, NULL);
+    size_t json_len;
+    char *json = (char *)check_read_file(path, &json_len);
     CHECK(json != NULL);
     cJSON *cases = cJSON_Parse(json ? json : "");
     free(json);
@@ -405,7 +378,8 @@ static void test_real(vkl_context *ctx) {
     const vkl_chat_template *ct = vkl_tokenizer_chat_template(t);
     CHECK(ct != NULL);
     snprintf(path, sizeof(path), "%s/chat_templates.json", dir);
-    char *json = slurp(path, NULL);
+    size_t json_len;
+    char *json = (char *)check_read_file(path, &json_len);
     cJSON *all = cJSON_Parse(json ? json : "");
     free(json);
     const cJSON *c;
@@ -471,7 +445,7 @@ int main(int argc, char **argv) {
     char path[1200];
     snprintf(path, sizeof(path), "%s/small/llama3_small.json", dir);
     size_t len = 0;
-    char *json = slurp(path, &len);
+    char *json = (char *)check_read_file(path, &len);
     if (json) test_allocation_failures(json, len);
     free(json);
     test_real(ctx);
