@@ -130,33 +130,18 @@ static bool state_for(const vkl_graph *g, const char *present, uint32_t *id) {
     return vkl_graph_find_tensor(g, name, id) == VKL_OK && g->tensors[*id].kind == VKL_TENSOR_STATE;
 }
 
-/* Cache rows as stored (T * B * H rows of D elements of the state's dtype:
- * f32, f16, bf16, fp8, or int8 blocks) decoded to f32 by engine/quant. */
-static bool decode_rows(vkl_context *ctx, const vkl_tensor *st, const void *src, size_t bytes, int64_t rows,
-                        int64_t D, float *dst) {
-    const size_t n = (size_t)(rows * D);
-    switch (st->dtype) {
-    case VKL_DTYPE_F32: memcpy(dst, src, n * 4); return bytes == n * 4;
-    case VKL_DTYPE_F16: vkl_quant_f16_to_f32(src, n, dst); return bytes == n * 2;
-    case VKL_DTYPE_BF16: vkl_quant_bf16_to_f32(src, n, dst); return bytes == n * 2;
-    case VKL_DTYPE_FP8_E4M3: case VKL_DTYPE_FP8_E5M2:
-        return bytes == n && !vkl_kv_dequantize_values(ctx, st->dtype, src, n, dst);
-    case VKL_DTYPE_Q_INT8: return !vkl_kv_dequantize_keys(ctx, src, bytes, rows, 1, D, dst);
-    default: return false;
-    }
-}
-
 /* The reference present [B, H, T, D] against the cache rows [T, B, H, D]. */
 static bool compare_cache(vkl_context *ctx, const check_opts *o, const vkl_graph *g, vkl_runner *r, uint32_t state,
                           const char *label, const vkl_host_tensor *want) {
     if (want->rank != 4 || want->dtype != VKL_DTYPE_F32) return false;
     int64_t B = want->dims[0], H = want->dims[1], T = want->dims[2], D = want->dims[3];
-    size_t bytes = (size_t)(B * H * T * D) * 4, row, stored;
+    size_t bytes = (size_t)(B * H * T * D) * 4, row, stored = 0;
     bool ok = vkl_tensor_bytes(g->tensors[state].dtype, g->tensors[state].group, B * H * T * D, &stored);
     float *rows = vkl_malloc(ctx, bytes ? bytes : 1), *bhtd = vkl_malloc(ctx, bytes ? bytes : 1);
     void *raw = vkl_malloc(ctx, stored ? stored : 1);
     ok = ok && rows && bhtd && raw && !vkl_runner_read_state(r, state, T, raw, stored, &row) &&
-         row * (size_t)T == stored && decode_rows(ctx, &g->tensors[state], raw, stored, T * B * H, D, rows);
+         row * (size_t)T == stored &&
+         !vkl_kv_dequantize_rows(ctx, g->tensors[state].dtype, raw, stored, T * B * H, D, rows);
     if (ok) {
         for (int64_t b = 0; b < B; b++)
             for (int64_t h = 0; h < H; h++)

@@ -77,11 +77,11 @@ static vkl_status row_values(const vkl_ref_args *a, const vkl_ref_tensor *t, int
     case VKL_DTYPE_F32: *row = (const float *)t->data + off; return VKL_OK;
     case VKL_DTYPE_FP8_E4M3: case VKL_DTYPE_FP8_E5M2:
         *row = buf;
-        return vkl_kv_dequantize_values(a->ctx, t->dtype, bytes + off, (size_t)n, buf);
+        return vkl_kv_dequantize_rows(a->ctx, t->dtype, bytes + off, (size_t)n, 1, n, buf);
     case VKL_DTYPE_Q_INT8: {
         const size_t rb = vkl_quant_block_bytes(VKL_DTYPE_Q_INT8, (uint32_t)n);
         *row = buf;
-        return vkl_kv_dequantize_keys(a->ctx, bytes + (size_t)(off / n) * rb, rb, 1, 1, n, buf);
+        return vkl_kv_dequantize_rows(a->ctx, t->dtype, bytes + (size_t)(off / n) * rb, rb, 1, n, buf);
     }
     default: return VKL_OK;
     }

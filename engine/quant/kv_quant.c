@@ -113,3 +113,27 @@ vkl_status vkl_kv_dequantize_keys(vkl_context *ctx, const void *src, size_t src_
     st = vkl_quant_dequantize(ctx, VKL_DTYPE_Q_INT8, (uint32_t)head_dim, src, src_bytes, rows, head_dim, dst);
     return st ? vkl_fail_prefix(ctx, st, "kv keys") : VKL_OK;
 }
+
+vkl_status vkl_kv_dequantize_rows(vkl_context *ctx, vkl_dtype dtype, const void *src, size_t src_bytes, int64_t rows,
+                                  int64_t width, float *dst) {
+    size_t n = 0, need = 0, row_bytes = 0;
+    if (width > 0 && width <= UINT32_MAX)
+        row_bytes = dtype == VKL_DTYPE_Q_INT8 ? vkl_quant_block_bytes(dtype, (uint32_t)width)
+                                              : vkl_dtype_size(dtype) * (size_t)width;
+    if (rows < 0 || !row_bytes || !vkl_mul_size((size_t)rows, (size_t)width, &n) ||
+        !vkl_mul_size((size_t)rows, row_bytes, &need))
+        return vkl_fail(ctx, VKL_ERR_SHAPE, "kv rows: %lld rows of %lld %s elements is not a valid size",
+                        (long long)rows, (long long)width, vkl_dtype_name(dtype));
+    if (src_bytes != need)
+        return vkl_fail(ctx, VKL_ERR_FORMAT, "kv rows: %zu bytes for %lld rows of %lld %s elements, expected %zu",
+                        src_bytes, (long long)rows, (long long)width, vkl_dtype_name(dtype), need);
+    switch (dtype) {
+    case VKL_DTYPE_F32: memcpy(dst, src, n * sizeof(float)); return VKL_OK;
+    case VKL_DTYPE_F16: vkl_quant_f16_to_f32(src, n, dst); return VKL_OK;
+    case VKL_DTYPE_BF16: vkl_quant_bf16_to_f32(src, n, dst); return VKL_OK;
+    case VKL_DTYPE_FP8_E4M3: case VKL_DTYPE_FP8_E5M2: return vkl_kv_dequantize_values(ctx, dtype, src, n, dst);
+    case VKL_DTYPE_Q_INT8: return vkl_kv_dequantize_keys(ctx, src, src_bytes, rows, 1, width, dst);
+    default:
+        return vkl_fail(ctx, VKL_ERR_UNSUPPORTED, "kv rows: a %s cache is not a KV cache format", vkl_dtype_name(dtype));
+    }
+}

@@ -129,6 +129,12 @@ float vkl_fp8_e5m2_to_f32(uint8_t c);
  * VKL_ERR_INVALID_ARGUMENT naming the index. */
 vkl_status vkl_kv_quantize_values(vkl_context *ctx, vkl_dtype dtype, const float *src, size_t n, uint8_t *dst);
 vkl_status vkl_kv_dequantize_values(vkl_context *ctx, vkl_dtype dtype, const uint8_t *src, size_t n, float *dst);
+/* Cache rows as stored, decoded to f32: `rows` rows of `width` elements of
+ * f32, f16, bf16, fp8 e4m3 / e5m2, or Q_INT8 blocks with group = width (the
+ * key format above). src_bytes must be exactly their size
+ * (VKL_ERR_FORMAT otherwise); any other dtype is VKL_ERR_UNSUPPORTED. */
+vkl_status vkl_kv_dequantize_rows(vkl_context *ctx, vkl_dtype dtype, const void *src, size_t src_bytes, int64_t rows,
+                                  int64_t width, float *dst);
 
 /* ---- GPU packed layout (pack_gpu.c) -----------------------------------------
  * Made at load time from the canonical bytes. Two planes, each starting on a

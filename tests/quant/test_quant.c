@@ -706,6 +706,16 @@ static void test_kv_keys(vkl_context *ctx) {
     /* a new token quantizes alone to the same bytes: appending never rewrites */
     CHECK(vkl_kv_quantize_keys(ctx, k + 5 * heads * hd, 1, heads, hd, one, (size_t)(heads * (hd + 4))) == VKL_OK);
     CHECK(memcmp(one, q + 5 * heads * (hd + 4), (size_t)(heads * (hd + 4))) == 0);
+    /* the per-dtype row decoder gives the same floats, and refuses wrong sizes and non-cache dtypes */
+    float *rows = falloc((size_t)(tokens * heads * hd));
+    CHECK(vkl_kv_dequantize_rows(ctx, VKL_DTYPE_Q_INT8, q, bytes, tokens * heads, hd, rows) == VKL_OK);
+    CHECK(memcmp(rows, back, (size_t)(tokens * heads * hd) * sizeof(float)) == 0);
+    CHECK(vkl_kv_dequantize_rows(ctx, VKL_DTYPE_Q_INT8, q, bytes - 1, tokens * heads, hd, rows) == VKL_ERR_FORMAT);
+    CHECK(vkl_kv_dequantize_rows(ctx, VKL_DTYPE_FP8_E4M3, q, (size_t)hd, 1, hd, rows) == VKL_OK);
+    CHECK(rows[0] == vkl_fp8_e4m3_to_f32(q[0]) && rows[hd - 1] == vkl_fp8_e4m3_to_f32(q[hd - 1]));
+    CHECK(vkl_kv_dequantize_rows(ctx, VKL_DTYPE_I32, q, (size_t)hd * 4, 1, hd, rows) == VKL_ERR_UNSUPPORTED);
+    CHECK(vkl_kv_dequantize_rows(ctx, VKL_DTYPE_F32, q, 4, 1, 0, rows) == VKL_ERR_SHAPE);
+    free(rows);
     k[3] = INFINITY;
     CHECK(vkl_kv_quantize_keys(ctx, k, tokens, heads, hd, q, bytes) == VKL_ERR_INVALID_ARGUMENT);
     CHECK(strstr(vkl_context_error(ctx), "kv keys") != NULL);
