@@ -26,15 +26,15 @@
  * bandwidth as a share of it, int4 latency / this latency in the same
  * arithmetic (the paper's "Acceleration" on the E0M4 row), and the same
  * format's f32 latency / this latency. */
-#define _POSIX_C_SOURCE 200809L /* clock_gettime, setenv */
+#define _POSIX_C_SOURCE 200809L /* setenv */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "backend.h"
 #include "bench_quant.h"
+#include "bench_util.h"
 #include "ops.h"
 #include "quant/quant.h"
 
@@ -52,12 +52,6 @@ static const struct {
 
 static const int64_t shapes[][2] = {{4096, 4096}, {4096, 11008}, {11008, 4096}}; /* (K, N) */
 #define N_SHAPES (sizeof(shapes) / sizeof(shapes[0]))
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static uint64_t next(uint64_t *s) {
     *s ^= *s << 13;
@@ -183,13 +177,13 @@ static void run_case(vkl_context *ctx, const vkl_backend_vtable *be, vkl_backend
     if (!st) st = be->prepare(dev, g, w, &mem, &b, &e);
     /* Warm up for a while, not a count: a GPU leaves its idle clocks only
      * after some milliseconds of work (and the first runs pay first-use costs). */
-    t0 = now();
-    for (int i = 0; !st && (i < WARMUP || (timed && now() - t0 < WARM_SECONDS)); i++) {
+    t0 = vkl_bench_now();
+    for (int i = 0; !st && (i < WARMUP || (timed && vkl_bench_now() - t0 < WARM_SECONDS)); i++) {
         st = be->execute(dev, e, &b);
         if (!st) st = be->wait(dev, e);
     }
     for (int r = 0; !st && r < reps; r++) {
-        t0 = now();
+        t0 = vkl_bench_now();
         st = be->execute(dev, e, &b);
         if (!st) st = be->wait(dev, e);
         if (!st && timed) {
@@ -197,7 +191,7 @@ static void run_case(vkl_context *ctx, const vkl_backend_vtable *be, vkl_backend
             st = be->node_times(dev, e, samples + n_samples, copies, &got);
             n_samples += got;
         } else if (!st) {
-            samples[n_samples++] = (now() - t0) * 1e3 / (double)copies;
+            samples[n_samples++] = (vkl_bench_now() - t0) * 1e3 / (double)copies;
         }
     }
     if (!st) st = be->buffer_read(dev, arena, 0, y, total);
@@ -245,8 +239,8 @@ static int bench_device(vkl_context *ctx, const vkl_backend_vtable *be, vkl_back
         size_t bytes = o->rotate_bytes > ((size_t)64 << 20) ? o->rotate_bytes : (size_t)64 << 20;
         if (be->copy_bandwidth(dev, bytes, &copy_bw))
             fprintf(stderr, "vkbench: %s copy bandwidth: %s\n", be->name, vkl_context_error(ctx));
-    } else if (copy_bw <= 0 && o->host_copy_bandwidth) {
-        copy_bw = o->host_copy_bandwidth();
+    } else if (copy_bw <= 0) {
+        copy_bw = vkl_bench_host_copy_bandwidth();
     }
     *copy_bw_io = copy_bw;
     int failed = 0;

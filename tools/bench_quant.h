@@ -11,7 +11,6 @@ typedef struct vkl_bench_quant_options {
     const char *backend;  /* NULL: every compiled-in backend */
     int reps;             /* timed executes per case (each times every weight copy) */
     size_t rotate_bytes;  /* weight copies per case total at least this (past the GPU's L2) */
-    double (*host_copy_bandwidth)(void); /* bytes/s, for backends without copy_bandwidth */
 } vkl_bench_quant_options;
 
 /* Prints the table; returns the process exit status. */

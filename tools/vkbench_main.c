@@ -3,22 +3,15 @@
  * physical limit (bytes a step must read over measured copy bandwidth);
  * --quant times E0M4 / int4 / int8 QuantMatMul on the paper's Table 1
  * shapes on every backend and device (bench_quant.c). */
-#define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "backend.h"
 #include "bench_quant.h"
+#include "bench_util.h"
 #include "context.h"
 #include "vkllm.h"
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static void print_features(uint32_t f) {
     static const char *const names[] = {"fp16", "int8-dot", "coopmat", "fusion", "priority", "timestamps"};
@@ -39,30 +32,6 @@ static int probe(vkl_context *ctx) {
         print_features(caps.features);
     }
     return 0;
-}
-
-/* Host copy bandwidth, bytes read + written per second, best of 5 passes
- * over 256 MiB: the limit for a backend that runs on the host. */
-static double host_copy_bandwidth(void) {
-    size_t n = 256u << 20;
-    char *a = malloc(n), *b = malloc(n);
-    double best = 0;
-    if (!a || !b) {
-        free(a);
-        free(b);
-        return 0;
-    }
-    memset(a, 1, n);
-    memset(b, 2, n);
-    for (int i = 0; i < 5; i++) {
-        double t0 = now();
-        memcpy(i & 1 ? a : b, i & 1 ? b : a, n);
-        double bw = 2.0 * (double)n / (now() - t0);
-        if (bw > best) best = bw;
-    }
-    free(a);
-    free(b);
-    return best;
 }
 
 /* Greedy decode of `tokens` tokens after a BOS-like token 1; prints the step
@@ -89,17 +58,17 @@ static int decode(vkl_context *ctx, const char *path, const char *backend, size_
     }
     vkl_session_stats stats;
     vkl_session_get_stats(s, &stats);
-    double copy_bw = host_copy_bandwidth();
+    double copy_bw = vkl_bench_host_copy_bandwidth();
     size_t weights = vkl_model_weight_bytes(m), kv_row = stats.kv_bytes / so.max_context;
     printf("model %s on %s: %zu weight bytes, %zu KV bytes per token; host copy bandwidth %.2f GB/s\n", path,
            vkl_model_backend_name(m), weights, kv_row, copy_bw / 1e9);
     printf("%10s %12s %14s %14s %10s\n", "tokens", "ms/step", "bytes/step", "GB/s", "of limit");
     double t_window = 0, bytes_window = 0;
     for (size_t i = 1; i < tokens && !st; i++) {
-        double t0 = now();
+        double t0 = vkl_bench_now();
         st = vkl_session_sample(s, &tok);
         if (!st) st = vkl_session_append(s, &tok, 1);
-        double dt = now() - t0;
+        double dt = vkl_bench_now() - t0;
         size_t len = vkl_session_length(s), padded = (len + so.pad_multiple - 1) / so.pad_multiple * so.pad_multiple;
         if (padded > so.max_context) padded = so.max_context;
         t_window += dt;
@@ -154,7 +123,7 @@ int main(int argc, char **argv) {
         return usage();
     vkl_context *ctx;
     if (vkl_context_create(NULL, &ctx)) return 1;
-    vkl_bench_quant_options qo = {backend, reps, rotate_mb << 20, host_copy_bandwidth};
+    vkl_bench_quant_options qo = {backend, reps, rotate_mb << 20};
     int rc = do_probe ? probe(ctx) : do_quant ? vkl_bench_quant(ctx, &qo) : decode(ctx, model, backend, tokens, window);
     vkl_context_destroy(ctx);
     return rc;
