@@ -502,6 +502,16 @@ vkl_status vkl_shape_eval(const vkl_graph *g, const vkl_shape *s, const int64_t 
     return VKL_OK;
 }
 
+vkl_status vkl_tensor_eval(const vkl_graph *g, uint32_t t, const int64_t *values, size_t count, int64_t *dims,
+                           int64_t *elements, size_t *bytes) {
+    const vkl_tensor *tt = &g->tensors[t];
+    vkl_status st = vkl_shape_eval(g, &tt->shape, values, count, dims, elements);
+    if (st) return vkl_fail_prefix(g->ctx, st, "tensor '%s'", tt->name);
+    if (!vkl_tensor_bytes(tt->dtype, tt->group, *elements, bytes))
+        return vkl_fail(g->ctx, VKL_ERR_OVERFLOW, "tensor '%s': size overflows", tt->name);
+    return VKL_OK;
+}
+
 const char *vkl_shape_str(const vkl_graph *g, const vkl_shape *s, char *buf, size_t cap) {
     size_t used = 0;
     if (!cap) return buf;

@@ -163,6 +163,10 @@ vkl_status vkl_graph_infer_shapes(vkl_graph *g);
 /* Element count of a shape for bound symbol values (overflow-checked). */
 vkl_status vkl_shape_eval(const vkl_graph *g, const vkl_shape *s, const int64_t *values, size_t count,
                           int64_t *dims, int64_t *elements);
+/* Tensor t under bound symbol values: its dims, element count and canonical
+ * bytes (vkl_tensor_bytes); an error names the tensor. */
+vkl_status vkl_tensor_eval(const vkl_graph *g, uint32_t t, const int64_t *values, size_t count, int64_t *dims,
+                           int64_t *elements, size_t *bytes);
 /* Shape as text "[1, seq, 4096]" for messages; returns buf. */
 const char *vkl_shape_str(const vkl_graph *g, const vkl_shape *s, char *buf, size_t cap);
 

@@ -62,17 +62,6 @@ static void release(const vkl_backend_vtable *be, vkl_context *ctx, run_state *s
     vkl_free(ctx, s->values);
 }
 
-/* Concrete byte size of tensor t under the binding. */
-static vkl_status tensor_size(const vkl_graph *g, uint32_t t, const int64_t *values, size_t n, int64_t *dims,
-                              int64_t *elements, size_t *bytes) {
-    const vkl_tensor *tt = &g->tensors[t];
-    vkl_status st = vkl_shape_eval(g, &tt->shape, values, n, dims, elements);
-    if (st) return vkl_fail_prefix(g->ctx, st, "tensor '%s'", tt->name);
-    if (!vkl_tensor_bytes(tt->dtype, tt->group, *elements, bytes))
-        return vkl_fail(g->ctx, VKL_ERR_OVERFLOW, "tensor '%s' size overflows", tt->name);
-    return VKL_OK;
-}
-
 vkl_status vkl_run_once(vkl_context *ctx, const vkl_backend_vtable *be, const vkl_graph *g,
                         const vkl_host_tensor *inputs, vkl_host_tensor *outputs) {
     run_state s = {0};
@@ -94,7 +83,7 @@ vkl_status vkl_run_once(vkl_context *ctx, const vkl_backend_vtable *be, const vk
         if (g->tensors[t].kind == VKL_TENSOR_WEIGHT) continue;
         int64_t dims[VKL_MAX_RANK], elements;
         size_t bytes;
-        if (tensor_size(g, t, s.values, nsym, dims, &elements, &bytes)) {
+        if (vkl_tensor_eval(g, t, s.values, nsym, dims, &elements, &bytes)) {
             /* unbound symbols: only an error if the tensor is used; prepare reports it */
             continue;
         }
@@ -123,7 +112,7 @@ vkl_status vkl_run_once(vkl_context *ctx, const vkl_backend_vtable *be, const vk
                 if (g->tensors[t].kind != VKL_TENSOR_STATE || s.offsets[t] == VKL_NO_OFFSET) continue;
                 int64_t dims[VKL_MAX_RANK], elements;
                 size_t bytes;
-                if (!tensor_size(g, t, s.values, nsym, dims, &elements, &bytes)) memset(poison + s.offsets[t], 0, bytes);
+                if (!vkl_tensor_eval(g, t, s.values, nsym, dims, &elements, &bytes)) memset(poison + s.offsets[t], 0, bytes);
             }
             st = be->buffer_write(s.dev, s.arena, 0, poison, total);
             vkl_free(ctx, poison);
@@ -133,7 +122,7 @@ vkl_status vkl_run_once(vkl_context *ctx, const vkl_backend_vtable *be, const vk
         uint32_t t = g->inputs[k];
         int64_t dims[VKL_MAX_RANK], elements;
         size_t bytes;
-        st = tensor_size(g, t, s.values, nsym, dims, &elements, &bytes);
+        st = vkl_tensor_eval(g, t, s.values, nsym, dims, &elements, &bytes);
         if (!st && inputs[k].dtype != g->tensors[t].dtype)
             st = vkl_fail(ctx, VKL_ERR_INVALID_ARGUMENT, "input '%s' is %s; the graph wants %s", g->tensors[t].name,
                           vkl_dtype_name(inputs[k].dtype), vkl_dtype_name(g->tensors[t].dtype));
@@ -153,7 +142,7 @@ vkl_status vkl_run_once(vkl_context *ctx, const vkl_backend_vtable *be, const vk
         int64_t elements;
         o->dtype = g->tensors[t].dtype;
         o->rank = g->tensors[t].shape.rank;
-        st = tensor_size(g, t, s.values, nsym, o->dims, &elements, &o->nbytes);
+        st = vkl_tensor_eval(g, t, s.values, nsym, o->dims, &elements, &o->nbytes);
         if (!st && g->tensors[t].kind == VKL_TENSOR_WEIGHT) {
             o->data = vkl_malloc(ctx, o->nbytes);
             if (!o->data) st = VKL_ERR_OUT_OF_MEMORY;

@@ -63,13 +63,8 @@ vkl_status vkl_runner_create(vkl_context *ctx, const vkl_backend_vtable *be, con
 
 /* Bytes of tensor t under the current binding (dims to `dims`). */
 static vkl_status tensor_bytes(vkl_runner *r, uint32_t t, int64_t *dims, size_t *bytes) {
-    const vkl_tensor *tt = &r->g->tensors[t];
     int64_t elements;
-    vkl_status st = vkl_shape_eval(r->g, &tt->shape, r->values, r->n_values, dims, &elements);
-    if (st) return vkl_fail_prefix(r->ctx, st, "tensor '%s'", tt->name);
-    if (!vkl_tensor_bytes(tt->dtype, tt->group, elements, bytes))
-        return vkl_fail(r->ctx, VKL_ERR_OVERFLOW, "tensor '%s' size overflows", tt->name);
-    return VKL_OK;
+    return vkl_tensor_eval(r->g, t, r->values, r->n_values, dims, &elements, bytes);
 }
 
 /* First step: states get max_context rows each at the start of the arena. */

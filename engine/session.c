@@ -137,12 +137,9 @@ static vkl_status allocate(vkl_session *s) {
     size_t kv_end = 0; /* states come first in the layout, aligned: zero up to the last one's end */
     for (uint32_t t = 0; !st && t < g->n_tensors; t++)
         if (g->tensors[t].kind == VKL_TENSOR_STATE && s->plan->buffer_of[t] != VKL_NONE) {
-            const vkl_tensor *tt = &g->tensors[t];
             int64_t dims[VKL_MAX_RANK], n;
             size_t bytes;
-            st = vkl_shape_eval(g, &tt->shape, s->max_values, s->n_values, dims, &n);
-            if (!st && !vkl_tensor_bytes(tt->dtype, tt->group, n, &bytes))
-                st = vkl_fail(ctx, VKL_ERR_OVERFLOW, "session: size of state '%s' overflows", tt->name);
+            st = vkl_tensor_eval(g, t, s->max_values, s->n_values, dims, &n, &bytes);
             if (st) break;
             s->kv_bytes += bytes;
             if (offsets[t] + bytes > kv_end) kv_end = offsets[t] + bytes;

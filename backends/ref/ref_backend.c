@@ -151,11 +151,9 @@ static vkl_status bind_tensor(vkl_backend_device *dev, const vkl_graph *g, const
     rt->dtype = t->dtype;
     rt->rank = t->shape.rank;
     rt->group = t->group;
-    vkl_status st = vkl_shape_eval(g, &t->shape, b->values, b->count, rt->dims, &rt->count);
-    if (st) return vkl_fail_prefix(dev->ctx, st, "ref: shape of tensor '%s'", t->name);
     size_t bytes;
-    if (!vkl_tensor_bytes(t->dtype, t->group, rt->count, &bytes))
-        return vkl_fail(dev->ctx, VKL_ERR_OVERFLOW, "ref: size of tensor '%s' overflows", t->name);
+    vkl_status st = vkl_tensor_eval(g, i, b->values, b->count, rt->dims, &rt->count, &bytes);
+    if (st) return vkl_fail_prefix(dev->ctx, st, "ref");
     if (t->kind == VKL_TENSOR_WEIGHT) {
         if (bytes != t->nbytes)
             return vkl_fail(dev->ctx, VKL_ERR_FORMAT, "ref: weight '%s' has %zu bytes, needs %zu", t->name, t->nbytes, bytes);

@@ -125,10 +125,8 @@ static vkl_status bind_tensor(vkl_backend_device *dev, const vkl_graph *g, const
     v->dtype = tt->dtype;
     v->group = tt->group;
     v->rank = tt->shape.rank;
-    vkl_status st = vkl_shape_eval(g, &tt->shape, b->values, b->count, v->dims, &v->count);
-    if (st) return vkl_fail_prefix(dev->ctx, st, "vulkan: shape of tensor '%s'", tt->name);
-    if (!vkl_tensor_bytes(tt->dtype, tt->group, v->count, &v->bytes))
-        return vkl_fail(dev->ctx, VKL_ERR_OVERFLOW, "vulkan: size of tensor '%s' overflows", tt->name);
+    vkl_status st = vkl_tensor_eval(g, t, b->values, b->count, v->dims, &v->count, &v->bytes);
+    if (st) return vkl_fail_prefix(dev->ctx, st, "vulkan");
     if (tt->kind == VKL_TENSOR_WEIGHT) {
         if (t >= w->n || !w->w[t].buf.buf)
             return vkl_fail(dev->ctx, VKL_ERR_STATE, "vulkan: weight '%s' was not loaded", tt->name);
