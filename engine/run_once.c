@@ -62,6 +62,33 @@ static void release(const vkl_backend_vtable *be, vkl_context *ctx, run_state *s
     vkl_free(ctx, s->values);
 }
 
+vkl_status vkl_read_outputs(vkl_context *ctx, const vkl_backend_vtable *be, vkl_backend_device *dev,
+                            const vkl_memory_map *mem, const vkl_graph *g, const int64_t *values, size_t count,
+                            vkl_host_tensor *outputs) {
+    vkl_status st = VKL_OK;
+    for (uint32_t k = 0; k < g->n_outputs; k++) outputs[k].data = NULL;
+    for (uint32_t k = 0; !st && k < g->n_outputs; k++) {
+        uint32_t t = g->outputs[k];
+        vkl_host_tensor *o = &outputs[k];
+        int64_t elements;
+        o->dtype = g->tensors[t].dtype;
+        o->rank = g->tensors[t].shape.rank;
+        st = vkl_tensor_eval(g, t, values, count, o->dims, &elements, &o->nbytes);
+        if (!st) {
+            o->data = vkl_malloc(ctx, o->nbytes ? o->nbytes : 1);
+            if (!o->data) st = VKL_ERR_OUT_OF_MEMORY;
+        }
+        if (!st && g->tensors[t].kind == VKL_TENSOR_WEIGHT) memcpy(o->data, g->tensors[t].data, o->nbytes);
+        else if (!st) st = be->buffer_read(dev, mem->arena, mem->offsets[t], o->data, o->nbytes);
+    }
+    if (st)
+        for (uint32_t k = 0; k < g->n_outputs; k++) {
+            vkl_free(ctx, outputs[k].data);
+            outputs[k].data = NULL;
+        }
+    return st;
+}
+
 vkl_status vkl_run_once(vkl_context *ctx, const vkl_backend_vtable *be, const vkl_graph *g,
                         const vkl_host_tensor *inputs, vkl_host_tensor *outputs) {
     run_state s = {0};
@@ -136,30 +163,7 @@ vkl_status vkl_run_once(vkl_context *ctx, const vkl_backend_vtable *be, const vk
     if (!st) st = be->prepare(s.dev, g, s.w, &mem, &binding, &s.exec);
     if (!st) st = be->execute(s.dev, s.exec, &binding);
     if (!st) st = be->wait(s.dev, s.exec);
-    for (uint32_t k = 0; !st && k < g->n_outputs; k++) {
-        uint32_t t = g->outputs[k];
-        vkl_host_tensor *o = &outputs[k];
-        int64_t elements;
-        o->dtype = g->tensors[t].dtype;
-        o->rank = g->tensors[t].shape.rank;
-        st = vkl_tensor_eval(g, t, s.values, nsym, o->dims, &elements, &o->nbytes);
-        if (!st && g->tensors[t].kind == VKL_TENSOR_WEIGHT) {
-            o->data = vkl_malloc(ctx, o->nbytes);
-            if (!o->data) st = VKL_ERR_OUT_OF_MEMORY;
-            else memcpy(o->data, g->tensors[t].data, o->nbytes);
-            continue;
-        }
-        if (!st) {
-            o->data = vkl_malloc(ctx, o->nbytes);
-            if (!o->data) st = VKL_ERR_OUT_OF_MEMORY;
-        }
-        if (!st) st = be->buffer_read(s.dev, s.arena, s.offsets[t], o->data, o->nbytes);
-    }
-    if (st)
-        for (uint32_t k = 0; k < g->n_outputs; k++) {
-            vkl_free(ctx, outputs[k].data);
-            outputs[k].data = NULL;
-        }
+    if (!st) st = vkl_read_outputs(ctx, be, s.dev, &mem, g, s.values, nsym, outputs);
     release(be, ctx, &s);
     return st;
 }

@@ -20,6 +20,14 @@ typedef struct vkl_host_tensor {
  * symbols no input mentions stay VKL_SYM_UNBOUND. */
 vkl_status vkl_bind_from_inputs(const vkl_graph *g, const vkl_host_tensor *inputs, int64_t *values, size_t count);
 
+/* Every graph output read back after an execute: dtype, dims under
+ * `values`, freshly allocated data (vkl_free) from the arena at its offset,
+ * or a copy of the bytes of an output that is a weight. On failure none
+ * stays allocated. Shared by vkl_run_once and engine/runner. */
+vkl_status vkl_read_outputs(vkl_context *ctx, const vkl_backend_vtable *be, vkl_backend_device *dev,
+                            const vkl_memory_map *mem, const vkl_graph *g, const int64_t *values, size_t count,
+                            vkl_host_tensor *outputs);
+
 /* Run g once. inputs: one per graph input, in order; outputs: one per graph
  * output, filled in (dtype, dims, freshly allocated data). State tensors
  * start zeroed. On failure no output is allocated. */

@@ -192,24 +192,7 @@ vkl_status vkl_runner_step(vkl_runner *r, const vkl_host_tensor *inputs, const v
     if (!st) st = r->be->execute(r->dev, exec, &binding);
     if (!st) st = r->be->wait(r->dev, exec);
     if (exec) r->be->exec_release(r->dev, exec);
-    for (uint32_t k = 0; !st && k < g->n_outputs; k++) {
-        uint32_t t = g->outputs[k];
-        vkl_host_tensor *o = &outputs[k];
-        o->dtype = g->tensors[t].dtype;
-        o->rank = g->tensors[t].shape.rank;
-        st = tensor_bytes(r, t, o->dims, &o->nbytes);
-        if (!st) {
-            o->data = vkl_malloc(r->ctx, o->nbytes);
-            if (!o->data) st = VKL_ERR_OUT_OF_MEMORY;
-        }
-        if (!st && g->tensors[t].kind == VKL_TENSOR_WEIGHT) memcpy(o->data, g->tensors[t].data, o->nbytes);
-        else if (!st) st = r->be->buffer_read(r->dev, r->arena, r->offsets[t], o->data, o->nbytes);
-    }
-    if (st)
-        for (uint32_t k = 0; k < g->n_outputs; k++) {
-            vkl_free(r->ctx, outputs[k].data);
-            outputs[k].data = NULL;
-        }
+    if (!st) st = vkl_read_outputs(r->ctx, r->be, r->dev, &mem, g, r->values, r->n_values, outputs);
     return st;
 }
 
