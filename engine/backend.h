@@ -67,9 +67,14 @@ typedef struct vkl_memory_map {
 } vkl_memory_map;
 
 /* Symbol values. For prepare: the (padded) values the executable is built
- * for. For execute: the true values of this run, which may differ from the
- * prepared ones only where the graph allows it (e.g. true length within a
- * padded bucket); backends pass them as push constants. */
+ * for; shapes, dispatch sizes and everything recorded follow them. For
+ * execute: the same values — an executable replays exactly the shape it was
+ * prepared for, with no host work beyond the submit. What changes between
+ * replays of one padded shape (the true length, the KV write position)
+ * travels as graph *inputs* the session writes before each execute: the
+ * attention mask marks padded keys, position_ids give the KV rows
+ * (docs/runtime.md, "Executables and padding"). Kernels read those from
+ * memory, so nothing recorded (push constants included) depends on them. */
 typedef struct vkl_binding {
     const int64_t *values; /* indexed like the graph's symbol table */
     size_t count;
@@ -110,7 +115,10 @@ typedef struct vkl_backend_vtable {
     /* Build an executable for one binding: concrete shapes, kernels chosen,
      * (on GPUs) command buffers recorded with descriptors bound. Tensors with
      * a symbolic value and no producer (shape tensors left by the importer)
-     * are evaluated here and written to their place in the arena. */
+     * are evaluated here (vkl_tensor_value_bytes) and written to their place
+     * in the arena at the start of every execute (ref: a memcpy; Vulkan: a
+     * buffer update recorded first in the command buffer), since the
+     * planner may let other tensors reuse those bytes between executes. */
     vkl_status (*prepare)(vkl_backend_device *dev, const vkl_graph *g, vkl_backend_weights *w,
                           const vkl_memory_map *mem, const vkl_binding *binding,
                           vkl_backend_exec **out);

@@ -512,6 +512,43 @@ vkl_status vkl_tensor_eval(const vkl_graph *g, uint32_t t, const int64_t *values
     return VKL_OK;
 }
 
+vkl_status vkl_tensor_value_bytes(const vkl_graph *g, uint32_t t, const int64_t *values, size_t count, void *dst,
+                                  size_t cap, size_t *bytes) {
+    const vkl_tensor *tt = &g->tensors[t];
+    const size_t size = vkl_dtype_size(tt->dtype);
+    *bytes = 0;
+    if (!tt->value || !size || tt->dtype == VKL_DTYPE_FP8_E4M3 || tt->dtype == VKL_DTYPE_FP8_E5M2)
+        return vkl_fail(g->ctx, VKL_ERR_UNSUPPORTED, "tensor '%s': no %s value to write", tt->name,
+                        vkl_dtype_name(tt->dtype));
+    if ((size_t)tt->value_count > cap / size)
+        return vkl_fail(g->ctx, VKL_ERR_OVERFLOW, "tensor '%s': %u values do not fit %zu bytes", tt->name,
+                        tt->value_count, cap);
+    unsigned char *p = dst;
+    for (uint32_t k = 0; k < tt->value_count; k++, p += size) {
+        int64_t v;
+        vkl_status st = vkl_expr_eval(g->syms, tt->value[k], values, count, &v);
+        if (st) return vkl_fail_prefix(g->ctx, st, "value of tensor '%s'", tt->name);
+        union { int64_t i64; int32_t i32; int16_t i16; int8_t i8; double f64; float f32; uint16_t h; } u;
+        switch (tt->dtype) {
+        case VKL_DTYPE_F64: u.f64 = (double)v; break;
+        case VKL_DTYPE_F32: u.f32 = (float)v; break;
+        case VKL_DTYPE_F16: u.h = vkl_f32_to_f16((float)v); break;
+        case VKL_DTYPE_BF16: u.h = vkl_f32_to_bf16((float)v); break;
+        case VKL_DTYPE_BOOL: u.i8 = v != 0; break;
+        default:
+            /* integers: the low `size` bytes, two's complement (little endian) */
+            u.i64 = v;
+            if (size == 4) u.i32 = (int32_t)v;
+            else if (size == 2) u.i16 = (int16_t)v;
+            else if (size == 1) u.i8 = (int8_t)v;
+            break;
+        }
+        memcpy(p, &u, size);
+    }
+    *bytes = (size_t)tt->value_count * size;
+    return VKL_OK;
+}
+
 const char *vkl_shape_str(const vkl_graph *g, const vkl_shape *s, char *buf, size_t cap) {
     size_t used = 0;
     if (!cap) return buf;

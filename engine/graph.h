@@ -167,6 +167,12 @@ vkl_status vkl_shape_eval(const vkl_graph *g, const vkl_shape *s, const int64_t 
  * bytes (vkl_tensor_bytes); an error names the tensor. */
 vkl_status vkl_tensor_eval(const vkl_graph *g, uint32_t t, const int64_t *values, size_t count, int64_t *dims,
                            int64_t *elements, size_t *bytes);
+/* The bytes of a shape-value tensor (a value and no producer: a shape the
+ * importer left as data) under bound symbol values, into dst (cap bytes):
+ * integer and float dtypes of 1 to 8 bytes; *bytes = what was written.
+ * Backends write them at the start of every execute (engine/backend.h). */
+vkl_status vkl_tensor_value_bytes(const vkl_graph *g, uint32_t t, const int64_t *values, size_t count, void *dst,
+                                  size_t cap, size_t *bytes);
 /* Shape as text "[1, seq, 4096]" for messages; returns buf. */
 const char *vkl_shape_str(const vkl_graph *g, const vkl_shape *s, char *buf, size_t cap);
 

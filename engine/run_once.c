@@ -57,7 +57,6 @@ static void release(const vkl_backend_vtable *be, vkl_context *ctx, run_state *s
     if (s->exec) be->exec_release(s->dev, s->exec);
     if (s->arena) be->buffer_destroy(s->dev, s->arena);
     if (s->w) be->weights_release(s->dev, s->w);
-    if (s->dev) be->close(s->dev);
     vkl_free(ctx, s->offsets);
     vkl_free(ctx, s->values);
 }
@@ -91,7 +90,17 @@ vkl_status vkl_read_outputs(vkl_context *ctx, const vkl_backend_vtable *be, vkl_
 
 vkl_status vkl_run_once(vkl_context *ctx, const vkl_backend_vtable *be, const vkl_graph *g,
                         const vkl_host_tensor *inputs, vkl_host_tensor *outputs) {
-    run_state s = {0};
+    vkl_backend_device *dev;
+    vkl_status st = be->open(ctx, NULL, &dev);
+    if (st) return st;
+    st = vkl_run_once_on(ctx, be, dev, g, inputs, outputs);
+    be->close(dev);
+    return st;
+}
+
+vkl_status vkl_run_once_on(vkl_context *ctx, const vkl_backend_vtable *be, vkl_backend_device *dev,
+                           const vkl_graph *g, const vkl_host_tensor *inputs, vkl_host_tensor *outputs) {
+    run_state s = {.dev = dev};
     size_t nsym = vkl_symtab_symbol_count(g->syms);
     s.values = vkl_calloc(ctx, nsym ? nsym : 1, sizeof(int64_t));
     s.offsets = vkl_calloc(ctx, g->n_tensors ? g->n_tensors : 1, sizeof(size_t));
@@ -125,7 +134,6 @@ vkl_status vkl_run_once(vkl_context *ctx, const vkl_backend_vtable *be, const vk
         uint32_t src = vkl_node_inplace_input(g, i);
         if (src != VKL_NONE) s.offsets[g->nodes[i].outputs[0]] = s.offsets[src];
     }
-    if (!st) st = be->open(ctx, NULL, &s.dev);
     if (!st) st = be->weights_load(s.dev, g, &s.w);
     if (!st) st = be->buffer_create(s.dev, VKL_BUFFER_DEVICE, total, &s.arena);
     if (!st && total) {

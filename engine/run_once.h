@@ -33,5 +33,9 @@ vkl_status vkl_read_outputs(vkl_context *ctx, const vkl_backend_vtable *be, vkl_
  * start zeroed. On failure no output is allocated. */
 vkl_status vkl_run_once(vkl_context *ctx, const vkl_backend_vtable *be, const vkl_graph *g,
                         const vkl_host_tensor *inputs, vkl_host_tensor *outputs);
+/* The same on a device the caller opened (and closes): many small graphs on
+ * one device, as the op-case runner does, without an open per graph. */
+vkl_status vkl_run_once_on(vkl_context *ctx, const vkl_backend_vtable *be, vkl_backend_device *dev,
+                           const vkl_graph *g, const vkl_host_tensor *inputs, vkl_host_tensor *outputs);
 
 #endif

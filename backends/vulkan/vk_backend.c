@@ -27,6 +27,10 @@ struct vkl_backend_exec {
     uint32_t n_nodes;
     int64_t *binding;      /* the symbol values prepared for */
     size_t n_binding;
+    /* shape-value tensors (a value, no producer), recorded as buffer updates
+     * at the start of the command buffer: written at every execute */
+    uint32_t *value_ids;
+    uint32_t n_values;
     bool pending;          /* submitted, not yet waited for */
     bool ran;              /* an execute has completed: timestamps are valid */
 };
@@ -110,6 +114,7 @@ static void exec_free(vkl_backend_device *dev, vkl_backend_exec *e) {
     vkl_free(dev->ctx, e->ticks);
     vkl_free(dev->ctx, e->nodes);
     vkl_free(dev->ctx, e->binding);
+    vkl_free(dev->ctx, e->value_ids);
     vkl_free(dev->ctx, e);
 }
 
@@ -134,8 +139,6 @@ static vkl_status bind_tensor(vkl_backend_device *dev, const vkl_graph *g, const
         v->at = (VkDescriptorBufferInfo){w->w[t].buf.buf, w->w[t].qs_offset, w->w[t].qs_range};
         return VKL_OK;
     }
-    if (tt->value && tt->producer == VKL_NONE)
-        return vkl_fail(dev->ctx, VKL_ERR_UNSUPPORTED, "vulkan: shape-value tensor '%s' is not written yet", tt->name);
     size_t off = t < mem->n_offsets ? mem->offsets[t] : VKL_NO_OFFSET, end;
     if (!mem->arena || off == VKL_NO_OFFSET)
         return vkl_fail(dev->ctx, VKL_ERR_INVALID_ARGUMENT, "vulkan: tensor '%s' has no memory", tt->name);
@@ -150,8 +153,14 @@ static vkl_status bind_tensor(vkl_backend_device *dev, const vkl_graph *g, const
     if (v->bytes > dev->props.limits.maxStorageBufferRange)
         return vkl_fail(dev->ctx, VKL_ERR_UNSUPPORTED, "vulkan: tensor '%s' of %zu bytes exceeds maxStorageBufferRange",
                         tt->name, v->bytes);
-    /* An empty tensor still needs a valid range; nothing reads it. */
-    v->at = (VkDescriptorBufferInfo){mem->arena->b.buf, v->bytes ? off : 0, v->bytes ? v->bytes : 4};
+    /* An empty tensor still needs a valid range; nothing reads it. Ranges
+     * are whole words (shaders/vulkan/tensor.glsl): the arena's 64-byte
+     * placement leaves the rounded-up tail as padding. */
+    const size_t words = (v->bytes + 3) & ~(size_t)3;
+    if (v->bytes && off + words > mem->arena->b.size)
+        return vkl_fail(dev->ctx, VKL_ERR_INVALID_ARGUMENT, "vulkan: tensor '%s' ends within the arena's last word",
+                        tt->name);
+    v->at = (VkDescriptorBufferInfo){mem->arena->b.buf, v->bytes ? off : 0, v->bytes ? words : 4};
     return VKL_OK;
 }
 
@@ -254,7 +263,46 @@ static vkl_status descriptors(vkl_backend_device *dev, vkl_backend_exec *e, plan
     return st;
 }
 
-static vkl_status record(vkl_backend_device *dev, vkl_backend_exec *e, const plan *p) {
+/* The shape-value tensors live nodes read: each written by a buffer update
+ * recorded first (so every replay rewrites them, as ref writes them at
+ * every execute), from the values the executable was prepared for. */
+static vkl_status collect_values(vkl_backend_device *dev, const vkl_graph *g, vkl_backend_exec *e) {
+    e->value_ids = vkl_calloc(dev->ctx, g->n_tensors ? g->n_tensors : 1, sizeof(uint32_t));
+    if (!e->value_ids) return VKL_ERR_OUT_OF_MEMORY;
+    for (uint32_t k = 0; k < e->n_nodes; k++) {
+        const vkl_node *n = &g->nodes[e->nodes[k]];
+        for (uint32_t j = 0; j < n->n_inputs; j++) {
+            uint32_t t = n->inputs[j];
+            if (t == VKL_NONE || !g->tensors[t].value || g->tensors[t].producer != VKL_NONE ||
+                g->tensors[t].kind == VKL_TENSOR_WEIGHT)
+                continue;
+            bool seen = false;
+            for (uint32_t i = 0; i < e->n_values && !seen; i++) seen = e->value_ids[i] == t;
+            if (!seen) e->value_ids[e->n_values++] = t;
+        }
+    }
+    return VKL_OK;
+}
+
+static vkl_status record_values(vkl_backend_device *dev, vkl_backend_exec *e, const vkl_memory_map *mem,
+                                const vkl_binding *b, VkCommandBuffer cmd) {
+    uint64_t data[512]; /* vkCmdUpdateBuffer takes at most 65536 bytes; shape values are a few */
+    for (uint32_t i = 0; i < e->n_values; i++) {
+        uint32_t t = e->value_ids[i];
+        size_t bytes;
+        memset(data, 0, sizeof(data));
+        vkl_status st = vkl_tensor_value_bytes(e->g, t, b->values, b->count, data, sizeof(data), &bytes);
+        if (st) return vkl_fail_prefix(dev->ctx, st, "vulkan");
+        size_t off = mem->offsets[t];
+        /* sizes are whole words: the arena places tensors 64-byte aligned, so
+         * the rounded-up tail is padding nothing else owns */
+        if (bytes) dev->vk.vkCmdUpdateBuffer(cmd, mem->arena->b.buf, off, (bytes + 3) & ~(size_t)3, data);
+    }
+    return VKL_OK;
+}
+
+static vkl_status record(vkl_backend_device *dev, vkl_backend_exec *e, const plan *p, const vkl_memory_map *mem,
+                         const vkl_binding *b) {
     VkCommandBufferAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
                                       .commandPool = dev->pool,
                                       .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
@@ -276,7 +324,9 @@ static vkl_status record(vkl_backend_device *dev, vkl_backend_exec *e, const pla
     /* BOTTOM_OF_PIPE timestamps: each waits for all earlier work, so
      * t[k + 1] - t[k] is node k (its dispatches and barriers). */
     if (e->queries) dev->vk.vkCmdResetQueryPool(cmd, e->queries, 0, e->n_nodes + 1);
-    vkl_vk_barrier_all(dev, cmd); /* host writes and earlier copies, then us */
+    st = record_values(dev, e, mem, b, cmd);
+    if (st) return st;
+    vkl_vk_barrier_all(dev, cmd); /* host writes, value updates and earlier copies, then us */
     if (e->queries) dev->vk.vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, e->queries, 0);
     for (uint32_t k = 0; k < e->n_nodes; k++) {
         for (uint32_t i = 0; i < p->count[k]; i++) {
@@ -311,7 +361,8 @@ static vkl_status prepare(vkl_backend_device *dev, const vkl_graph *g, vkl_backe
     plan p = {0};
     if (!st) st = plan_nodes(dev, g, w, mem, b, e, &p);
     if (!st) st = descriptors(dev, e, &p);
-    if (!st) st = record(dev, e, &p);
+    if (!st) st = collect_values(dev, g, e);
+    if (!st) st = record(dev, e, &p, mem, b);
     plan_free(ctx, &p);
     if (st) {
         exec_free(dev, e);

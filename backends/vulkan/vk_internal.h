@@ -233,6 +233,32 @@ vkl_status vkl_vk_record_quant_mat_mul(const vkl_vk_node *node, vkl_vk_dispatch 
 /* "vulkan: node 3 'name' (QuantMatMul): <why>" as VKL_ERR_UNSUPPORTED. */
 vkl_status vkl_vk_node_unsupported(const vkl_vk_node *node, const char *fmt, ...) VKL_PRINTF(2, 3);
 
+/* ---- strided views (vk_view.c; shaders/vulkan/view.glsl) ----------------------------------------- */
+
+#define VKL_VK_VIEW_RANK 6 /* dims a strided kernel indexes (after merging) */
+#define VKL_VK_VIEW_SRC 3  /* sources per view: push = 1 + 6 + 3 * 6 = 25 words */
+
+/* Each source's element strides over an output index space of `rank` dims,
+ * merged: size-1 dims dropped, neighbours every source walks as one joined.
+ * Dims are outermost first, padded in front with size 1 (stride 0). */
+typedef struct vkl_vk_view {
+    int64_t count;
+    uint32_t rank, n_src;
+    int64_t dims[VKL_VK_VIEW_RANK];
+    int64_t strides[VKL_VK_VIEW_SRC][VKL_VK_VIEW_RANK];
+} vkl_vk_view;
+
+void vkl_vk_contiguous_strides(uint32_t rank, const int64_t *dims, int64_t *strides);
+/* t's strides over `dims` under numpy broadcasting (0 on broadcast dims). */
+vkl_status vkl_vk_broadcast_strides(const vkl_vk_node *nd, const vkl_vk_tensor *t, uint32_t rank,
+                                    const int64_t *dims, int64_t *strides);
+/* VKL_ERR_UNSUPPORTED naming the node when more than VKL_VK_VIEW_RANK dims
+ * remain or an index leaves 32 bits. */
+vkl_status vkl_vk_view_make(const vkl_vk_node *nd, uint32_t rank, const int64_t *dims, uint32_t n_src,
+                            const int64_t (*strides)[VKL_MAX_RANK], vkl_vk_view *v);
+/* count, dims, then each source's strides, as view.glsl reads them; returns words written. */
+uint32_t vkl_vk_view_push(const vkl_vk_view *v, uint32_t *push);
+
 /* ---- measurement (vk_measure.c) ----------------------------------------------------------------- */
 
 vkl_status vkl_vk_copy_bandwidth(vkl_backend_device *dev, size_t bytes, double *bytes_per_second);

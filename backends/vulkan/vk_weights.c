@@ -3,8 +3,7 @@
  * engine/quant's GPU packer (16-byte vector loads along K, codes and block
  * parameters in two planes); other weights keep their bytes. The graph's
  * canonical bytes (often a read-only mmap of the .vkm) are only read.
- * Weights of ops without a Vulkan kernel are skipped: prepare refuses those
- * nodes anyway, and a model's embedding table need not be uploaded for it. */
+ * Every weight a live node reads is loaded, whatever its op. */
 #include <string.h>
 
 #include "vk_internal.h"
@@ -62,13 +61,14 @@ static vkl_status load_one(vkl_backend_device *dev, const vkl_graph *g, uint32_t
     }
     memset(w, 0, sizeof(*w));
     if ((st = check_range(dev, tt->nbytes, "a weight"))) return vkl_fail_prefix(dev->ctx, st, "'%s'", tt->name);
-    st = vkl_vk_buffer_alloc(dev, VKL_BUFFER_DEVICE, tt->nbytes, &w->buf);
+    /* whole words: kernels read tensors as uint[] (shaders/vulkan/tensor.glsl) */
+    st = vkl_vk_buffer_alloc(dev, VKL_BUFFER_DEVICE, (size_t)round_up(tt->nbytes, 16), &w->buf);
     if (!st) st = vkl_vk_buffer_upload(dev, &w->buf, 0, tt->data, tt->nbytes);
     if (st) {
         vkl_vk_weight_free(dev, w);
         return vkl_fail_prefix(dev->ctx, st, "vulkan: weight '%s'", tt->name);
     }
-    w->qs_range = tt->nbytes;
+    w->qs_range = round_up(tt->nbytes, 4);
     return VKL_OK;
 }
 
@@ -82,7 +82,7 @@ vkl_status vkl_vk_weights_load(vkl_backend_device *dev, const vkl_graph *g, vkl_
     vkl_status st = ws->w ? VKL_OK : VKL_ERR_OUT_OF_MEMORY;
     for (uint32_t i = 0; !st && i < g->n_nodes; i++) {
         const vkl_node *n = &g->nodes[i];
-        if (n->dead || !vkl_vk_recorder_for(n->op)) continue;
+        if (n->dead) continue;
         for (uint32_t j = 0; !st && j < n->n_inputs; j++) {
             uint32_t t = n->inputs[j];
             if (t == VKL_NONE || g->tensors[t].kind != VKL_TENSOR_WEIGHT || ws->w[t].buf.buf || !g->tensors[t].nbytes)
