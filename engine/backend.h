@@ -60,10 +60,30 @@ typedef enum vkl_buffer_usage {
  * nodes). The planner makes this; states (KV cache) have offsets that stay
  * fixed for the session. */
 #define VKL_NO_OFFSET SIZE_MAX
+
+/* A copy an executable makes itself between a host-visible buffer
+ * (VKL_BUFFER_UPLOAD / VKL_BUFFER_READBACK) and a tensor in the arena, so a
+ * step's host work is writing and reading those buffers (a memcpy) around
+ * one execute and one wait, with no staged transfer of its own. */
+typedef struct vkl_io_copy {
+    vkl_backend_buffer *buffer;
+    size_t buffer_offset;
+    uint32_t tensor;       /* a graph tensor with an arena offset */
+    size_t tensor_offset;  /* bytes into the tensor */
+    size_t bytes;
+} vkl_io_copy;
+
 typedef struct vkl_memory_map {
     vkl_backend_buffer *arena;
     const size_t *offsets; /* n_tensors entries */
     size_t n_offsets;
+    /* Optional: made before the first kernel of every execute (uploads:
+     * buffer -> tensor) and after the last (downloads: tensor -> buffer).
+     * prepare copies these arrays; the buffers must outlive the executable. */
+    const vkl_io_copy *uploads;
+    size_t n_uploads;
+    const vkl_io_copy *downloads;
+    size_t n_downloads;
 } vkl_memory_map;
 
 /* Symbol values. For prepare: the (padded) values the executable is built

@@ -49,6 +49,11 @@ struct vkl_session {
     /* host staging, sized at creation for one prefill chunk */
     int64_t *ids, *pos, *mask;
     float *logits;
+    /* Host-visible buffers the executables copy from and to themselves:
+     * ids, positions and mask in (at io_at[role]), a decode step's logits
+     * row out. A decode step is then memcpy, one execute, one wait, memcpy. */
+    vkl_backend_buffer *io_in, *io_out;
+    size_t io_at[3];
     bool have_logits;
     int32_t *history; /* max_context tokens */
     size_t length;
@@ -96,6 +101,8 @@ void vkl_session_free(vkl_session *s) {
     vkl_free(s->ctx, s->decode);
     vkl_free(s->ctx, s->first);
     if (s->arena) m->be->buffer_destroy(m->dev, s->arena);
+    if (s->io_in) m->be->buffer_destroy(m->dev, s->io_in);
+    if (s->io_out) m->be->buffer_destroy(m->dev, s->io_out);
     vkl_plan_destroy(s->plan);
     vkl_sampler_destroy(s->sampler);
     vkl_free(s->ctx, s->values);
@@ -133,6 +140,12 @@ static vkl_status allocate(vkl_session *s) {
     if (!st) st = vkl_plan_layout(s->plan, tmp, s->max_values, s->n_values, offsets, &decode_bytes);
     if (decode_bytes > s->arena_bytes) s->arena_bytes = decode_bytes;
     if (!st) st = s->m->be->buffer_create(s->m->dev, VKL_BUFFER_DEVICE, s->arena_bytes, &s->arena);
+    /* ids and positions hold a chunk, the mask a whole context (i64 each) */
+    s->io_at[0] = 0;
+    s->io_at[1] = ((size_t)chunk * 8 + 63) & ~(size_t)63;
+    s->io_at[2] = s->io_at[1] * 2;
+    if (!st) st = s->m->be->buffer_create(s->m->dev, VKL_BUFFER_UPLOAD, s->io_at[2] + (size_t)maxc * 8, &s->io_in);
+    if (!st) st = s->m->be->buffer_create(s->m->dev, VKL_BUFFER_READBACK, s->m->vocab * sizeof(float), &s->io_out);
     s->kv_bytes = 0;
     size_t kv_end = 0; /* states come first in the layout, aligned: zero up to the last one's end */
     for (uint32_t t = 0; !st && t < g->n_tensors; t++)
@@ -212,7 +225,15 @@ static vkl_status prepare_slot(vkl_session *s, exec_slot *slot, int64_t seq, int
     if (!st && total_bytes > s->arena_bytes)
         st = vkl_fail(s->ctx, VKL_ERR_INTERNAL, "session: step needs %zu arena bytes, planned %zu", total_bytes,
                       s->arena_bytes);
-    vkl_memory_map mem = {s->arena, slot->offsets, m->g->n_tensors};
+    /* inputs uploaded by the executable; a one-row step's logits downloaded */
+    const uint32_t roles[3] = {m->in_ids, m->in_pos, m->in_mask};
+    const int64_t rows[3] = {seq, seq, total};
+    vkl_io_copy up[3], down = {s->io_out, 0, m->g->outputs[m->out_logits], 0, m->vocab * sizeof(float)};
+    size_t n_up = 0;
+    for (int r = 0; r < 3; r++)
+        if (roles[r] != VKL_NONE)
+            up[n_up++] = (vkl_io_copy){s->io_in, s->io_at[r], m->g->inputs[roles[r]], 0, (size_t)rows[r] * 8};
+    vkl_memory_map mem = {s->arena, slot->offsets, m->g->n_tensors, up, n_up, &down, seq == 1 ? 1 : 0};
     vkl_binding b = {s->values, s->n_values};
     if (!st) st = m->be->prepare(m->dev, m->g, m->weights, &mem, &b, &slot->exec);
     if (st) return st;
@@ -310,14 +331,15 @@ static vkl_status executable(vkl_session *s, int64_t seq, int64_t past, int64_t 
     return VKL_OK;
 }
 
-static vkl_status write_input(vkl_session *s, exec_slot *e, uint32_t role, const int64_t *data, size_t count) {
+/* Into the upload buffer; the executable copies it into the arena. */
+static vkl_status write_input(vkl_session *s, int r, uint32_t role, const int64_t *data, size_t count) {
     const vkl_graph *g = s->m->g;
     if (role == VKL_NONE) return VKL_OK;
     uint32_t t = g->inputs[role];
     if (g->tensors[t].dtype != VKL_DTYPE_I64)
         return vkl_fail(s->ctx, VKL_ERR_UNSUPPORTED, "session: input '%s' is %s; int64 expected", g->tensors[t].name,
                         vkl_dtype_name(g->tensors[t].dtype));
-    return s->m->be->buffer_write(s->m->dev, s->arena, e->offsets[t], data, count * sizeof(int64_t));
+    return s->m->be->buffer_write(s->m->dev, s->io_in, s->io_at[r], data, count * sizeof(int64_t));
 }
 
 /* One step: n tokens at positions [length, length + n). Decode steps (n = 1)
@@ -337,9 +359,9 @@ static vkl_status step(vkl_session *s, const int32_t *tokens, size_t n, float *a
         s->pos[i] = len + i;
     }
     for (int64_t j = 0; !st && j < padded; j++) s->mask[j] = j < total;
-    if (!st) st = write_input(s, e, m->in_ids, s->ids, (size_t)seq);
-    if (!st) st = write_input(s, e, m->in_pos, s->pos, (size_t)seq);
-    if (!st) st = write_input(s, e, m->in_mask, s->mask, (size_t)padded);
+    if (!st) st = write_input(s, 0, m->in_ids, s->ids, (size_t)seq);
+    if (!st) st = write_input(s, 1, m->in_pos, s->pos, (size_t)seq);
+    if (!st) st = write_input(s, 2, m->in_mask, s->mask, (size_t)padded);
     vkl_binding actual = {s->values, s->n_values};
     if (!st) st = m->be->execute(m->dev, e->exec, &actual);
     if (!st) st = m->be->wait(m->dev, e->exec);
@@ -352,7 +374,10 @@ static vkl_status step(vkl_session *s, const int32_t *tokens, size_t n, float *a
     if (!st) {
         uint32_t t = m->g->outputs[m->out_logits];
         size_t row = m->vocab * sizeof(float);
-        st = m->be->buffer_read(m->dev, s->arena, e->offsets[t] + (n - 1) * row, s->logits, row);
+        /* a one-row step downloaded its row itself; a prompt's last real
+         * row depends on its true length, so it is read from the arena */
+        st = seq == 1 ? m->be->buffer_read(m->dev, s->io_out, 0, s->logits, row)
+                      : m->be->buffer_read(m->dev, s->arena, e->offsets[t] + (n - 1) * row, s->logits, row);
         if (!st && all_logits) st = m->be->buffer_read(m->dev, s->arena, e->offsets[t], all_logits, n * row);
     }
     if (st) {

@@ -35,6 +35,9 @@ struct vkl_backend_exec {
     size_t n_binding;
     vkl_state_traffic traffic; /* what one execute moves to/from states */
     vkl_state_traffic last;    /* of the last execute; zero before the first */
+    /* the memory map's uploads then downloads, as host pointers */
+    struct io_copy { unsigned char *dst; const unsigned char *src; size_t bytes; } *io;
+    size_t n_up, n_down;
 };
 
 static vkl_status ref_probe(vkl_context *ctx, const vkl_backend_options *opt, vkl_backend_caps *out) {
@@ -140,6 +143,7 @@ static void ref_exec_release(vkl_backend_device *dev, vkl_backend_exec *e) {
     vkl_free(dev->ctx, e->scratch.data);
     vkl_free(dev->ctx, e->values);
     vkl_free(dev->ctx, e->binding);
+    vkl_free(dev->ctx, e->io);
     vkl_free(dev->ctx, e);
 }
 
@@ -219,6 +223,33 @@ static vkl_status count_state_traffic(vkl_context *ctx, vkl_backend_exec *e) {
     return VKL_OK;
 }
 
+/* The map's io copies as pointer pairs, each range checked against its
+ * buffer and its tensor's arena bytes. */
+static vkl_status bind_io(vkl_backend_device *dev, const vkl_graph *g, const vkl_memory_map *mem,
+                          vkl_backend_exec *e) {
+    size_t n = mem->n_uploads + mem->n_downloads;
+    if (!n) return VKL_OK;
+    e->io = vkl_calloc(dev->ctx, n, sizeof(*e->io));
+    if (!e->io) return VKL_ERR_OUT_OF_MEMORY;
+    for (size_t k = 0; k < n; k++) {
+        const bool up = k < mem->n_uploads;
+        const vkl_io_copy *c = up ? &mem->uploads[k] : &mem->downloads[k - mem->n_uploads];
+        const vkl_ref_tensor *t = c->tensor < g->n_tensors ? &e->tensors[c->tensor] : NULL;
+        size_t tbytes = 0, end_t, end_b;
+        if (t && t->data) vkl_tensor_bytes(t->dtype, t->group, t->count, &tbytes);
+        if (!t || !t->data || !c->buffer || !vkl_add_size(c->tensor_offset, c->bytes, &end_t) || end_t > tbytes ||
+            !vkl_add_size(c->buffer_offset, c->bytes, &end_b) || end_b > c->buffer->size)
+            return vkl_fail(dev->ctx, VKL_ERR_INVALID_ARGUMENT,
+                            "ref: io copy %zu (%zu bytes of tensor %u at +%zu, buffer +%zu) is out of range", k,
+                            c->bytes, c->tensor, c->tensor_offset, c->buffer_offset);
+        unsigned char *tp = (unsigned char *)t->data + c->tensor_offset, *bp = aligned_base(c->buffer) + c->buffer_offset;
+        e->io[k] = up ? (struct io_copy){tp, bp, c->bytes} : (struct io_copy){bp, tp, c->bytes};
+    }
+    e->n_up = mem->n_uploads;
+    e->n_down = mem->n_downloads;
+    return VKL_OK;
+}
+
 static vkl_status ref_prepare(vkl_backend_device *dev, const vkl_graph *g, vkl_backend_weights *w,
                               const vkl_memory_map *mem, const vkl_binding *b, vkl_backend_exec **out) {
     (void)w;
@@ -274,6 +305,7 @@ static vkl_status ref_prepare(vkl_backend_device *dev, const vkl_graph *g, vkl_b
         for (uint32_t d = 0; d < e->tensors[t].rank; d++)
             if (e->tensors[t].dims[d] > maxdim) maxdim = e->tensors[t].dims[d];
     if (!st) st = count_state_traffic(ctx, e);
+    if (!st) st = bind_io(dev, g, mem, e);
     if (!st) {
         e->scratch.size = (size_t)(maxdim + 2) * 32;
         e->scratch.data = vkl_malloc(ctx, e->scratch.size);
@@ -292,6 +324,7 @@ static vkl_status ref_execute(vkl_backend_device *dev, vkl_backend_exec *e, cons
     const vkl_graph *g = e->g;
     vkl_binding prepared = {e->binding, e->n_binding};
     memset(&e->last, 0, sizeof(e->last));
+    for (size_t k = 0; k < e->n_up; k++) memcpy(e->io[k].dst, e->io[k].src, e->io[k].bytes);
     for (uint32_t k = 0; k < e->n_values; k++) {
         vkl_status st = materialize_value(dev, g, &prepared, &g->tensors[e->values[k]], &e->tensors[e->values[k]]);
         if (st) return st;
@@ -310,6 +343,7 @@ static vkl_status ref_execute(vkl_backend_device *dev, vkl_backend_exec *e, cons
             return vkl_fail_prefix(dev->ctx, st, "ref: %s", vkl_node_str(g, ni, buf, sizeof(buf)));
         }
     }
+    for (size_t k = e->n_up; k < e->n_up + e->n_down; k++) memcpy(e->io[k].dst, e->io[k].src, e->io[k].bytes);
     e->last = e->traffic;
     return VKL_OK;
 }

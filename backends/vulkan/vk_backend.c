@@ -31,6 +31,10 @@ struct vkl_backend_exec {
      * at the start of the command buffer: written at every execute */
     uint32_t *value_ids;
     uint32_t n_values;
+    /* the memory map's uploads and downloads as recorded copies */
+    VkBuffer *io_buf;
+    VkBufferCopy *io_region;
+    size_t n_up, n_down;
     bool pending;          /* submitted, not yet waited for */
     bool ran;              /* an execute has completed: timestamps are valid */
 };
@@ -115,6 +119,8 @@ static void exec_free(vkl_backend_device *dev, vkl_backend_exec *e) {
     vkl_free(dev->ctx, e->nodes);
     vkl_free(dev->ctx, e->binding);
     vkl_free(dev->ctx, e->value_ids);
+    vkl_free(dev->ctx, e->io_buf);
+    vkl_free(dev->ctx, e->io_region);
     vkl_free(dev->ctx, e);
 }
 
@@ -284,6 +290,47 @@ static vkl_status collect_values(vkl_backend_device *dev, const vkl_graph *g, vk
     return VKL_OK;
 }
 
+/* The map's io copies as buffer copies, each range checked against its
+ * buffer and its tensor's arena bytes. */
+static vkl_status collect_io(vkl_backend_device *dev, const vkl_graph *g, const vkl_memory_map *mem,
+                             const vkl_binding *b, vkl_backend_exec *e) {
+    size_t n = mem->n_uploads + mem->n_downloads;
+    if (!n) return VKL_OK;
+    e->io_buf = vkl_calloc(dev->ctx, n, sizeof(*e->io_buf));
+    e->io_region = vkl_calloc(dev->ctx, n, sizeof(*e->io_region));
+    if (!e->io_buf || !e->io_region) return VKL_ERR_OUT_OF_MEMORY;
+    for (size_t k = 0; k < n; k++) {
+        const bool up = k < mem->n_uploads;
+        const vkl_io_copy *c = up ? &mem->uploads[k] : &mem->downloads[k - mem->n_uploads];
+        int64_t dims[VKL_MAX_RANK], count;
+        size_t tbytes = 0, end_t, end_b, off;
+        bool ok = c->buffer && c->tensor < g->n_tensors && mem->arena && c->tensor < mem->n_offsets &&
+                  (off = mem->offsets[c->tensor]) != VKL_NO_OFFSET &&
+                  !vkl_tensor_eval(g, c->tensor, b->values, b->count, dims, &count, &tbytes) &&
+                  vkl_add_size(c->tensor_offset, c->bytes, &end_t) && end_t <= tbytes &&
+                  vkl_add_size(c->buffer_offset, c->bytes, &end_b) && end_b <= c->buffer->b.size;
+        if (!ok)
+            return vkl_fail(dev->ctx, VKL_ERR_INVALID_ARGUMENT,
+                            "vulkan: io copy %zu (%zu bytes of tensor %u at +%zu, buffer +%zu) is out of range", k,
+                            c->bytes, c->tensor, c->tensor_offset, c->buffer_offset);
+        const VkDeviceSize at = off + c->tensor_offset;
+        e->io_buf[k] = c->buffer->b.buf;
+        e->io_region[k] = up ? (VkBufferCopy){c->buffer_offset, at, c->bytes}
+                             : (VkBufferCopy){at, c->buffer_offset, c->bytes};
+    }
+    e->n_up = mem->n_uploads;
+    e->n_down = mem->n_downloads;
+    return VKL_OK;
+}
+
+static void record_io(vkl_backend_device *dev, vkl_backend_exec *e, VkBuffer arena, bool downloads,
+                      VkCommandBuffer cmd) {
+    for (size_t k = downloads ? e->n_up : 0; k < (downloads ? e->n_up + e->n_down : e->n_up); k++)
+        if (e->io_region[k].size)
+            dev->vk.vkCmdCopyBuffer(cmd, downloads ? arena : e->io_buf[k], downloads ? e->io_buf[k] : arena, 1,
+                                    &e->io_region[k]);
+}
+
 static vkl_status record_values(vkl_backend_device *dev, vkl_backend_exec *e, const vkl_memory_map *mem,
                                 const vkl_binding *b, VkCommandBuffer cmd) {
     uint64_t data[512]; /* vkCmdUpdateBuffer takes at most 65536 bytes; shape values are a few */
@@ -326,6 +373,7 @@ static vkl_status record(vkl_backend_device *dev, vkl_backend_exec *e, const pla
     if (e->queries) dev->vk.vkCmdResetQueryPool(cmd, e->queries, 0, e->n_nodes + 1);
     st = record_values(dev, e, mem, b, cmd);
     if (st) return st;
+    record_io(dev, e, mem->arena ? mem->arena->b.buf : VK_NULL_HANDLE, false, cmd);
     vkl_vk_barrier_all(dev, cmd); /* host writes, value updates and earlier copies, then us */
     if (e->queries) dev->vk.vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, e->queries, 0);
     for (uint32_t k = 0; k < e->n_nodes; k++) {
@@ -338,6 +386,12 @@ static vkl_status record(vkl_backend_device *dev, vkl_backend_exec *e, const pla
             vkl_vk_barrier_all(dev, cmd);
         }
         if (e->queries) dev->vk.vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, e->queries, k + 1);
+    }
+    if (e->n_down) {
+        /* the last kernels' writes (followed by a barrier above), then the
+         * copies, then one barrier making them visible to the host */
+        record_io(dev, e, mem->arena->b.buf, true, cmd);
+        vkl_vk_barrier_all(dev, cmd);
     }
     return VKL_VKD(dev, vkEndCommandBuffer, (cmd));
 }
@@ -362,6 +416,7 @@ static vkl_status prepare(vkl_backend_device *dev, const vkl_graph *g, vkl_backe
     if (!st) st = plan_nodes(dev, g, w, mem, b, e, &p);
     if (!st) st = descriptors(dev, e, &p);
     if (!st) st = collect_values(dev, g, e);
+    if (!st) st = collect_io(dev, g, mem, b, e);
     if (!st) st = record(dev, e, &p, mem, b);
     plan_free(ctx, &p);
     if (st) {
