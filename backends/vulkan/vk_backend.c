@@ -265,6 +265,7 @@ static vkl_status descriptors(vkl_backend_device *dev, vkl_backend_exec *e, plan
                                                .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
                                                .pBufferInfo = &d->bind[j]};
             if (!st) dev->vk.vkUpdateDescriptorSets(dev->device, d->n_bind, wr, 0, NULL);
+            dev->work.descriptor_writes++;
         }
     return st;
 }
@@ -366,6 +367,7 @@ static vkl_status record(vkl_backend_device *dev, vkl_backend_exec *e, const pla
     }
     VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
     if (!st) st = VKL_VKD(dev, vkBeginCommandBuffer, (e->cmd, &bi));
+    dev->work.recordings++;
     if (st) return st;
     VkCommandBuffer cmd = e->cmd;
     /* BOTTOM_OF_PIPE timestamps: each waits for all earlier work, so
@@ -442,6 +444,7 @@ static vkl_status vk_prepare(vkl_backend_device *dev, const vkl_graph *g, vkl_ba
 static vkl_status wait_exec(vkl_backend_device *dev, vkl_backend_exec *e) {
     if (!e->pending) return VKL_OK;
     vkl_status st = VKL_VKD(dev, vkWaitForFences, (dev->device, 1, &e->fence, VK_TRUE, VKL_VK_WAIT_NS));
+    dev->work.waits++;
     if (!st) {
         e->pending = false;
         e->ran = true;
@@ -461,6 +464,7 @@ static vkl_status vk_execute(vkl_backend_device *dev, vkl_backend_exec *e, const
     if (!st) st = VKL_VKD(dev, vkResetFences, (dev->device, 1, &e->fence));
     VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &e->cmd};
     if (!st) st = VKL_VKD(dev, vkQueueSubmit, (dev->queue, 1, &si, e->fence));
+    dev->work.submits++;
     if (!st) e->pending = true;
     return vkl_vk_validation_status(dev, st, "execute");
 }
@@ -497,6 +501,11 @@ static vkl_status vk_copy_bandwidth(vkl_backend_device *dev, size_t bytes, doubl
 uint32_t vkl_vk_validation_messages(const vkl_backend_device *dev) { return dev && dev->msgs ? dev->msgs->count : 0; }
 
 bool vkl_vk_f16_math(const vkl_backend_device *dev) { return dev && dev->f16_math; }
+
+void vkl_vk_get_host_work(const vkl_backend_device *dev, vkl_vk_host_work *out) {
+    if (dev) *out = dev->work;
+    else memset(out, 0, sizeof(*out));
+}
 
 const vkl_backend_vtable vkl_backend_vulkan = {
     .name = "vulkan",

@@ -56,6 +56,7 @@ vkl_status vkl_vk_buffer_alloc(vkl_backend_device *dev, vkl_buffer_usage usage, 
                                .allocationSize = req.size,
                                .memoryTypeIndex = (uint32_t)type};
     st = VKL_VKD(dev, vkAllocateMemory, (dev->device, &ai, NULL, &out->mem));
+    dev->work.allocations++;
     if (st) {
         vkl_fail_prefix(dev->ctx, st, "%zu-byte buffer", bytes);
         vkl_vk_buffer_free(dev, out);
@@ -97,6 +98,7 @@ vkl_status vkl_vk_once_begin(vkl_backend_device *dev, VkCommandBuffer *cmd) {
     VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
                                    .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
     *cmd = dev->once;
+    dev->work.recordings++;
     return VKL_VKD(dev, vkBeginCommandBuffer, (dev->once, &bi));
 }
 
@@ -104,7 +106,9 @@ vkl_status vkl_vk_once_end(vkl_backend_device *dev) {
     vkl_status st = VKL_VKD(dev, vkEndCommandBuffer, (dev->once));
     VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &dev->once};
     if (!st) st = VKL_VKD(dev, vkQueueSubmit, (dev->queue, 1, &si, dev->once_fence));
+    dev->work.submits++;
     if (!st) st = VKL_VKD(dev, vkWaitForFences, (dev->device, 1, &dev->once_fence, VK_TRUE, VKL_VK_WAIT_NS));
+    dev->work.waits++;
     if (!st) st = VKL_VKD(dev, vkResetFences, (dev->device, 1, &dev->once_fence));
     return st;
 }

@@ -27,6 +27,7 @@
 #include "../../engine/backend.h"
 #include "../../engine/context.h"
 #include "../../engine/quant/quant.h"
+#include "vulkan_backend.h"
 
 #define VKL_VK_MAX_BINDINGS 8         /* storage buffers per dispatch */
 #define VKL_VK_PUSH_BYTES 128         /* maxPushConstantsSize every device has */
@@ -120,6 +121,7 @@ struct vkl_backend_device {
      * sums within each 16-byte step) or f32; decided once, at open, by
      * vk_device.c's choose_math (shaderFloat16 is enabled iff true) */
     bool f16_math;
+    vkl_vk_host_work work;          /* counted at each call (vulkan_backend.h) */
 };
 
 vkl_status vkl_vk_buffer_alloc(vkl_backend_device *dev, vkl_buffer_usage usage, size_t bytes, vkl_vk_buffer *out);

@@ -158,6 +158,7 @@ vkl_status vkl_vk_pipeline_get(vkl_backend_device *dev, const char *shader, uint
     vkl_vk_pipeline *p = &dev->pipelines[dev->n_pipelines];
     memset(p, 0, sizeof(*p));
     st = VKL_VKD(dev, vkCreateComputePipelines, (dev->device, dev->cache, 1, &ci, NULL, &p->pipeline));
+    dev->work.pipelines++;
     dev->vk.vkDestroyShaderModule(dev->device, module, NULL);
     if (st) return vkl_fail_prefix(dev->ctx, st, "shader %s", shader);
     p->shader = code->name;
@@ -194,6 +195,7 @@ vkl_status vkl_vk_set_once(vkl_backend_device *dev, uint32_t n, const VkDescript
                                        .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
                                        .pBufferInfo = &bufs[j]};
     if (!st) dev->vk.vkUpdateDescriptorSets(dev->device, n, wr, 0, NULL);
+    dev->work.descriptor_writes++;
     return st;
 }
 

@@ -29,4 +29,18 @@ uint32_t vkl_vk_validation_messages(const vkl_backend_device *dev);
  * VKL_VK_MATH=f16 (f32 is the default; VKL_VK_MATH=f32 forces it). */
 bool vkl_vk_f16_math(const vkl_backend_device *dev);
 
+/* Host work this device has done since open, counted at each call: the
+ * per-step budget a decode step must keep (tests/vulkan/test_vk_model.c:
+ * no allocations, recordings, pipelines or descriptor writes; one submit and
+ * one wait). Staged transfers count their submits and waits too. */
+typedef struct vkl_vk_host_work {
+    uint64_t allocations;       /* vkAllocateMemory */
+    uint64_t recordings;        /* vkBeginCommandBuffer */
+    uint64_t pipelines;         /* vkCreateComputePipelines */
+    uint64_t descriptor_writes; /* vkUpdateDescriptorSets calls */
+    uint64_t submits;           /* vkQueueSubmit */
+    uint64_t waits;             /* vkWaitForFences */
+} vkl_vk_host_work;
+void vkl_vk_get_host_work(const vkl_backend_device *dev, vkl_vk_host_work *out);
+
 #endif
