@@ -47,6 +47,9 @@ typedef struct vkl_backend_options {
      * backend never destroys what it borrowed. Meaning is backend-specific. */
     const void *external_device;
     int device_index;           /* which device when several (-1: best) */
+    /* Record per-node timestamps in executables (node_times answers);
+     * off, executables carry no timing work at all. */
+    bool profile;
 } vkl_backend_options;
 
 typedef enum vkl_buffer_usage {

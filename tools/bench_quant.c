@@ -299,7 +299,7 @@ int vkl_bench_quant(vkl_context *ctx, const vkl_bench_quant_options *o) {
         if (o->backend && strcmp(o->backend, be->name)) continue;
         /* A backend that refuses an absurd device index has devices to
          * enumerate (Vulkan); others have one. */
-        vkl_backend_options bo = {0, NULL, 1 << 20};
+        vkl_backend_options bo = {0, NULL, 1 << 20, true};
         vkl_backend_caps caps;
         const bool several = be->probe(ctx, &bo, &caps) == VKL_ERR_NOT_FOUND;
         for (int d = several ? 0 : -1;; d++) {

@@ -35,6 +35,7 @@ struct vkl_backend_exec {
     VkBuffer *io_buf;
     VkBufferCopy *io_region;
     size_t n_up, n_down;
+    uint32_t n_dispatches, n_barriers; /* recorded (barriers between dispatches) */
     bool pending;          /* submitted, not yet waited for */
     bool ran;              /* an execute has completed: timestamps are valid */
 };
@@ -170,9 +171,52 @@ static vkl_status bind_tensor(vkl_backend_device *dev, const vkl_graph *g, const
     return VKL_OK;
 }
 
+static bool same_range(const VkDescriptorBufferInfo *a, const VkDescriptorBufferInfo *b) {
+    return a->buffer == b->buffer && a->offset == b->offset && a->range == b->range;
+}
+
+/* Which of a dispatch's bindings it writes: those bound to an output of its
+ * node (an in-place output is its input's range: written), and anything
+ * that is no input (scratch). Inputs alone are read. Recorders need not
+ * say: the barriers follow from what they bind. */
+static uint32_t written_bindings(const vkl_vk_node *nd, const vkl_vk_dispatch *d) {
+    uint32_t mask = 0;
+    for (uint32_t j = 0; j < d->n_bind; j++) {
+        bool out = false, in = false;
+        for (uint32_t o = 0; o < nd->n_out && !out; o++)
+            out = nd->out[o].id != VKL_NONE && same_range(&nd->out[o].at, &d->bind[j]);
+        for (uint32_t i = 0; i < nd->n_in && !in; i++)
+            in = nd->in[i].id != VKL_NONE && same_range(&nd->in[i].at, &d->bind[j]);
+        if (out || !in) mask |= 1u << j;
+    }
+    return mask;
+}
+
+/* Ranges touched since the last barrier: a dispatch that reads or writes
+ * what an earlier one wrote (RAW, WAW), or writes what one read (WAR), needs
+ * a barrier first; independent dispatches (the Q, K and V projections of
+ * one input) run without. */
+typedef struct touched {
+    VkDescriptorBufferInfo *r;
+    bool *written;
+    size_t n, cap;
+} touched;
+
+static bool overlaps(const VkDescriptorBufferInfo *a, const VkDescriptorBufferInfo *b) {
+    return a->buffer == b->buffer && a->offset < b->offset + b->range && b->offset < a->offset + a->range;
+}
+
+static bool needs_barrier(const touched *t, const vkl_vk_dispatch *d, uint32_t writes) {
+    for (uint32_t j = 0; j < d->n_bind; j++)
+        for (size_t k = 0; k < t->n; k++)
+            if ((t->written[k] || (writes >> j & 1u)) && overlaps(&t->r[k], &d->bind[j])) return true;
+    return false;
+}
+
 /* What prepare builds before recording: each node's dispatches. */
 typedef struct plan {
     vkl_vk_dispatch *d;    /* VKL_VK_MAX_DISPATCHES per node */
+    uint32_t *writes;      /* per dispatch slot: bit j set = binding j is written */
     uint32_t *count;       /* dispatches per node */
     VkPipeline *pipe;      /* per dispatch slot */
     VkDescriptorSet *set;  /* per dispatch slot */
@@ -185,6 +229,7 @@ static void plan_free(vkl_context *ctx, plan *p) {
     vkl_free(ctx, p->pipe);
     vkl_free(ctx, p->set);
     vkl_free(ctx, p->views);
+    vkl_free(ctx, p->writes);
 }
 
 /* Every live node has a recorder, or the graph is refused before anything is made. */
@@ -213,7 +258,8 @@ static vkl_status plan_nodes(vkl_backend_device *dev, const vkl_graph *g, const 
     p->pipe = vkl_calloc(ctx, slots, sizeof(*p->pipe));
     p->set = vkl_calloc(ctx, slots, sizeof(*p->set));
     p->views = vkl_calloc(ctx, max_io, sizeof(*p->views));
-    if (!p->d || !p->count || !p->pipe || !p->set || !p->views) return VKL_ERR_OUT_OF_MEMORY;
+    p->writes = vkl_calloc(ctx, slots, sizeof(*p->writes));
+    if (!p->d || !p->count || !p->pipe || !p->set || !p->views || !p->writes) return VKL_ERR_OUT_OF_MEMORY;
     vkl_status st = VKL_OK;
     for (uint32_t k = 0; !st && k < e->n_nodes; k++) {
         const vkl_node *n = &g->nodes[e->nodes[k]];
@@ -223,6 +269,8 @@ static vkl_status plan_nodes(vkl_backend_device *dev, const vkl_graph *g, const 
         vkl_vk_node node = {dev, g, e->nodes[k], p->views, p->views + n->n_inputs, n->n_inputs, n->n_outputs};
         vkl_vk_dispatch *d = &p->d[(size_t)k * VKL_VK_MAX_DISPATCHES];
         if (!st) st = vkl_vk_recorder_for(n->op)(&node, d, &p->count[k]);
+        for (uint32_t i = 0; !st && i < p->count[k]; i++)
+            p->writes[(size_t)k * VKL_VK_MAX_DISPATCHES + i] = written_bindings(&node, &d[i]);
         for (uint32_t i = 0; !st && i < p->count[k]; i++) {
             const vkl_vk_pipeline *pl;
             st = vkl_vk_pipeline_get(dev, d[i].shader, d[i].n_bind, d[i].spec, d[i].n_spec, &pl);
@@ -358,7 +406,7 @@ static vkl_status record(vkl_backend_device *dev, vkl_backend_exec *e, const pla
     vkl_status st = VKL_VKD(dev, vkAllocateCommandBuffers, (dev->device, &ai, &e->cmd));
     VkFenceCreateInfo fi = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
     if (!st) st = VKL_VKD(dev, vkCreateFence, (dev->device, &fi, NULL, &e->fence));
-    if (!st && dev->timestamp_bits) {
+    if (!st && dev->profile) {
         VkQueryPoolCreateInfo qi = {.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
                                     .queryType = VK_QUERY_TYPE_TIMESTAMP,
                                     .queryCount = e->n_nodes + 1};
@@ -378,23 +426,48 @@ static vkl_status record(vkl_backend_device *dev, vkl_backend_exec *e, const pla
     record_io(dev, e, mem->arena ? mem->arena->b.buf : VK_NULL_HANDLE, false, cmd);
     vkl_vk_barrier_all(dev, cmd); /* host writes, value updates and earlier copies, then us */
     if (e->queries) dev->vk.vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, e->queries, 0);
-    for (uint32_t k = 0; k < e->n_nodes; k++) {
+    /* Barriers only where a dispatch depends on one since the last barrier;
+     * when profiling, one after every dispatch so each node's time is its own. */
+    touched t = {0};
+    for (uint32_t k = 0; k < e->n_nodes; k++) t.cap += (size_t)p->count[k] * VKL_VK_MAX_BINDINGS;
+    t.r = vkl_calloc(dev->ctx, t.cap ? t.cap : 1, sizeof(*t.r));
+    t.written = vkl_calloc(dev->ctx, t.cap ? t.cap : 1, sizeof(*t.written));
+    if (!t.r || !t.written) st = VKL_ERR_OUT_OF_MEMORY;
+    e->n_dispatches = e->n_barriers = 0;
+    for (uint32_t k = 0; !st && k < e->n_nodes; k++) {
         for (uint32_t i = 0; i < p->count[k]; i++) {
             size_t s = (size_t)k * VKL_VK_MAX_DISPATCHES + i;
             const vkl_vk_dispatch *d = &p->d[s];
+            if (needs_barrier(&t, d, p->writes[s])) {
+                vkl_vk_barrier_all(dev, cmd);
+                e->n_barriers++;
+                t.n = 0;
+            }
             vkl_vk_cmd_dispatch(dev, cmd, p->pipe[s], d->n_bind, p->set[s], d->push, d->n_push, d->groups);
-            /* Conservative: every dispatch sees all earlier writes. Real
-             * dependencies only, when graphs are long enough to care. */
-            vkl_vk_barrier_all(dev, cmd);
+            e->n_dispatches++;
+            for (uint32_t j = 0; j < d->n_bind; j++) {
+                t.r[t.n] = d->bind[j];
+                t.written[t.n++] = (p->writes[s] >> j & 1u) != 0;
+            }
+            if (e->queries) {
+                vkl_vk_barrier_all(dev, cmd);
+                t.n = 0;
+            }
         }
         if (e->queries) dev->vk.vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, e->queries, k + 1);
     }
+    vkl_free(dev->ctx, t.r);
+    vkl_free(dev->ctx, t.written);
+    if (st) return st;
+    /* the last kernels' writes, then the downloads, then what the host and
+     * the next submission read */
+    vkl_vk_barrier_all(dev, cmd);
     if (e->n_down) {
-        /* the last kernels' writes (followed by a barrier above), then the
-         * copies, then one barrier making them visible to the host */
         record_io(dev, e, mem->arena->b.buf, true, cmd);
         vkl_vk_barrier_all(dev, cmd);
     }
+    vkl_log(dev->ctx, VKL_LOG_DEBUG, "vulkan: executable of %u nodes: %u dispatches, %u barriers between them",
+            e->n_nodes, e->n_dispatches, e->n_barriers);
     return VKL_VKD(dev, vkEndCommandBuffer, (cmd));
 }
 
@@ -476,8 +549,9 @@ static vkl_status vk_wait(vkl_backend_device *dev, vkl_backend_exec *e) {
 static vkl_status vk_node_times(vkl_backend_device *dev, vkl_backend_exec *e, double *ms, size_t cap, size_t *count) {
     *count = 0;
     if (!e->queries)
-        return vkl_fail(dev->ctx, VKL_ERR_UNSUPPORTED, "vulkan: no timestamps on %s (or turned off by an option)",
-                        dev->caps.device_name);
+        return vkl_fail(dev->ctx, VKL_ERR_UNSUPPORTED,
+                        "vulkan: no per-node timestamps: %s", dev->timestamp_bits ? "the device was opened without "
+                        "profiling (vkl_backend_options.profile)" : "the device has none, or an option turned them off");
     vkl_status st = wait_exec(dev, e);
     if (st) return st;
     if (!e->ran) return vkl_fail(dev->ctx, VKL_ERR_STATE, "vulkan: node_times before any execute completed");

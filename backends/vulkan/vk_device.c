@@ -236,6 +236,7 @@ static vkl_status describe(vkl_backend_device *dev, const vkl_backend_options *o
     vkl_free(ctx, ext);
     c->features = f & ~(opt ? opt->disable_features : 0u);
     if (!(c->features & VKL_FEATURE_TIMESTAMPS)) dev->timestamp_bits = 0;
+    dev->profile = opt && opt->profile && dev->timestamp_bits;
     for (uint32_t i = 0; i < dev->memory.memoryHeapCount; i++)
         if ((dev->memory.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) &&
             dev->memory.memoryHeaps[i].size > c->device_memory)

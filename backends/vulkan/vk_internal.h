@@ -95,6 +95,7 @@ struct vkl_backend_device {
     VkPhysicalDeviceProperties props;
     VkPhysicalDeviceMemoryProperties memory;
     uint32_t timestamp_bits;        /* valid bits on our queue; 0: no timestamps */
+    bool profile;                   /* executables record per-node timestamps (options.profile) */
     bool subgroup_arith;            /* compute shaders may use subgroupAdd */
     bool has_f16;                   /* shaderFloat16, before options mask VKL_FEATURE_FP16 */
     uint32_t subgroup_size;

@@ -234,7 +234,8 @@ static bool run_vulkan(vkl_context *ctx, const vkl_backend_vtable *be, const vkl
     memset(poison, 0xFF, total);
     vkl_memory_map mem = {NULL, offsets, g->n_tensors};
     vkl_binding b = {NULL, 0};
-    vkl_status st = be->open(ctx, NULL, &dev);
+    const vkl_backend_options profiled = {.device_index = -1, .profile = true}; /* node_times below */
+    vkl_status st = be->open(ctx, &profiled, &dev);
     if (!st && vkl_vk_f16_math(dev) != f16)
         st = vkl_fail(ctx, VKL_ERR_INTERNAL, "asked for %s math, the device runs %s", f16 ? "f16" : "f32",
                       f16 ? "f32" : "f16");
