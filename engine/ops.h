@@ -88,6 +88,14 @@ bool vkl_op_find(const char *domain, const char *name, vkl_op *out);
  * when output 0 or that input is absent. */
 uint32_t vkl_node_inplace_input(const vkl_graph *g, uint32_t node);
 
+/* For a live node that only re-views its input's bytes under these symbol
+ * values (Reshape, Flatten, Squeeze, Unsqueeze, Identity; a Transpose that
+ * moves only size-1 dims): the input, whose memory the planner gives
+ * output 0; else VKL_NONE. values NULL asks "may it be one for some
+ * binding" (a Transpose always may). Weights, states and shape values are
+ * never viewed. engine/ops/views.c. */
+uint32_t vkl_node_view_input(const vkl_graph *g, uint32_t node, const int64_t *values, size_t count);
+
 /* Typed attribute access with the schema's default when absent. Return
  * VKL_ERR_FORMAT (message names node and attribute) if present with the
  * wrong kind, VKL_ERR_NOT_FOUND if absent and required/without default. */

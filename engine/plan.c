@@ -73,6 +73,13 @@ static void live_ranges(vkl_plan *p) {
             if (p->first[t] == VKL_NONE || p->first[t] > s) p->first[t] = s;
             if (p->last[t] < s) p->last[t] = s;
         }
+    }    /* A node that may only re-view its input (engine/ops/views.c) may be
+     * given the input's memory at layout: the input then lives as long as
+     * the view. Backwards, so chains of views carry the range to the root. */
+    for (uint32_t s = p->n_order; s-- > 0;) {
+        uint32_t src = vkl_node_view_input(g, p->order[s], NULL, 0);
+        uint32_t out = src == VKL_NONE ? VKL_NONE : g->nodes[p->order[s]].outputs[0];
+        if (out != VKL_NONE && p->last[src] < p->last[out]) p->last[src] = p->last[out];
     }
 }
 
@@ -234,6 +241,13 @@ vkl_status vkl_plan_layout(const vkl_plan *p, const int64_t *values, const int64
     }
     for (uint32_t t = 0; !st && t < g->n_tensors; t++)
         offsets[t] = p->buffer_of[t] == VKL_NONE ? SIZE_MAX : buf_off[p->buffer_of[t]];
+    /* Views under this binding share their input's bytes (schedule order:
+     * a view of a view takes the root's offset). */
+    for (uint32_t k = 0; !st && k < p->n_order; k++) {
+        uint32_t src = vkl_node_view_input(g, p->order[k], values, n_values);
+        uint32_t out = src == VKL_NONE ? VKL_NONE : g->nodes[p->order[k]].outputs[0];
+        if (out != VKL_NONE && offsets[src] != SIZE_MAX && offsets[out] != SIZE_MAX) offsets[out] = offsets[src];
+    }
     *total = end;
     vkl_free(g->ctx, buf_off);
     return st;
@@ -253,6 +267,17 @@ vkl_status vkl_plan_no_reuse_bytes(const vkl_plan *p, const int64_t *values, siz
     }
     *total = sum;
     return VKL_OK;
+}
+
+/* The tensor whose bytes t shares through a chain of views (t itself if none). */
+static uint32_t view_root(const vkl_graph *g, uint32_t t, const int64_t *values, size_t n_values) {
+    for (;;) {
+        uint32_t pr = g->tensors[t].producer;
+        uint32_t src = pr == VKL_NONE || g->nodes[pr].outputs[0] != t ? VKL_NONE
+                                                                       : vkl_node_view_input(g, pr, values, n_values);
+        if (src == VKL_NONE) return t;
+        t = src;
+    }
 }
 
 vkl_status vkl_plan_verify(const vkl_plan *p, const int64_t *values, size_t n_values) {
@@ -283,6 +308,7 @@ vkl_status vkl_plan_verify(const vkl_plan *p, const int64_t *values, size_t n_va
         for (uint32_t b = a + 1; !st && b < g->n_tensors; b++) {
             if (p->buffer_of[b] == VKL_NONE || !len[b]) continue;
             if (alias_of(g, a) == b || alias_of(g, b) == a) continue; /* in place by design */
+            if (view_root(g, a, values, n_values) == view_root(g, b, values, n_values)) continue; /* views */
             bool live = p->first[a] <= p->last[b] && p->first[b] <= p->last[a];
             bool bytes = off[a] < off[b] + len[b] && off[b] < off[a] + len[a];
             if (live && bytes)

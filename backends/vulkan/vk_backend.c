@@ -268,7 +268,10 @@ static vkl_status plan_nodes(vkl_backend_device *dev, const vkl_graph *g, const 
                              &p->views[j]);
         vkl_vk_node node = {dev, g, e->nodes[k], p->views, p->views + n->n_inputs, n->n_inputs, n->n_outputs};
         vkl_vk_dispatch *d = &p->d[(size_t)k * VKL_VK_MAX_DISPATCHES];
-        if (!st) st = vkl_vk_recorder_for(n->op)(&node, d, &p->count[k]);
+        /* a view the planner gave its input's memory: nothing to dispatch */
+        const bool viewed = !st && n->n_outputs && same_range(&p->views[0].at, &p->views[n->n_inputs].at) &&
+                            vkl_node_view_input(g, e->nodes[k], b->values, b->count) != VKL_NONE;
+        if (!st && !viewed) st = vkl_vk_recorder_for(n->op)(&node, d, &p->count[k]);
         for (uint32_t i = 0; !st && i < p->count[k]; i++)
             p->writes[(size_t)k * VKL_VK_MAX_DISPATCHES + i] = written_bindings(&node, &d[i]);
         for (uint32_t i = 0; !st && i < p->count[k]; i++) {
