@@ -40,6 +40,10 @@ typedef struct vkl_backend_caps {
     size_t buffer_alignment;    /* required offset alignment inside a buffer */
 } vkl_backend_caps;
 
+static inline size_t vkl_arena_alignment(const vkl_backend_caps *caps) {
+    return caps && caps->buffer_alignment > VKL_ARENA_ALIGN ? caps->buffer_alignment : VKL_ARENA_ALIGN;
+}
+
 typedef struct vkl_backend_options {
     uint32_t disable_features;  /* VKL_FEATURE_* to turn off */
     /* Borrowed device from the host app (e.g. VkInstance/VkDevice/queue for
@@ -119,6 +123,8 @@ typedef struct vkl_backend_vtable {
     vkl_status (*probe)(vkl_context *ctx, const vkl_backend_options *opt, vkl_backend_caps *out);
     vkl_status (*open)(vkl_context *ctx, const vkl_backend_options *opt, vkl_backend_device **out);
     void (*close)(vkl_backend_device *dev);
+    /* What the open device is and can do, after options masked it. */
+    void (*caps)(vkl_backend_device *dev, vkl_backend_caps *out);
 
     vkl_status (*buffer_create)(vkl_backend_device *dev, vkl_buffer_usage usage, size_t bytes,
                                 vkl_backend_buffer **out);

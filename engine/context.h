@@ -50,6 +50,11 @@ static inline bool vkl_mul_size(size_t a, size_t b, size_t *out) {
 static inline bool vkl_add_size(size_t a, size_t b, size_t *out) {
     return !__builtin_add_overflow(a, b, out);
 }
+/* Where arenas place tensors: at multiples of this, or of a device's larger
+ * caps.buffer_alignment (vkl_arena_alignment in backend.h). Sizes that reach
+ * here are arena sizes, far below SIZE_MAX. */
+#define VKL_ARENA_ALIGN 64
+static inline size_t vkl_align_up(size_t n, size_t align) { return (n + align - 1) / align * align; }
 static inline bool vkl_mul_i64(int64_t a, int64_t b, int64_t *out) {
     return !__builtin_mul_overflow(a, b, out);
 }

@@ -97,6 +97,7 @@ vkl_status vkl_model_load(vkl_context *ctx, const char *path, const vkl_model_op
     }
     vkl_backend_options bo = {options->disable_features, options->external_device, -1};
     if (!st) st = m->be->open(ctx, &bo, &m->dev);
+    if (!st) m->be->caps(m->dev, &m->caps);
     if (!st) st = m->be->weights_load(m->dev, m->g, &m->weights);
     if (!st) st = find_roles(m);
     if (st) {

@@ -14,6 +14,7 @@ struct vkl_model {
     const vkl_backend_vtable *be;
     vkl_backend_device *dev;
     vkl_backend_weights *weights;
+    vkl_backend_caps caps;          /* as probed with the model's options */
     /* roles (graph input/output positions, VKL_NONE when absent) */
     uint32_t in_ids, in_mask, in_pos, out_logits;
     /* symbols: batch, seq (new tokens), total (attended length), past */

@@ -8,7 +8,6 @@
 #include "ops.h"
 #include "plan.h"
 
-#define PLAN_ALIGN 64
 
 void vkl_plan_destroy(vkl_plan *p) {
     if (!p) return;
@@ -191,6 +190,7 @@ vkl_status vkl_plan_create(const vkl_graph *g, vkl_plan **out) {
     vkl_plan *p = vkl_calloc(ctx, 1, sizeof(*p));
     if (!p) return VKL_ERR_OUT_OF_MEMORY;
     p->g = g;
+    p->align = VKL_ARENA_ALIGN;
     uint32_t nt = g->n_tensors ? g->n_tensors : 1;
     p->order = vkl_calloc(ctx, g->n_nodes ? g->n_nodes : 1, sizeof(uint32_t));
     p->buffer_of = vkl_calloc(ctx, nt, sizeof(uint32_t));
@@ -211,14 +211,13 @@ vkl_status vkl_plan_create(const vkl_graph *g, vkl_plan **out) {
     return VKL_OK;
 }
 
-static size_t round_up(size_t n) { return (n + PLAN_ALIGN - 1) & ~(size_t)(PLAN_ALIGN - 1); }
-
-static vkl_status eval_bytes(const vkl_graph *g, vkl_expr e, const int64_t *values, size_t n, size_t *out) {
+static vkl_status eval_bytes(const vkl_plan *p, vkl_expr e, const int64_t *values, size_t n, size_t *out) {
+    const vkl_graph *g = p->g;
     int64_t v;
     vkl_status st = vkl_expr_eval(g->syms, e, values, n, &v);
     if (st) return st;
     if (v < 0) return vkl_fail(g->ctx, VKL_ERR_SHAPE, "plan: a buffer size evaluates to %lld", (long long)v);
-    *out = round_up((size_t)v);
+    *out = vkl_align_up((size_t)v, p->align);
     return VKL_OK;
 }
 
@@ -233,7 +232,7 @@ vkl_status vkl_plan_layout(const vkl_plan *p, const int64_t *values, const int64
         for (uint32_t b = 0; b < p->n_buffers && !st; b++) {
             if (p->buffer_state[b] != (pass == 0)) continue;
             size_t bytes;
-            st = eval_bytes(g, p->buffer_size[b], pass == 0 && state_values ? state_values : values, n_values, &bytes);
+            st = eval_bytes(p, p->buffer_size[b], pass == 0 && state_values ? state_values : values, n_values, &bytes);
             if (st) break;
             buf_off[b] = end;
             if (!vkl_add_size(end, bytes, &end)) st = vkl_fail(g->ctx, VKL_ERR_OVERFLOW, "plan: arena size overflows");
@@ -261,7 +260,7 @@ vkl_status vkl_plan_no_reuse_bytes(const vkl_plan *p, const int64_t *values, siz
         vkl_expr e;
         size_t bytes;
         vkl_status st = tensor_size(g, t, &e);
-        if (!st) st = eval_bytes(g, e, values, n_values, &bytes);
+        if (!st) st = eval_bytes(p, e, values, n_values, &bytes);
         if (st) return st;
         if (!vkl_add_size(sum, bytes, &sum)) return vkl_fail(g->ctx, VKL_ERR_OVERFLOW, "plan: size overflows");
     }
@@ -296,7 +295,7 @@ vkl_status vkl_plan_verify(const vkl_plan *p, const int64_t *values, size_t n_va
         if (st) break;
         len[t] = (size_t)v;
         size_t cap;
-        st = eval_bytes(g, p->buffer_size[p->buffer_of[t]], values, n_values, &cap);
+        st = eval_bytes(p, p->buffer_size[p->buffer_of[t]], values, n_values, &cap);
         if (!st && len[t] > cap)
             st = vkl_fail(ctx, VKL_ERR_INTERNAL, "plan: tensor '%s' (%zu bytes) exceeds its buffer (%zu)",
                           g->tensors[t].name, len[t], cap);

@@ -18,13 +18,14 @@ typedef struct vkl_plan {
     vkl_expr *buffer_size; /* per buffer: bytes, symbolic */
     bool *buffer_state;    /* per buffer: holds a state (laid out first, never moves) */
     uint32_t n_buffers;
+    size_t align;          /* buffer placement: VKL_ARENA_ALIGN, or the backend's larger need */
 } vkl_plan;
 
 vkl_status vkl_plan_create(const vkl_graph *g, vkl_plan **out);
 void vkl_plan_destroy(vkl_plan *p);
 
 /* Offsets (per tensor; SIZE_MAX for weights and unused tensors) for one
- * binding; *total is the arena bytes it needs. Buffers are 64-byte aligned.
+ * binding; *total is the arena bytes it needs. Buffers are `align`-aligned.
  * States come first, sized by `state_values` (the session's maximum binding;
  * NULL: `values`), so the KV cache keeps its place whatever the step. */
 vkl_status vkl_plan_layout(const vkl_plan *p, const int64_t *values, const int64_t *state_values, size_t n_values,

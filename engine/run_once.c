@@ -112,7 +112,10 @@ vkl_status vkl_run_once_on(vkl_context *ctx, const vkl_backend_vtable *be, vkl_b
     vkl_status st = vkl_bind_from_inputs(g, inputs, s.values, nsym);
 
     /* Every non-weight tensor that has a shape under this binding gets its
-     * own 64-byte aligned slot. Tensors of dead nodes evaluate too; cheap. */
+     * own aligned slot. Tensors of dead nodes evaluate too; cheap. */
+    vkl_backend_caps caps;
+    be->caps(dev, &caps);
+    const size_t align = vkl_arena_alignment(&caps);
     size_t total = 0;
     for (uint32_t t = 0; !st && t < g->n_tensors; t++) {
         s.offsets[t] = VKL_NO_OFFSET;
@@ -125,7 +128,7 @@ vkl_status vkl_run_once_on(vkl_context *ctx, const vkl_backend_vtable *be, vkl_b
         }
         s.offsets[t] = total;
         size_t next;
-        if (!vkl_add_size(total, (bytes + 63) & ~(size_t)63, &next))
+        if (!vkl_add_size(total, vkl_align_up(bytes, align), &next))
             st = vkl_fail(ctx, VKL_ERR_OVERFLOW, "arena size overflows");
         total = next;
     }

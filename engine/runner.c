@@ -21,9 +21,9 @@ struct vkl_runner {
     int64_t *values;
     size_t n_values;
     bool states_placed;
+    size_t align;        /* tensor placement in the arena (vkl_arena_alignment) */
 };
 
-static size_t align64(size_t n) { return (n + 63) & ~(size_t)63; }
 
 void vkl_runner_destroy(vkl_runner *r) {
     if (!r) return;
@@ -52,6 +52,11 @@ vkl_status vkl_runner_create(vkl_context *ctx, const vkl_backend_vtable *be, con
     r->values = vkl_calloc(ctx, r->n_values ? r->n_values : 1, sizeof(int64_t));
     vkl_status st = (!r->offsets || !r->row_bytes || !r->values) ? VKL_ERR_OUT_OF_MEMORY : VKL_OK;
     if (!st) st = be->open(ctx, NULL, &r->dev);
+    if (!st) {
+        vkl_backend_caps caps;
+        be->caps(r->dev, &caps);
+        r->align = vkl_arena_alignment(&caps);
+    }
     if (!st) st = be->weights_load(r->dev, g, &r->w);
     if (st) {
         vkl_runner_destroy(r);
@@ -93,7 +98,7 @@ static vkl_status place_states(vkl_runner *r) {
             return vkl_fail(r->ctx, VKL_ERR_OVERFLOW, "state '%s' at max context overflows", tt->name);
         r->row_bytes[t] = row;
         r->offsets[t] = end;
-        end += align64(total);
+        end += vkl_align_up(total, r->align);
     }
     r->states_end = end;
     r->states_placed = true;
@@ -122,7 +127,7 @@ static vkl_status place_step(vkl_runner *r) {
         size_t bytes;
         if (tensor_bytes(r, t, dims, &bytes)) continue; /* unused tensors with unbound symbols */
         r->offsets[t] = end;
-        end += align64(bytes);
+        end += vkl_align_up(bytes, r->align);
     }
     /* An in-place op's output is its input's memory (the KV cache). */
     for (uint32_t i = 0; i < g->n_nodes; i++) {

@@ -205,6 +205,7 @@ vkl_status vkl_session_create(vkl_model *m, const vkl_session_options *options, 
         st = VKL_ERR_OUT_OF_MEMORY;
     if (!st) st = vkl_sampler_create(ctx, &s->opt.sampling, m->vocab, &s->sampler);
     if (!st) st = vkl_plan_create(m->g, &s->plan);
+    if (!st) s->plan->align = vkl_arena_alignment(&m->caps);
     if (!st) st = allocate(s);
     if (!st) st = prepare_padded(s);
     if (st) {

@@ -51,6 +51,8 @@ static vkl_status ref_probe(vkl_context *ctx, const vkl_backend_options *opt, vk
     return VKL_OK;
 }
 
+static void ref_caps(vkl_backend_device *dev, vkl_backend_caps *out) { ref_probe(dev->ctx, NULL, out); }
+
 static vkl_status ref_open(vkl_context *ctx, const vkl_backend_options *opt, vkl_backend_device **out) {
     (void)opt;
     *out = NULL;
@@ -369,6 +371,7 @@ const vkl_backend_vtable vkl_backend_ref = {
     .probe = ref_probe,
     .open = ref_open,
     .close = ref_close,
+    .caps = ref_caps,
     .buffer_create = ref_buffer_create,
     .buffer_destroy = ref_buffer_destroy,
     .buffer_write = ref_buffer_write,

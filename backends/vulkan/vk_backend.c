@@ -52,6 +52,8 @@ static void vk_close(vkl_backend_device *dev) {
     vkl_free(dev->ctx, dev);
 }
 
+static void vk_caps(vkl_backend_device *dev, vkl_backend_caps *out) { *out = dev->caps; }
+
 static vkl_status vk_open(vkl_context *ctx, const vkl_backend_options *opt, vkl_backend_device **out) {
     *out = NULL;
     if (opt && opt->external_device)
@@ -589,6 +591,7 @@ const vkl_backend_vtable vkl_backend_vulkan = {
     .probe = vk_probe,
     .open = vk_open,
     .close = vk_close,
+    .caps = vk_caps,
     .buffer_create = vk_buffer_create,
     .buffer_destroy = vk_buffer_destroy,
     .buffer_write = vk_buffer_write,
