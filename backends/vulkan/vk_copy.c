@@ -8,9 +8,8 @@
 
 #include "vk_internal.h"
 
-/* dims a view may have before merging: Tile's two per axis, plus the word
- * pair of an 8-byte element */
-#define VIEW_MAX (2 * VKL_MAX_RANK + 1)
+/* dims a view may have before merging: Tile's two per axis */
+#define VIEW_MAX (2 * VKL_MAX_RANK)
 
 uint32_t vkl_vk_move_wg(const vkl_backend_device *dev) {
     const VkPhysicalDeviceLimits *lim = &dev->props.limits;
@@ -66,7 +65,7 @@ vkl_status vkl_vk_record_view(const vkl_vk_node *nd, const vkl_vk_tensor *src, c
     uint32_t es, m = rank;
     vkl_status st = vkl_vk_elem_bytes(nd, dst, &es);
     if (st) return st;
-    if (rank > VIEW_MAX - 1) return vkl_vk_node_unsupported(nd, "a view of %u dims", rank);
+    if (rank > VIEW_MAX) return vkl_vk_node_unsupported(nd, "a view of %u dims", rank);
     for (uint32_t i = 0; i < rank; i++) n *= dims_in[i];
     if (n != dst->count)
         return vkl_vk_node_fail(nd, VKL_ERR_SHAPE, "the view has %lld elements; the output %lld", (long long)n,
@@ -75,14 +74,6 @@ vkl_status vkl_vk_record_view(const vkl_vk_node *nd, const vkl_vk_tensor *src, c
     memcpy(dims, dims_in, rank * sizeof(int64_t));
     memcpy(strides, strides_in, rank * sizeof(int64_t));
     merge_dims(&m, dims, strides);
-    if (es == 8) { /* an 8-byte element is two words */
-        for (uint32_t i = 0; i < m; i++) strides[i] *= 2;
-        base *= 2;
-        dims[m] = 2;
-        strides[m++] = 1;
-        es = 4;
-        merge_dims(&m, dims, strides);
-    }
     /* Pairs of small elements that stay together in the source move as one
      * element twice the size: an f16 transpose with contiguous rows copies words. */
     while (es < 4 && m && strides[m - 1] == 1 && dims[m - 1] % 2 == 0 && base % 2 == 0) {
@@ -106,13 +97,16 @@ vkl_status vkl_vk_record_view(const vkl_vk_node *nd, const vkl_vk_tensor *src, c
     if (lo < 0 || hi >= src_elems)
         return vkl_vk_node_fail(nd, VKL_ERR_SHAPE, "the view reads elements %lld..%lld of an input of %lld",
                                 (long long)lo, (long long)hi, (long long)src_elems);
-    if (hi >= (1ll << 32)) return vkl_vk_node_unsupported(nd, "input element %lld is beyond 32-bit indexing", (long long)hi);
+    /* 8-byte elements are indexed as word pairs */
+    if ((es == 8 ? 2 * hi + 1 : hi) >= (1ll << 32) || (es == 8 && 2 * n >= (1ll << 32)))
+        return vkl_vk_node_unsupported(nd, "%lld elements or input element %lld are beyond 32-bit indexing",
+                                       (long long)n, (long long)hi);
     if (m > VKL_MAX_RANK) return vkl_vk_node_unsupported(nd, "a view of %u dims after merging", m);
     int64_t sv[1][VKL_MAX_RANK];
     memcpy(sv[0], strides, m * sizeof(int64_t));
     vkl_vk_view v;
     if ((st = vkl_vk_view_make(nd, m, dims, 1, (const int64_t(*)[VKL_MAX_RANK])sv, &v))) return st;
-    const uint64_t units = ((uint64_t)v.count * es + 3) / 4;
+    const uint64_t units = es == 8 ? (uint64_t)v.count : ((uint64_t)v.count * es + 3) / 4;
     memset(d, 0, sizeof(*d));
     d->shader = "copy_view";
     d->spec[0] = vkl_vk_move_wg(nd->dev);

@@ -73,30 +73,21 @@ vkl_status vkl_vk_record_gather(const vkl_vk_node *nd, vkl_vk_dispatch *out, uin
     if (!data->dims[axis]) return empty_axis(nd, axis);
     if ((st = index_limits(nd, data, idx, y))) return st;
     const int64_t outer = span(data->dims, 0, axis), n = data->dims[axis];
-    int64_t inner = span(data->dims, axis + 1, r);
+    const int64_t inner = span(data->dims, axis + 1, r);
     vkl_vk_dispatch *d = &out[0];
     if (inner * es % 4 == 0) {
         const int64_t words = inner * es / 4, rows = outer * idx->count;
         const bool v4 = words % 4 == 0 && data->at.offset % 16 == 0 && y->at.offset % 16 == 0;
         const int64_t I = v4 ? words / 4 : words;
-        const VkPhysicalDeviceLimits *lim = &nd->dev->props.limits;
         dispatch_init(nd, d, v4 ? "gather_rows_v4" : "gather_rows");
         d->spec[1] = (uint32_t)idx->dtype;
         d->n_spec = 2;
-        const uint64_t gx = ((uint64_t)I + d->spec[0] - 1) / d->spec[0];
-        const uint64_t gy = (uint64_t)rows < lim->maxComputeWorkGroupCount[1] ? (uint64_t)rows
-                                                                               : lim->maxComputeWorkGroupCount[1];
-        const uint64_t gz = ((uint64_t)rows + gy - 1) / gy;
-        if (gz > lim->maxComputeWorkGroupCount[2])
-            return vkl_vk_node_unsupported(nd, "%lld rows exceed the device's grid", (long long)rows);
-        d->groups[0] = (uint32_t)(gx < lim->maxComputeWorkGroupCount[0] ? gx : lim->maxComputeWorkGroupCount[0]);
-        d->groups[1] = (uint32_t)gy;
-        d->groups[2] = (uint32_t)gz;
-        d->push[0] = (uint32_t)I;
-        d->push[1] = (uint32_t)idx->count;
-        d->push[2] = (uint32_t)n;
-        d->push[3] = (uint32_t)rows;
+        d->push[0] = (uint32_t)(rows * I);
+        d->push[1] = (uint32_t)I;
+        d->push[2] = (uint32_t)idx->count;
+        d->push[3] = (uint32_t)n;
         d->n_push = 4;
+        if ((st = vkl_vk_grid(nd, (uint64_t)(rows * I), d->spec[0], d->groups))) return st;
     } else {
         const uint64_t units = ((uint64_t)y->count * es + 3) / 4;
         dispatch_init(nd, d, "gather");

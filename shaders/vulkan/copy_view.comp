@@ -1,16 +1,16 @@
 #version 450
 // dst = a strided view of src (backends/vulkan/vk_copy.c): Transpose,
-// Expand, Tile, Slice (negative steps: negative strides), Split's pieces.
-// One invocation writes one word of dst: 4, 2 or 1 elements of ES bytes
-// (8-byte elements arrive as pairs of words). Element e of dst reads src
-// element base + the view's index of e (view.glsl).
+// Expand, Tile, Slice (negative steps: negative strides), plain copies.
+// One invocation writes one word of dst (4, 2 or 1 elements of ES bytes),
+// or one 8-byte element (two words). Element e of dst reads src element
+// base + the view's index of e (view.glsl).
 #extension GL_GOOGLE_include_directive : require
 #include "move.glsl"
 #include "view.glsl"
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint WG = 128;
-layout(constant_id = 1) const uint ES = 4;   // element bytes: 1, 2 or 4
+layout(constant_id = 1) const uint ES = 4;   // element bytes: 1, 2, 4 or 8
 
 layout(set = 0, binding = 0, std430) readonly buffer Src { uint src[]; };
 layout(set = 0, binding = 1, std430) writeonly buffer Dst { uint dst[]; };
@@ -20,12 +20,20 @@ layout(push_constant) uniform Push {
     uint dims[VKL_VIEW_RANK];
     uint strides[1][VKL_VIEW_RANK];  // two's complement where negative
     uint base;                       // src element of dst element 0
-    uint units;                      // words of dst
+    uint units;                      // invocations: words of dst, or elements of 8 bytes
 } pc;
 
 void main() {
     const uint u = VKL_MOVE_ID(WG);
     if (u >= pc.units) return;
+    if (ES == 8u) {
+        uint s;
+        VKL_VIEW_SRC_INDEX(pc, 0, u, s);
+        s = 2u * (pc.base + s);
+        dst[2u * u] = src[s];
+        dst[2u * u + 1u] = src[s + 1u];
+        return;
+    }
     const uint per = 4u / ES;
     uint word = 0u;
     for (uint j = 0u; j < per; j++) {

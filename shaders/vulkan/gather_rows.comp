@@ -1,11 +1,12 @@
 #version 450
 // Gather of whole-word rows (backends/vulkan/vk_indexing.c): dst row
 // (o, j) = data row (o, idx[j]), I words (uvec4s in the _v4 build) per
-// row. The embedding lookup that starts every decode step: one workgroup
-// row per (o, j) (grid y and z), reading its index once, its invocations
-// copying the row with coalesced loads. Out-of-range indices are clamped
-// (index.glsl).
+// row; the embedding lookup that starts every decode step. One invocation
+// copies one unit, the row found by one division; neighbours read the same
+// index (a cache hit), so rows of any length keep every invocation busy.
+// Out-of-range indices are clamped (index.glsl).
 #extension GL_GOOGLE_include_directive : require
+#include "move.glsl"
 #include "tensor.glsl"
 #include "index.glsl"
 
@@ -23,17 +24,15 @@ layout(set = 0, binding = 1, std430) readonly buffer Idx { uint idx[]; };
 layout(set = 0, binding = 2, std430) writeonly buffer Dst { UNIT dst[]; };
 
 layout(push_constant) uniform Push {
-    uint I;     // units per row
-    uint J;     // indices
-    uint n;     // data rows per o (the axis)
-    uint rows;  // outer * J
+    uint units;  // of dst: rows * I
+    uint I;      // units per row
+    uint J;      // indices
+    uint n;      // data rows per o (the axis)
 } pc;
 
 void main() {
-    const uint r = gl_WorkGroupID.z * gl_NumWorkGroups.y + gl_WorkGroupID.y;
-    if (r >= pc.rows) return;
-    const uint o = r / pc.J, j = r % pc.J;
-    const uint src = (o * pc.n + VKL_INDEX_AT(idx, IDT, j, pc.n)) * pc.I;
-    for (uint w = gl_WorkGroupID.x * WG + gl_LocalInvocationID.x; w < pc.I; w += gl_NumWorkGroups.x * WG)
-        dst[r * pc.I + w] = data[src + w];
+    const uint u = VKL_MOVE_ID(WG);
+    if (u >= pc.units) return;
+    const uint r = u / pc.I, o = r / pc.J, j = r % pc.J;
+    dst[u] = data[(o * pc.n + VKL_INDEX_AT(idx, IDT, j, pc.n)) * pc.I + u % pc.I];
 }
