@@ -28,8 +28,10 @@ static int64_t span(const int64_t *dims, uint32_t from, uint32_t to) {
 }
 
 /* 8-byte elements as word pairs, then while every size is even, pairs of
- * elements as one: sizes[0..n) in elements of *es bytes. */
-static void widen(uint32_t *es, int64_t *sizes, uint32_t n) {
+ * elements as one, up to words; then (v4: every range 16-byte aligned)
+ * four words as one 16-byte element where every size allows: sizes[0..n)
+ * in elements of *es bytes, *es = 1, 2, 4 or 16. */
+static void widen(uint32_t *es, int64_t *sizes, uint32_t n, bool v4) {
     if (*es == 8) {
         for (uint32_t i = 0; i < n; i++) sizes[i] *= 2;
         *es = 4;
@@ -41,6 +43,11 @@ static void widen(uint32_t *es, int64_t *sizes, uint32_t n) {
         for (uint32_t i = 0; i < n; i++) sizes[i] /= 2;
         *es *= 2;
     }
+    bool quad = v4;
+    for (uint32_t i = 0; i < n && quad; i++) quad = sizes[i] % 4 == 0;
+    if (!quad) return;
+    for (uint32_t i = 0; i < n; i++) sizes[i] /= 4;
+    *es = 16;
 }
 
 /* Concat: out row = the inputs' rows one after another. */
@@ -67,22 +74,26 @@ vkl_status vkl_vk_record_concat(const vkl_vk_node *nd, vkl_vk_dispatch *out, uin
                                 (long long)sum, axis, (long long)y->dims[axis]);
     if (!y->count) return VKL_OK;
     len[nd->n_in] = y->dims[axis] * inner;
-    widen(&es, len, nd->n_in + 1);
-    const int64_t L = len[nd->n_in], elems = outer * L;
+    bool v4 = y->at.offset % 16 == 0;
     for (uint32_t k = 0; k < nd->n_in; k++)
-        if (len[k]) live[n_live++] = k;
+        if (len[k]) {
+            live[n_live++] = k;
+            v4 = v4 && nd->in[k].at.offset % 16 == 0;
+        }
+    widen(&es, len, nd->n_in + 1, v4);
+    const int64_t L = len[nd->n_in], elems = outer * L;
     const uint32_t groups = (n_live + PIECES - 1) / PIECES;
     if (groups > VKL_VK_MAX_DISPATCHES)
         return vkl_vk_node_unsupported(nd, "%u non-empty inputs; the kernel takes %u", n_live,
                                        PIECES * VKL_VK_MAX_DISPATCHES);
     if (elems >= (1ll << 32)) return vkl_vk_node_unsupported(nd, "%lld elements exceed 32-bit indexing", (long long)elems);
-    const uint64_t units = ((uint64_t)elems * es + 3) / 4;
+    const uint64_t units = es == 16 ? (uint64_t)elems : ((uint64_t)elems * es + 3) / 4;
     int64_t pos = 0;
     for (uint32_t gi = 0; gi < groups; gi++) {
         vkl_vk_dispatch *d = &out[gi];
         const uint32_t first = gi * PIECES, n = n_live - first < PIECES ? n_live - first : PIECES;
         memset(d, 0, sizeof(*d));
-        d->shader = "concat";
+        d->shader = es == 16 ? "concat_v4" : "concat";
         d->spec[0] = vkl_vk_move_wg(nd->dev);
         d->spec[1] = es;
         d->n_spec = 2;
@@ -161,7 +172,9 @@ vkl_status vkl_vk_record_split(const vkl_vk_node *nd, vkl_vk_dispatch *out, uint
         v[j] *= inner;
     }
     v[2 * n] = in->dims[axis] * inner;
-    widen(&es, v, 2 * n + 1);
+    bool v4 = in->at.offset % 16 == 0;
+    for (uint32_t i = 0; i < n_live; i++) v4 = v4 && nd->out[live[i]].at.offset % 16 == 0;
+    widen(&es, v, 2 * n + 1, v4);
     const int64_t L = v[2 * n];
     if (outer * L >= (1ll << 32))
         return vkl_vk_node_unsupported(nd, "%lld elements exceed 32-bit indexing", (long long)(outer * L));
@@ -174,7 +187,7 @@ vkl_status vkl_vk_record_split(const vkl_vk_node *nd, vkl_vk_dispatch *out, uint
         const uint32_t first = gi * PIECES, m = n_live - first < PIECES ? n_live - first : PIECES;
         uint64_t units = 0;
         memset(d, 0, sizeof(*d));
-        d->shader = "split";
+        d->shader = es == 16 ? "split_v4" : "split";
         d->spec[0] = vkl_vk_move_wg(nd->dev);
         d->spec[1] = es;
         d->n_spec = 2;
@@ -189,7 +202,7 @@ vkl_status vkl_vk_record_split(const vkl_vk_node *nd, vkl_vk_dispatch *out, uint
             d->push[3 + i] = (uint32_t)v[n + j];
             d->push[10 + i] = (uint32_t)v[j];
             d->push[17 + i] = (uint32_t)units;
-            units += ((uint64_t)(outer * v[j]) * es + 3) / 4;
+            units += es == 16 ? (uint64_t)(outer * v[j]) : ((uint64_t)(outer * v[j]) * es + 3) / 4;
         }
         d->push[17 + m] = (uint32_t)units;
         d->n_bind = 1 + PIECES;

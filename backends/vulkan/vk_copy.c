@@ -74,9 +74,12 @@ vkl_status vkl_vk_record_view(const vkl_vk_node *nd, const vkl_vk_tensor *src, c
     memcpy(dims, dims_in, rank * sizeof(int64_t));
     memcpy(strides, strides_in, rank * sizeof(int64_t));
     merge_dims(&m, dims, strides);
-    /* Pairs of small elements that stay together in the source move as one
-     * element twice the size: an f16 transpose with contiguous rows copies words. */
-    while (es < 4 && m && strides[m - 1] == 1 && dims[m - 1] % 2 == 0 && base % 2 == 0) {
+    /* Pairs of elements that stay together in the source move as one element
+     * twice the size, up to 16 bytes (copy_view_v4, where both ranges are
+     * 16-byte aligned): an attention transpose [B, S, H, D] -> [B, H, S, D]
+     * copies D-element runs 16 bytes an invocation, whatever the dtype. */
+    const uint32_t max_es = src->at.offset % 16 == 0 && dst->at.offset % 16 == 0 ? 16 : 8;
+    while (es < max_es && m && strides[m - 1] == 1 && dims[m - 1] % 2 == 0 && base % 2 == 0) {
         bool even = true;
         for (uint32_t i = 0; i + 1 < m && even; i++) even = strides[i] % 2 == 0;
         if (!even) break;
@@ -98,17 +101,18 @@ vkl_status vkl_vk_record_view(const vkl_vk_node *nd, const vkl_vk_tensor *src, c
         return vkl_vk_node_fail(nd, VKL_ERR_SHAPE, "the view reads elements %lld..%lld of an input of %lld",
                                 (long long)lo, (long long)hi, (long long)src_elems);
     /* 8-byte elements are indexed as word pairs */
-    if ((es == 8 ? 2 * hi + 1 : hi) >= (1ll << 32) || (es == 8 && 2 * n >= (1ll << 32)))
+    const int64_t cnt = (int64_t)(dst->bytes / es);
+    if ((es == 8 ? 2 * hi + 1 : hi) >= (1ll << 32) || (es == 8 && 2 * cnt >= (1ll << 32)))
         return vkl_vk_node_unsupported(nd, "%lld elements or input element %lld are beyond 32-bit indexing",
-                                       (long long)n, (long long)hi);
+                                       (long long)cnt, (long long)hi);
     if (m > VKL_MAX_RANK) return vkl_vk_node_unsupported(nd, "a view of %u dims after merging", m);
     int64_t sv[1][VKL_MAX_RANK];
     memcpy(sv[0], strides, m * sizeof(int64_t));
     vkl_vk_view v;
     if ((st = vkl_vk_view_make(nd, m, dims, 1, (const int64_t(*)[VKL_MAX_RANK])sv, &v))) return st;
-    const uint64_t units = es == 8 ? (uint64_t)v.count : ((uint64_t)v.count * es + 3) / 4;
+    const uint64_t units = es >= 8 ? (uint64_t)v.count : ((uint64_t)v.count * es + 3) / 4;
     memset(d, 0, sizeof(*d));
-    d->shader = "copy_view";
+    d->shader = es == 16 ? "copy_view_v4" : "copy_view";
     d->spec[0] = vkl_vk_move_wg(nd->dev);
     d->spec[1] = es;
     d->n_spec = 2;

@@ -3,7 +3,8 @@
 // input (L elements; one row per index of the dims before the axis), the
 // row positions [P[j], P[j] + LJ[j]). Up to 7 outputs per dispatch, their
 // words numbered one after another (output j owns invocations [U[j],
-// U[j + 1])); one invocation writes one word (4, 2 or 1 elements of ES bytes).
+// U[j + 1])); one invocation writes one word (4, 2 or 1 elements of ES
+// bytes), or in the _v4 build one 16-byte element (a uvec4).
 #extension GL_GOOGLE_include_directive : require
 #include "move.glsl"
 
@@ -11,14 +12,19 @@ layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint WG = 128;
 layout(constant_id = 1) const uint ES = 4; // 1, 2 or 4
 
-layout(set = 0, binding = 0, std430) readonly buffer Src { uint src[]; };
-layout(set = 0, binding = 1, std430) writeonly buffer D0 { uint d0[]; };
-layout(set = 0, binding = 2, std430) writeonly buffer D1 { uint d1[]; };
-layout(set = 0, binding = 3, std430) writeonly buffer D2 { uint d2[]; };
-layout(set = 0, binding = 4, std430) writeonly buffer D3 { uint d3[]; };
-layout(set = 0, binding = 5, std430) writeonly buffer D4 { uint d4[]; };
-layout(set = 0, binding = 6, std430) writeonly buffer D5 { uint d5[]; };
-layout(set = 0, binding = 7, std430) writeonly buffer D6 { uint d6[]; };
+#ifdef VKL_VEC4
+#define UNIT uvec4
+#else
+#define UNIT uint
+#endif
+layout(set = 0, binding = 0, std430) readonly buffer Src { UNIT src[]; };
+layout(set = 0, binding = 1, std430) writeonly buffer D0 { UNIT d0[]; };
+layout(set = 0, binding = 2, std430) writeonly buffer D1 { UNIT d1[]; };
+layout(set = 0, binding = 3, std430) writeonly buffer D2 { UNIT d2[]; };
+layout(set = 0, binding = 4, std430) writeonly buffer D3 { UNIT d3[]; };
+layout(set = 0, binding = 5, std430) writeonly buffer D4 { UNIT d4[]; };
+layout(set = 0, binding = 6, std430) writeonly buffer D5 { UNIT d5[]; };
+layout(set = 0, binding = 7, std430) writeonly buffer D6 { UNIT d6[]; };
 
 layout(push_constant) uniform Push {
     uint L;      // elements of an input row
@@ -29,7 +35,7 @@ layout(push_constant) uniform Push {
     uint U[8];   // U[n]: invocations in all
 } pc;
 
-void store(uint j, uint w, uint word) {
+void store(uint j, uint w, UNIT word) {
     switch (j) {
     case 0u: d0[w] = word; break;
     case 1u: d1[w] = word; break;
@@ -46,7 +52,11 @@ void main() {
     if (g >= pc.U[pc.n]) return;
     uint j = 0u;
     while (j + 1u < pc.n && g >= pc.U[j + 1u]) j++;
-    const uint u = g - pc.U[j], per = 4u / ES, lj = pc.LJ[j], count = pc.outer * lj;
+    const uint u = g - pc.U[j], lj = pc.LJ[j];
+#ifdef VKL_VEC4
+    store(j, u, src[(u / lj) * pc.L + pc.P[j] + u % lj]);
+#else
+    const uint per = 4u / ES, count = pc.outer * lj;
     uint word = 0u;
     for (uint i = 0u; i < per; i++) {
         const uint e = u * per + i;
@@ -54,4 +64,5 @@ void main() {
         word |= VKL_MV_LOAD(src, ES, (e / lj) * pc.L + pc.P[j] + e % lj) << (8u * ES * i);
     }
     store(j, u, word);
+#endif
 }
