@@ -2,8 +2,9 @@
  * as rows (the dims before the axis) of pieces (an input's or output's
  * share of the axis times the dims after it). Up to 7 pieces per dispatch
  * (8 bindings), up to VKL_VK_MAX_DISPATCHES dispatches per node. Sizes are
- * in elements of es bytes, after 8-byte elements become word pairs and
- * pieces that are all even become elements twice the size. */
+ * in elements of es bytes after widen(): 8-byte elements become word pairs,
+ * small elements that every piece holds in pairs become words, and words
+ * that every piece holds in fours become 16-byte units (the _v4 builds). */
 #include <string.h>
 
 #include "../../engine/ops.h"
