@@ -142,6 +142,9 @@ static vkl_status bind_tensor(vkl_backend_device *dev, const vkl_graph *g, const
     vkl_status st = vkl_tensor_eval(g, t, b->values, b->count, v->dims, &v->count, &v->bytes);
     if (st) return vkl_fail_prefix(dev->ctx, st, "vulkan");
     if (tt->kind == VKL_TENSOR_WEIGHT) {
+        /* weights_load skips empty weights (a Reshape to a scalar's shape
+         * []): no range, and no recorder binds an empty tensor */
+        if (!v->bytes) return VKL_OK;
         if (t >= w->n || !w->w[t].buf.buf)
             return vkl_fail(dev->ctx, VKL_ERR_STATE, "vulkan: weight '%s' was not loaded", tt->name);
         v->weight = &w->w[t];
@@ -268,7 +271,7 @@ static vkl_status plan_nodes(vkl_backend_device *dev, const vkl_graph *g, const 
         for (uint32_t j = 0; !st && j < n->n_inputs + n->n_outputs; j++)
             st = bind_tensor(dev, g, w, mem, b, j < n->n_inputs ? n->inputs[j] : n->outputs[j - n->n_inputs],
                              &p->views[j]);
-        vkl_vk_node node = {dev, g, e->nodes[k], p->views, p->views + n->n_inputs, n->n_inputs, n->n_outputs};
+        vkl_vk_node node = {dev, g, e->nodes[k], p->views, p->views + n->n_inputs, n->n_inputs, n->n_outputs, b};
         vkl_vk_dispatch *d = &p->d[(size_t)k * VKL_VK_MAX_DISPATCHES];
         /* a view the planner gave its input's memory: nothing to dispatch */
         const bool viewed = !st && n->n_outputs && same_range(&p->views[0].at, &p->views[n->n_inputs].at) &&

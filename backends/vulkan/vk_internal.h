@@ -9,6 +9,11 @@
  *   vk_weights.c       weights_load: every weight repacked into device memory
  *   vk_ops.c           op -> recorder table; node views for recorders
  *   vk_quant_matmul.c  QuantMatMul's recorder (matvec shaders)
+ *   vk_copy.c          grids, strided-view and plain copies shared by the movement recorders
+ *   vk_movement.c      Transpose, Expand, Tile, Slice, Trilu
+ *   vk_reshape.c       Reshape, Squeeze, Unsqueeze, Flatten
+ *   vk_concat.c        Concat, Split
+ *   vk_indexing.c      Gather, GatherElements, GatherND, ScatterND
  *   vk_dequant.c       GPU dequantization (the bit-exactness test's entry)
  *   vk_measure.c       device copy bandwidth (vkbench's roofline)
  *   vk_result.c        VkResult -> vkl_status with the call's name
@@ -225,6 +230,7 @@ typedef struct vkl_vk_node {
     uint32_t index;                /* node index in g */
     const vkl_vk_tensor *in, *out;
     uint32_t n_in, n_out;
+    const vkl_binding *binding;    /* the symbol values prepare was called with */
 } vkl_vk_node;
 
 /* Checks what the op needs (dtypes, shapes, limits: VKL_ERR_UNSUPPORTED
@@ -233,8 +239,32 @@ typedef vkl_status (*vkl_vk_recorder)(const vkl_vk_node *node, vkl_vk_dispatch *
 /* NULL: the op has no Vulkan kernel yet. */
 vkl_vk_recorder vkl_vk_recorder_for(uint32_t op);
 vkl_status vkl_vk_record_quant_mat_mul(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
+/* vk_movement.c: strided views (copy_view.comp) and Trilu (trilu.comp) */
+vkl_status vkl_vk_record_transpose(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
+vkl_status vkl_vk_record_expand(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
+vkl_status vkl_vk_record_tile(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
+vkl_status vkl_vk_record_slice(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
+vkl_status vkl_vk_record_trilu(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
+/* vk_reshape.c: Reshape, Squeeze, Unsqueeze, Flatten (the same bytes) */
+vkl_status vkl_vk_record_reshape(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
+/* vk_concat.c: Concat (concat.comp), Split (split.comp) */
+vkl_status vkl_vk_record_concat(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
+vkl_status vkl_vk_record_split(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
+/* vk_indexing.c: Gather, GatherElements, GatherND, ScatterND */
+vkl_status vkl_vk_record_gather(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
+vkl_status vkl_vk_record_gather_elements(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
+vkl_status vkl_vk_record_gather_nd(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
+vkl_status vkl_vk_record_scatter_nd(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
 /* "vulkan: node 3 'name' (QuantMatMul): <why>" as VKL_ERR_UNSUPPORTED. */
 vkl_status vkl_vk_node_unsupported(const vkl_vk_node *node, const char *fmt, ...) VKL_PRINTF(2, 3);
+/* The same message with another status: VKL_ERR_SHAPE when the concrete
+ * dims contradict the op (what ref's kernel reports at run time). */
+vkl_status vkl_vk_node_fail(const vkl_vk_node *node, vkl_status st, const char *fmt, ...) VKL_PRINTF(3, 4);
+/* The integer values of input k at prepare: a known value (shape-value
+ * tensors and constants, evaluated under node->binding) or a plain weight's
+ * data. Run-time data: VKL_ERR_UNSUPPORTED naming the input (`what`). */
+vkl_status vkl_vk_input_ints(const vkl_vk_node *node, uint32_t k, const char *what, int64_t *out, uint32_t cap,
+                             uint32_t *count);
 
 /* ---- strided views (vk_view.c; shaders/vulkan/view.glsl) ----------------------------------------- */
 
@@ -256,11 +286,35 @@ void vkl_vk_contiguous_strides(uint32_t rank, const int64_t *dims, int64_t *stri
 vkl_status vkl_vk_broadcast_strides(const vkl_vk_node *nd, const vkl_vk_tensor *t, uint32_t rank,
                                     const int64_t *dims, int64_t *strides);
 /* VKL_ERR_UNSUPPORTED naming the node when more than VKL_VK_VIEW_RANK dims
- * remain or an index leaves 32 bits. */
+ * remain or an index leaves 32 bits. Strides may be negative (reversed
+ * views); the caller keeps every index it makes in range. */
 vkl_status vkl_vk_view_make(const vkl_vk_node *nd, uint32_t rank, const int64_t *dims, uint32_t n_src,
                             const int64_t (*strides)[VKL_MAX_RANK], vkl_vk_view *v);
 /* count, dims, then each source's strides, as view.glsl reads them; returns words written. */
 uint32_t vkl_vk_view_push(const vkl_vk_view *v, uint32_t *push);
+
+/* ---- data movement (vk_copy.c; shaders/vulkan/move.glsl) ---------------------------------------- */
+
+/* Workgroup size of the movement and indexing kernels: 256, or less where the device allows less. */
+uint32_t vkl_vk_move_wg(const vkl_backend_device *dev);
+/* Workgroups for `units` invocations of wg each, as a 2D grid (move.glsl's
+ * VKL_MOVE_ID); VKL_ERR_UNSUPPORTED beyond the device's grid or 32 bits. */
+vkl_status vkl_vk_grid(const vkl_vk_node *nd, uint64_t units, uint32_t wg, uint32_t groups[3]);
+/* Bytes per element of t (1, 2, 4 or 8); VKL_ERR_UNSUPPORTED for block formats. */
+vkl_status vkl_vk_elem_bytes(const vkl_vk_node *nd, const vkl_vk_tensor *t, uint32_t *es);
+/* dst (contiguous) = the view of src that reads element base + sum(idx[d] *
+ * strides[d]) (elements; strides may be 0 or negative) over dims[0..rank),
+ * rank <= 2 * VKL_MAX_RANK: one copy_view dispatch at *d, *count + 1, or
+ * none when dst is empty. VKL_ERR_SHAPE when the view leaves src. */
+vkl_status vkl_vk_record_view(const vkl_vk_node *nd, const vkl_vk_tensor *src, const vkl_vk_tensor *dst, uint32_t rank,
+                              const int64_t *dims, const int64_t *strides, int64_t base, vkl_vk_dispatch *d,
+                              uint32_t *count);
+/* dst = src's bytes (same size): copy_vec4 where 16-byte aligned, else
+ * words; no dispatch when empty or the same range. */
+vkl_status vkl_vk_record_copy(const vkl_vk_node *nd, const vkl_vk_tensor *src, const vkl_vk_tensor *dst,
+                              vkl_vk_dispatch *d, uint32_t *count);
+/* Output k has exactly these dims; VKL_ERR_SHAPE naming both otherwise. */
+vkl_status vkl_vk_check_dims(const vkl_vk_node *nd, uint32_t k, const int64_t *dims, uint32_t rank);
 
 /* ---- measurement (vk_measure.c) ----------------------------------------------------------------- */
 

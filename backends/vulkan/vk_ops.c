@@ -4,6 +4,7 @@
  * recorder and shaders, one line here. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "../../engine/ops.h"
 #include "vk_internal.h"
@@ -11,16 +12,83 @@
 vkl_vk_recorder vkl_vk_recorder_for(uint32_t op) {
     switch (op) {
     case VKL_OP_QUANT_MAT_MUL: return vkl_vk_record_quant_mat_mul;
+    case VKL_OP_CONCAT: return vkl_vk_record_concat;
+    case VKL_OP_SPLIT: return vkl_vk_record_split;
+    case VKL_OP_SLICE: return vkl_vk_record_slice;
+    case VKL_OP_RESHAPE: return vkl_vk_record_reshape;
+    case VKL_OP_TRANSPOSE: return vkl_vk_record_transpose;
+    case VKL_OP_SQUEEZE: return vkl_vk_record_reshape;
+    case VKL_OP_UNSQUEEZE: return vkl_vk_record_reshape;
+    case VKL_OP_EXPAND: return vkl_vk_record_expand;
+    case VKL_OP_TILE: return vkl_vk_record_tile;
+    case VKL_OP_FLATTEN: return vkl_vk_record_reshape;
+    case VKL_OP_TRILU: return vkl_vk_record_trilu;
+    case VKL_OP_GATHER: return vkl_vk_record_gather;
+    case VKL_OP_GATHER_ELEMENTS: return vkl_vk_record_gather_elements;
+    case VKL_OP_GATHER_ND: return vkl_vk_record_gather_nd;
+    case VKL_OP_SCATTER_ND: return vkl_vk_record_scatter_nd;
     default: return NULL;
     }
 }
 
-vkl_status vkl_vk_node_unsupported(const vkl_vk_node *node, const char *fmt, ...) {
+static vkl_status node_fail(const vkl_vk_node *node, vkl_status st, const char *fmt, va_list ap) {
     char what[160], why[512];
+    vsnprintf(why, sizeof(why), fmt, ap);
+    return vkl_fail(node->dev->ctx, st, "vulkan: %s: %s", vkl_node_str(node->g, node->index, what, sizeof(what)), why);
+}
+
+vkl_status vkl_vk_node_unsupported(const vkl_vk_node *node, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(why, sizeof(why), fmt, ap);
+    vkl_status st = node_fail(node, VKL_ERR_UNSUPPORTED, fmt, ap);
     va_end(ap);
-    return vkl_fail(node->dev->ctx, VKL_ERR_UNSUPPORTED, "vulkan: %s: %s",
-                    vkl_node_str(node->g, node->index, what, sizeof(what)), why);
+    return st;
+}
+
+vkl_status vkl_vk_node_fail(const vkl_vk_node *node, vkl_status st, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    st = node_fail(node, st, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+vkl_status vkl_vk_input_ints(const vkl_vk_node *node, uint32_t k, const char *what, int64_t *out, uint32_t cap,
+                             uint32_t *count) {
+    *count = 0;
+    const uint32_t t = k < node->n_in ? node->in[k].id : VKL_NONE;
+    if (t == VKL_NONE) return vkl_vk_node_unsupported(node, "input %u (%s) is absent", k, what);
+    const vkl_tensor *tt = &node->g->tensors[t];
+    const vkl_binding *b = node->binding;
+    if (tt->value) {
+        if (tt->value_count > cap) return vkl_vk_node_unsupported(node, "input %u (%s) has %u values", k, what, tt->value_count);
+        for (uint32_t i = 0; i < tt->value_count; i++) {
+            vkl_status st = vkl_expr_eval(node->g->syms, tt->value[i], b ? b->values : NULL, b ? b->count : 0, &out[i]);
+            if (st) return vkl_fail_prefix(node->dev->ctx, st, "vulkan: input %u (%s) of node %u", k, what, node->index);
+        }
+        *count = tt->value_count;
+        return VKL_OK;
+    }
+    const size_t es = vkl_dtype_size(tt->dtype);
+    if (tt->kind != VKL_TENSOR_WEIGHT || !tt->data || !vkl_dtype_is_int(tt->dtype) || !es)
+        return vkl_vk_node_unsupported(node, "input %u (%s '%s') is run-time data; the Vulkan kernel needs its values "
+                                       "when the graph is prepared", k, what, tt->name);
+    const size_t n = tt->nbytes / es;
+    if (n > cap) return vkl_vk_node_unsupported(node, "input %u (%s) has %zu values", k, what, n);
+    const unsigned char *p = tt->data;
+    for (size_t i = 0; i < n; i++) {
+        union { int64_t i64; int32_t i32; int16_t i16; int8_t i8; uint32_t u32; uint16_t u16; uint8_t u8; } v;
+        memcpy(&v, p + i * es, es);
+        switch (tt->dtype) {
+        case VKL_DTYPE_I64: case VKL_DTYPE_U64: out[i] = v.i64; break;
+        case VKL_DTYPE_I32: out[i] = v.i32; break;
+        case VKL_DTYPE_U32: out[i] = v.u32; break;
+        case VKL_DTYPE_I16: out[i] = v.i16; break;
+        case VKL_DTYPE_U16: out[i] = v.u16; break;
+        case VKL_DTYPE_I8: out[i] = v.i8; break;
+        default: out[i] = v.u8; break;
+        }
+    }
+    *count = (uint32_t)n;
+    return VKL_OK;
 }

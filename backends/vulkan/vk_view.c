@@ -72,7 +72,10 @@ vkl_status vkl_vk_view_make(const vkl_vk_node *nd, uint32_t rank, const int64_t 
         v->dims[d] = real ? md[k] : 1;
         for (uint32_t s = 0; s < n_src; s++) {
             v->strides[s][d] = real ? ms[s][k] : 0;
-            if (v->strides[s][d] < 0 || v->strides[s][d] >= (1ll << 32))
+            /* A negative stride (a reversed view) travels as its 32-bit two's
+             * complement: view.glsl's uint sums wrap modulo 2^32, so they are
+             * exact wherever the index itself is in range (its caller's check). */
+            if (v->strides[s][d] <= -(1ll << 32) || v->strides[s][d] >= (1ll << 32))
                 return vkl_vk_node_unsupported(nd, "stride %lld outside 32-bit indexing", (long long)v->strides[s][d]);
         }
     }

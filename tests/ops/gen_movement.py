@@ -59,12 +59,16 @@ def tensor_attr(a, dt):
     return {"tensor": T(a, dt)}
 
 
-def add(file, name, op, inputs, outputs, attrs=None, error=None):
+def add(file, name, op, inputs, outputs, attrs=None, error=None, data_error=False):
+    """data_error: ref finds `error` in run-time data (an index out of range);
+    other backends may instead complete the run (tests/ops/README.md)."""
     c = {"name": name, "op": op, "inputs": inputs, "outputs": outputs}
     if attrs:
         c["attrs"] = attrs
     if error:
         c["expect_error"] = error
+    if data_error:
+        c["data_error"] = True
     FILES[file].append(c)
 
 
@@ -465,9 +469,9 @@ def gen_gather():
     shp = np.array([2, 5, 7], np.int64)  # a Shape-like constant: gather gives a value
     add(f, "gather_const_value", "Gather", [C(shp), C(np.array(-1))], [T(np.array(7), "i64")])
     add(f, "gather_err_runtime_index", "Gather", [T(data, "f32"), T(np.array([5], np.int64), "i64")], [dummy_out()],
-        None, "VKL_ERR_INVALID_ARGUMENT")
+        None, "VKL_ERR_INVALID_ARGUMENT", data_error=True)
     add(f, "gather_err_runtime_negative", "Gather", [T(data, "f32"), T(np.array([-6], np.int64), "i64")],
-        [dummy_out()], None, "VKL_ERR_INVALID_ARGUMENT")
+        [dummy_out()], None, "VKL_ERR_INVALID_ARGUMENT", data_error=True)
     add(f, "gather_err_const_index", "Gather", [T(data, "f32"), C([4])], [dummy_out()], {"axis": an_int(1)},
         "VKL_ERR_INVALID_ARGUMENT")
     add(f, "gather_err_axis", "Gather", [T(data, "f32"), C([0])], [dummy_out()], {"axis": an_int(2)}, "VKL_ERR_SHAPE")
@@ -507,7 +511,7 @@ def gen_gather_elements():
     add(f, "gather_elements_err_rank", "GatherElements", [T(data, "f32"), T(np.array([0], np.int64), "i64")],
         [dummy_out()], None, "VKL_ERR_SHAPE")
     add(f, "gather_elements_err_index", "GatherElements", [T(data, "f32"), T(np.array([[3]], np.int64), "i64")],
-        [dummy_out()], None, "VKL_ERR_INVALID_ARGUMENT")
+        [dummy_out()], None, "VKL_ERR_INVALID_ARGUMENT", data_error=True)
 
 
 def np_gather_nd(data, idx, b):
@@ -551,7 +555,7 @@ def gen_gather_nd():
     add(f, "gather_nd_err_depth", "GatherND", [T(data, "f32"), T(np.zeros((1, 3), np.int64), "i64")], [dummy_out()],
         None, "VKL_ERR_SHAPE")
     add(f, "gather_nd_err_index", "GatherND", [T(data, "f32"), T(np.array([[2, 0]], np.int64), "i64")],
-        [dummy_out()], None, "VKL_ERR_INVALID_ARGUMENT")
+        [dummy_out()], None, "VKL_ERR_INVALID_ARGUMENT", data_error=True)
     add(f, "gather_nd_err_batch_dims", "GatherND", [T(d3, "f32"), T(np.zeros((2, 1), np.int64), "i64")],
         [dummy_out()], {"batch_dims": an_int(2)}, "VKL_ERR_SHAPE")
 
@@ -606,7 +610,8 @@ def gen_scatter_nd():
     add(f, "scatter_nd_sym", "ScatterND", [T(data, "f32", sym=["N", 3]), C([[0]]), T(row, "f32")],
         [T(np_scatter_nd(data, np.array([[0]]), row, "none"), "f32")])
     add(f, "scatter_nd_err_index", "ScatterND", [T(data, "f32"), T(np.array([[4]], np.int64), "i64"),
-                                                 T(rand((1, 3)), "f32")], [dummy_out()], None, "VKL_ERR_INVALID_ARGUMENT")
+                                                 T(rand((1, 3)), "f32")], [dummy_out()], None, "VKL_ERR_INVALID_ARGUMENT",
+        data_error=True)
     add(f, "scatter_nd_err_reduction", "ScatterND", [T(data, "f32"), T(np.array([[0]], np.int64), "i64"),
                                                      T(rand((1, 3)), "f32")], [dummy_out()],
         {"reduction": {"string": "sub"}}, "VKL_ERR_SHAPE")
