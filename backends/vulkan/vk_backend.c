@@ -242,8 +242,7 @@ static vkl_status check_ops(vkl_backend_device *dev, const vkl_graph *g, const u
     for (uint32_t k = 0; k < n; k++) {
         if (vkl_vk_recorder_for(g->nodes[order[k]].op)) continue;
         char what[160];
-        return vkl_fail(dev->ctx, VKL_ERR_UNSUPPORTED,
-                        "vulkan: no kernel for %s (the Vulkan backend runs QuantMatMul only so far)",
+        return vkl_fail(dev->ctx, VKL_ERR_UNSUPPORTED, "vulkan: no kernel for %s",
                         vkl_node_str(g, order[k], what, sizeof(what)));
     }
     return VKL_OK;
