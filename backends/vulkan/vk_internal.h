@@ -96,6 +96,7 @@ struct vkl_backend_device {
     uint32_t timestamp_bits;        /* valid bits on our queue; 0: no timestamps */
     bool subgroup_arith;            /* compute shaders may use subgroupAdd */
     bool has_f16;                   /* shaderFloat16, before options mask VKL_FEATURE_FP16 */
+    bool has_f64;                   /* shaderFloat64 enabled: the _f64 kernel variants may run */
     uint32_t subgroup_size;
     vkl_backend_caps caps;
     /* one-shot work (uploads, downloads, measurements), waited for at once */
@@ -230,8 +231,45 @@ typedef vkl_status (*vkl_vk_recorder)(const vkl_vk_node *node, vkl_vk_dispatch *
 /* NULL: the op has no Vulkan kernel yet. */
 vkl_vk_recorder vkl_vk_recorder_for(uint32_t op);
 vkl_status vkl_vk_record_quant_mat_mul(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
+/* vk_norm.c */
+vkl_status vkl_vk_record_softmax(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
+vkl_status vkl_vk_record_log_softmax(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
+vkl_status vkl_vk_record_rms_norm(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
+vkl_status vkl_vk_record_layer_normalization(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
 /* "vulkan: node 3 'name' (QuantMatMul): <why>" as VKL_ERR_UNSUPPORTED. */
 vkl_status vkl_vk_node_unsupported(const vkl_vk_node *node, const char *fmt, ...) VKL_PRINTF(2, 3);
+
+/* ---- nn recorders' helpers (vk_nn_util.c) ------------------------------------------------------- */
+
+/* "vulkan: node 3 'name' (MatMul): <why>" with status st: the errors the
+ * ref kernel raises at run time from shapes (VKL_ERR_SHAPE...), which a
+ * recorder sees at prepare. */
+vkl_status vkl_vk_node_fail(const vkl_vk_node *node, vkl_status st, const char *fmt, ...) VKL_PRINTF(3, 4);
+bool vkl_vk_dtype_float(vkl_dtype t); /* f32, f16, bf16, f64 */
+bool vkl_vk_node_has_f64(const vkl_vk_node *node);
+/* A shader's builds: plain (shared-memory reductions, f32 arithmetic), _sg
+ * (subgroup reductions; NULL: none) and _f64 (double arithmetic; NULL: none). */
+typedef struct vkl_vk_variants {
+    const char *plain, *sg, *f64;
+} vkl_vk_variants;
+/* The build to run: f64 when the node has f64 tensors (VKL_ERR_UNSUPPORTED
+ * without shaderFloat64), else sg where the device has subgroup arithmetic. */
+vkl_status vkl_vk_pick(const vkl_vk_node *node, bool f64, const vkl_vk_variants *v, const char **out);
+/* groups workgroups of wg invocations as an x * y grid within the device's
+ * limits (shaders take id = y * num_x + x and skip ids past the end);
+ * VKL_ERR_UNSUPPORTED when it does not fit or an invocation index leaves
+ * 32 bits. groups == 0 gives out[0] = 0. */
+vkl_status vkl_vk_grid(const vkl_vk_node *node, uint64_t groups, uint32_t wg, uint32_t out[3]);
+/* A workgroup size for `work` items of parallel work: a power of two in
+ * 32..256 within the device's limits, about work / 4. */
+uint32_t vkl_vk_wg_size(const vkl_vk_node *node, int64_t work);
+/* The values of integer input k when they are known at prepare (a weight's
+ * data or constant symbolic values): false otherwise or beyond cap. */
+bool vkl_vk_const_ints(const vkl_vk_node *node, uint32_t k, int64_t *out, uint32_t cap, uint32_t *n);
+uint32_t vkl_vk_f32_bits(float f);
+/* d->bind[j] = t's range, or fallback's when t is absent: a binding the
+ * shader never touches still needs a valid buffer. */
+void vkl_vk_bind_or(vkl_vk_dispatch *d, uint32_t j, const vkl_vk_tensor *t, const vkl_vk_tensor *fallback);
 
 /* ---- strided views (vk_view.c; shaders/vulkan/view.glsl) ----------------------------------------- */
 
