@@ -55,7 +55,10 @@ set(VKL_SHADER_VARIANTS
   "quant_matvec_int8:sg_f16:VKL_SUBGROUP=1,VKL_F16=1"
   "norm:sg:VKL_SUBGROUP=1"
   "norm:f64:VKL_F64=1"
-  "softmax_lines:f64:VKL_F64=1")
+  "softmax_lines:f64:VKL_F64=1"
+  "matvec:sg:VKL_SUBGROUP=1"
+  "matvec:f64:VKL_F64=1"
+  "matmul:f64:VKL_F64=1")
 
 # Vulkan 1.1 / SPIR-V 1.3: the oldest target with subgroup operations.
 set(VKL_SHADER_TARGET_ENV vulkan1.1)

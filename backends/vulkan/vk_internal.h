@@ -231,6 +231,30 @@ typedef vkl_status (*vkl_vk_recorder)(const vkl_vk_node *node, vkl_vk_dispatch *
 /* NULL: the op has no Vulkan kernel yet. */
 vkl_vk_recorder vkl_vk_recorder_for(uint32_t op);
 vkl_status vkl_vk_record_quant_mat_mul(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
+/* vk_linalg.c */
+vkl_status vkl_vk_record_mat_mul(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
+vkl_status vkl_vk_record_gemm(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
+/* One product as shaders/vulkan/matmul_common.glsl reads it:
+ *   Y[b, m, n] = alpha * sum_k A(b, m, k) B(b, k, n) + beta * C(m, n),
+ * A(b, m, k) = A[a_off(b) + m a_rs + k a_cs] (B likewise), C(m, n) =
+ * C[m c_rs + n c_cs], Y contiguous [batches, M, N], a_off(b) and b_off(b)
+ * from b over batch_rank merged dims. B is B's tensor (b_dtype, b_at), or
+ * a quantized W [N, K] in the GPU layout (b_dtype Q_*, codes at b_at,
+ * params at p_at, q_row_bytes, q_group; then B(k, n) = w(n, k)). */
+typedef struct vkl_vk_mm {
+    const vkl_vk_tensor *A, *B, *C, *Y; /* C: NULL when none */
+    int64_t M, N, K, batches;
+    int64_t a_rs, a_cs, b_rs, b_cs, c_rs, c_cs;
+    float alpha, beta;
+    uint32_t batch_rank;
+    int64_t bdims[4], a_bs[4], b_bs[4];
+    vkl_dtype b_dtype;
+    VkDescriptorBufferInfo b_at, p_at;
+    uint32_t q_row_bytes, q_group;
+} vkl_vk_mm;
+/* matvec.comp for M = 1 or a quantized B, matmul.comp for other float
+ * products, matmul_int.comp for i32/u32/i64. */
+vkl_status vkl_vk_record_mm(const vkl_vk_node *node, const vkl_vk_mm *mm, vkl_vk_dispatch *out, uint32_t *count);
 /* vk_norm.c */
 vkl_status vkl_vk_record_softmax(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
 vkl_status vkl_vk_record_log_softmax(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
