@@ -58,7 +58,8 @@ set(VKL_SHADER_VARIANTS
   "softmax_lines:f64:VKL_F64=1"
   "matvec:sg:VKL_SUBGROUP=1"
   "matvec:f64:VKL_F64=1"
-  "matmul:f64:VKL_F64=1")
+  "matmul:f64:VKL_F64=1"
+  "conv:f64:VKL_F64=1")
 
 # Vulkan 1.1 / SPIR-V 1.3: the oldest target with subgroup operations.
 set(VKL_SHADER_TARGET_ENV vulkan1.1)

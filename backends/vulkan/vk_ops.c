@@ -13,6 +13,7 @@ vkl_vk_recorder vkl_vk_recorder_for(uint32_t op) {
     case VKL_OP_QUANT_MAT_MUL: return vkl_vk_record_quant_mat_mul;
     case VKL_OP_MAT_MUL: return vkl_vk_record_mat_mul;
     case VKL_OP_GEMM: return vkl_vk_record_gemm;
+    case VKL_OP_CONV: return vkl_vk_record_conv;
     case VKL_OP_SOFTMAX: return vkl_vk_record_softmax;
     case VKL_OP_LOG_SOFTMAX: return vkl_vk_record_log_softmax;
     case VKL_OP_RMS_NORM: return vkl_vk_record_rms_norm;
