@@ -59,7 +59,10 @@ set(VKL_SHADER_VARIANTS
   "matvec:sg:VKL_SUBGROUP=1"
   "matvec:f64:VKL_F64=1"
   "matmul:f64:VKL_F64=1"
-  "conv:f64:VKL_F64=1")
+  "conv:f64:VKL_F64=1"
+  "reduce:sg:VKL_SUBGROUP=1"
+  "reduce:f64:VKL_F64=1"
+  "cumsum:f64:VKL_F64=1")
 
 # Vulkan 1.1 / SPIR-V 1.3: the oldest target with subgroup operations.
 set(VKL_SHADER_TARGET_ENV vulkan1.1)

@@ -231,6 +231,14 @@ typedef vkl_status (*vkl_vk_recorder)(const vkl_vk_node *node, vkl_vk_dispatch *
 /* NULL: the op has no Vulkan kernel yet. */
 vkl_vk_recorder vkl_vk_recorder_for(uint32_t op);
 vkl_status vkl_vk_record_quant_mat_mul(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
+/* vk_reduce.c */
+vkl_status vkl_vk_record_reduce_sum(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
+vkl_status vkl_vk_record_reduce_mean(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
+vkl_status vkl_vk_record_reduce_max(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
+vkl_status vkl_vk_record_cum_sum(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
+/* vk_select.c */
+vkl_status vkl_vk_record_arg_max(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
+vkl_status vkl_vk_record_top_k(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
 /* vk_conv.c */
 vkl_status vkl_vk_record_conv(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
 /* vk_linalg.c */

@@ -320,6 +320,14 @@ static int run_case(vkl_context *ctx, const target *tg, const cJSON *c, char *er
     vkl_host_tensor outv[MAX_IO] = {0};
     if (!st) st = vkl_run_once_on(ctx, tg->be, tg->dev, g, host_in, outv);
     if (xerr) {
+        /* An error ref raises from data (an index out of range) is beyond a
+         * GPU kernel, which clamps instead: other backends may also complete. */
+        const bool data_error = cJSON_IsTrue(cJSON_GetObjectItem(c, "data_error")) && strcmp(tg->be->name, "ref");
+        if (!st && data_error) {
+            for (uint32_t k = 0; k < g->n_outputs; k++) vkl_free(ctx, outv[k].data);
+            rc = 0;
+            goto done;
+        }
         if (!st) {
             snprintf(err, cap, "expected %s, but it ran", xerr->valuestring);
             for (uint32_t k = 0; k < g->n_outputs; k++) vkl_free(ctx, outv[k].data);
