@@ -88,8 +88,9 @@ vkl_status vkl_vk_record_mm(const vkl_vk_node *nd, const vkl_vk_mm *mm, vkl_vk_d
     if (mm->M == 1 || quant) {
         /* n contiguous in B: columns per workgroup; else k is (or nothing
          * is, N = 1): reduction per output across the workgroup */
-        const uint32_t mode = mm->b_cs == 1 && mm->b_rs != 1 ? 1 : 0, rows = 4;
-        const uint32_t wg = mode ? 128 : vkl_vk_wg_size(nd, mm->K);
+        const uint32_t mode = mm->b_cs == 1 && mm->b_rs != 1 ? 1 : 0, rows = 8;
+        /* about 16 k per invocation and row block: enough work between the barriers */
+        const uint32_t wg = mode ? 128 : vkl_vk_wg_size(nd, mm->K / 4);
         const int64_t blocks = mode ? (mm->N + 31) / 32 : (mm->N + rows - 1) / rows;
         if (blocks > lim[0]) return vkl_vk_node_unsupported(nd, "N = %lld exceeds the device's workgroup grid",
                                                             (long long)mm->N);

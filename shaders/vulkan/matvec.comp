@@ -11,7 +11,8 @@
 // reads consecutive addresses of B:
 //   MODE 0 (B's k contiguous: Gemm transB, QuantMatMul's W [N, K]): ROWS
 //     outputs per workgroup; invocations stride k, each A element read once
-//     for the ROWS dot products; wg_reduce.glsl sums across the workgroup.
+//     for the ROWS dot products; the ROWS sums across the workgroup share
+//     one round of barriers (subgroupAdd in the _sg build, else a tree).
 //   MODE 1 (B's n contiguous: MatMul's B [K, N]): NX = 32 columns per
 //     workgroup, WG / NX slices of k; a shared-memory tree sums the slices.
 // B is a plain tensor of dtype B_DT (f32, f16, bf16, f64: one element read
@@ -48,7 +49,6 @@ VKL_TENSOR_STORE(Y, 4)
 
 #include "matmul_common.glsl"
 
-VKL_WG_REDUCE(real, wg_sum, VKL_COMBINE_ADD, subgroupAdd)
 
 // element (n, k) of a quantized W [N, K]
 float q_elem(uint n, uint k) {
@@ -78,6 +78,7 @@ void finish(uint yb, uint m, uint n, real acc) {
 }
 
 shared real cols_part[MODE == 1u ? WG : 1u];
+shared real rows_part[MODE == 0u ? ROWS * WG : 1u];
 
 void main() {
     const uint tid = gl_LocalInvocationIndex, m = gl_WorkGroupID.y, bi = gl_WorkGroupID.z;
@@ -97,10 +98,28 @@ void main() {
                 acc[r] += a * b_elem(b_off, k, n);
             }
         }
+        // all ROWS sums in one round of barriers
+#ifdef VKL_SUBGROUP
         for (uint r = 0u; r < ROWS; r++) {
-            const real s = wg_sum(acc[r]);
-            if (tid == 0u && n0 + r < pc.N) finish(yb, m, n0 + r, s);
+            const real v = subgroupAdd(acc[r]);
+            if (subgroupElect()) rows_part[r * WG + gl_SubgroupID] = v;
         }
+        barrier();
+        if (tid < ROWS && n0 + tid < pc.N) {
+            real v = real(0.0);
+            for (uint i = 0u; i < gl_NumSubgroups; i++) v += rows_part[tid * WG + i];
+            finish(yb, m, n0 + tid, v);
+        }
+#else
+        for (uint r = 0u; r < ROWS; r++) rows_part[r * WG + tid] = acc[r];
+        barrier();
+        for (uint h = WG / 2u; h > 0u; h >>= 1) {
+            if (tid < h)
+                for (uint r = 0u; r < ROWS; r++) rows_part[r * WG + tid] += rows_part[r * WG + tid + h];
+            barrier();
+        }
+        if (tid < ROWS && n0 + tid < pc.N) finish(yb, m, n0 + tid, rows_part[tid * WG]);
+#endif
     } else {
         const uint tx = tid % NX, ty = tid / NX, KY = WG / NX;
         const uint n = gl_WorkGroupID.x * NX + tx, nn = min(n, pc.N - 1u);
