@@ -44,6 +44,7 @@ endif()
 # compute in fp16 (needs shaderFloat16; choose_math in vk_device.c says when).
 # The _v4 builds of gather_rows, copy_view, concat and split move 16 bytes
 # an invocation (uvec4s) where rows and pieces allow.
+# The _f64 ones compute in double for f64 tensors (need shaderFloat64).
 set(VKL_SHADER_VARIANTS
   "quant_matvec_e0m4:sg:VKL_SUBGROUP=1"
   "quant_matvec_int4:sg:VKL_SUBGROUP=1"
@@ -57,7 +58,17 @@ set(VKL_SHADER_VARIANTS
   "gather_rows:v4:VKL_VEC4=1"
   "copy_view:v4:VKL_VEC4=1"
   "concat:v4:VKL_VEC4=1"
-  "split:v4:VKL_VEC4=1")
+  "split:v4:VKL_VEC4=1"
+  "norm:sg:VKL_SUBGROUP=1"
+  "norm:f64:VKL_F64=1"
+  "softmax_lines:f64:VKL_F64=1"
+  "matvec:sg:VKL_SUBGROUP=1"
+  "matvec:f64:VKL_F64=1"
+  "matmul:f64:VKL_F64=1"
+  "conv:f64:VKL_F64=1"
+  "reduce:sg:VKL_SUBGROUP=1"
+  "reduce:f64:VKL_F64=1"
+  "cumsum:f64:VKL_F64=1")
 
 # Vulkan 1.1 / SPIR-V 1.3: the oldest target with subgroup operations.
 set(VKL_SHADER_TARGET_ENV vulkan1.1)

@@ -226,6 +226,10 @@ static vkl_status describe(vkl_backend_device *dev, const vkl_backend_options *o
                  VK_API_VERSION_PATCH(dev->props.apiVersion));
     uint32_t f = 0;
     dev->has_f16 = v12 && f16.shaderFloat16;
+    /* f64 tensors run in the _f64 kernel variants, which need shaderFloat64
+     * (desktop GPUs and lavapipe have it, phone GPUs do not);
+     * VKL_VK_NO_F64=1 refuses them as if it were missing. */
+    dev->has_f64 = f2.features.shaderFloat64 && !env_on("VKL_VK_NO_F64");
     if (dev->has_f16) f |= VKL_FEATURE_FP16;
     if (has_extension(ext, n_ext, "VK_KHR_shader_integer_dot_product")) f |= VKL_FEATURE_INT8_DOT;
     if (has_extension(ext, n_ext, "VK_KHR_cooperative_matrix") || has_extension(ext, n_ext, "VK_NV_cooperative_matrix"))
@@ -348,13 +352,16 @@ vkl_status vkl_vk_device_create(vkl_context *ctx, const vkl_backend_options *opt
                                  .queueCount = 1,
                                  .pQueuePriorities = &priority};
     /* Features the kernels use: shaderFloat16 for the fp16 matvecs only
-     * (they keep f16 in registers and shared memory: no 16-bit storage). */
+     * (they keep f16 in registers and shared memory: no 16-bit storage);
+     * shaderFloat64 where the device has it, for f64 tensors. */
     VkPhysicalDeviceShaderFloat16Int8Features f16 = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES, .shaderFloat16 = VK_TRUE};
+    VkPhysicalDeviceFeatures core = {.shaderFloat64 = dev->has_f64};
     VkDeviceCreateInfo info = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
                                .pNext = dev->f16_math ? &f16 : NULL,
                                .queueCreateInfoCount = 1,
-                               .pQueueCreateInfos = &q};
+                               .pQueueCreateInfos = &q,
+                               .pEnabledFeatures = &core};
     if ((st = VKL_VKI(ctx, vkCreateDevice, (dev->phys, &info, NULL, &dev->device)))) return st;
     volkLoadDeviceTable(&dev->vk, dev->device);
     dev->vk.vkGetDeviceQueue(dev->device, dev->queue_family, 0, &dev->queue);

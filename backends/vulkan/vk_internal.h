@@ -103,6 +103,7 @@ struct vkl_backend_device {
     bool profile;                   /* executables record per-node timestamps (options.profile) */
     bool subgroup_arith;            /* compute shaders may use subgroupAdd */
     bool has_f16;                   /* shaderFloat16, before options mask VKL_FEATURE_FP16 */
+    bool has_f64;                   /* shaderFloat64 enabled: the _f64 kernel variants may run */
     uint32_t subgroup_size;
     vkl_backend_caps caps;
     /* one-shot work (uploads, downloads, measurements), waited for at once */
@@ -255,6 +256,45 @@ vkl_status vkl_vk_record_gather(const vkl_vk_node *node, vkl_vk_dispatch *out, u
 vkl_status vkl_vk_record_gather_elements(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
 vkl_status vkl_vk_record_gather_nd(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
 vkl_status vkl_vk_record_scatter_nd(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
+/* vk_reduce.c */
+vkl_status vkl_vk_record_reduce_sum(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
+vkl_status vkl_vk_record_reduce_mean(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
+vkl_status vkl_vk_record_reduce_max(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
+vkl_status vkl_vk_record_cum_sum(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
+/* vk_select.c */
+vkl_status vkl_vk_record_arg_max(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
+vkl_status vkl_vk_record_top_k(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
+/* vk_conv.c */
+vkl_status vkl_vk_record_conv(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
+/* vk_linalg.c */
+vkl_status vkl_vk_record_mat_mul(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
+vkl_status vkl_vk_record_gemm(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
+/* One product as shaders/vulkan/matmul_common.glsl reads it:
+ *   Y[b, m, n] = alpha * sum_k A(b, m, k) B(b, k, n) + beta * C(m, n),
+ * A(b, m, k) = A[a_off(b) + m a_rs + k a_cs] (B likewise), C(m, n) =
+ * C[m c_rs + n c_cs], Y contiguous [batches, M, N], a_off(b) and b_off(b)
+ * from b over batch_rank merged dims. B is B's tensor (b_dtype, b_at), or
+ * a quantized W [N, K] in the GPU layout (b_dtype Q_*, codes at b_at,
+ * params at p_at, q_row_bytes, q_group; then B(k, n) = w(n, k)). */
+typedef struct vkl_vk_mm {
+    const vkl_vk_tensor *A, *B, *C, *Y; /* C: NULL when none */
+    int64_t M, N, K, batches;
+    int64_t a_rs, a_cs, b_rs, b_cs, c_rs, c_cs;
+    float alpha, beta;
+    uint32_t batch_rank;
+    int64_t bdims[4], a_bs[4], b_bs[4];
+    vkl_dtype b_dtype;
+    VkDescriptorBufferInfo b_at, p_at;
+    uint32_t q_row_bytes, q_group;
+} vkl_vk_mm;
+/* matvec.comp for M = 1 or a quantized B, matmul.comp for other float
+ * products, matmul_int.comp for i32/u32/i64. */
+vkl_status vkl_vk_record_mm(const vkl_vk_node *node, const vkl_vk_mm *mm, vkl_vk_dispatch *out, uint32_t *count);
+/* vk_norm.c */
+vkl_status vkl_vk_record_softmax(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
+vkl_status vkl_vk_record_log_softmax(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
+vkl_status vkl_vk_record_rms_norm(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
+vkl_status vkl_vk_record_layer_normalization(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
 /* "vulkan: node 3 'name' (QuantMatMul): <why>" as VKL_ERR_UNSUPPORTED. */
 vkl_status vkl_vk_node_unsupported(const vkl_vk_node *node, const char *fmt, ...) VKL_PRINTF(2, 3);
 /* The same message with another status: VKL_ERR_SHAPE when the concrete
@@ -265,6 +305,29 @@ vkl_status vkl_vk_node_fail(const vkl_vk_node *node, vkl_status st, const char *
  * data. Run-time data: VKL_ERR_UNSUPPORTED naming the input (`what`). */
 vkl_status vkl_vk_input_ints(const vkl_vk_node *node, uint32_t k, const char *what, int64_t *out, uint32_t cap,
                              uint32_t *count);
+
+/* ---- nn recorders' helpers (vk_nn_util.c) ------------------------------------------------------- */
+
+bool vkl_vk_dtype_float(vkl_dtype t); /* f32, f16, bf16, f64 */
+bool vkl_vk_node_has_f64(const vkl_vk_node *node);
+/* A shader's builds: plain (shared-memory reductions, f32 arithmetic), _sg
+ * (subgroup reductions; NULL: none) and _f64 (double arithmetic; NULL: none). */
+typedef struct vkl_vk_variants {
+    const char *plain, *sg, *f64;
+} vkl_vk_variants;
+/* The build to run: f64 when the node has f64 tensors (VKL_ERR_UNSUPPORTED
+ * without shaderFloat64), else sg where the device has subgroup arithmetic. */
+vkl_status vkl_vk_pick(const vkl_vk_node *node, bool f64, const vkl_vk_variants *v, const char **out);
+/* A workgroup size for `work` items of parallel work: a power of two in
+ * 32..256 within the device's limits, about work / 4. */
+uint32_t vkl_vk_wg_size(const vkl_vk_node *node, int64_t work);
+/* The values of integer input k when they are known at prepare (a weight's
+ * data or constant symbolic values): false otherwise or beyond cap. */
+bool vkl_vk_const_ints(const vkl_vk_node *node, uint32_t k, int64_t *out, uint32_t cap, uint32_t *n);
+uint32_t vkl_vk_f32_bits(float f);
+/* d->bind[j] = t's range, or fallback's when t is absent: a binding the
+ * shader never touches still needs a valid buffer. */
+void vkl_vk_bind_or(vkl_vk_dispatch *d, uint32_t j, const vkl_vk_tensor *t, const vkl_vk_tensor *fallback);
 
 /* ---- strided views (vk_view.c; shaders/vulkan/view.glsl) ----------------------------------------- */
 

@@ -27,6 +27,19 @@ vkl_vk_recorder vkl_vk_recorder_for(uint32_t op) {
     case VKL_OP_GATHER_ELEMENTS: return vkl_vk_record_gather_elements;
     case VKL_OP_GATHER_ND: return vkl_vk_record_gather_nd;
     case VKL_OP_SCATTER_ND: return vkl_vk_record_scatter_nd;
+    case VKL_OP_MAT_MUL: return vkl_vk_record_mat_mul;
+    case VKL_OP_GEMM: return vkl_vk_record_gemm;
+    case VKL_OP_CONV: return vkl_vk_record_conv;
+    case VKL_OP_REDUCE_SUM: return vkl_vk_record_reduce_sum;
+    case VKL_OP_REDUCE_MEAN: return vkl_vk_record_reduce_mean;
+    case VKL_OP_REDUCE_MAX: return vkl_vk_record_reduce_max;
+    case VKL_OP_CUM_SUM: return vkl_vk_record_cum_sum;
+    case VKL_OP_ARG_MAX: return vkl_vk_record_arg_max;
+    case VKL_OP_TOP_K: return vkl_vk_record_top_k;
+    case VKL_OP_SOFTMAX: return vkl_vk_record_softmax;
+    case VKL_OP_LOG_SOFTMAX: return vkl_vk_record_log_softmax;
+    case VKL_OP_RMS_NORM: return vkl_vk_record_rms_norm;
+    case VKL_OP_LAYER_NORMALIZATION: return vkl_vk_record_layer_normalization;
     default: return NULL;
     }
 }

@@ -1,19 +1,59 @@
-/* QuantMatMul on Vulkan: Y [..., N] = A [..., K] times W [N, K] (E0M4, int4
- * or int8 blocks in the GPU packed layout), plus an optional bias, through
- * the quant_matvec_* shaders: one dispatch, (ceil(N / rows), M) workgroups.
- * Tuned for M = 1 (decode); a tiled matmul for prefill is still to come. */
+/* QuantMatMul on Vulkan: Y [..., N] = A [..., K] times W [N, K], plus an
+ * optional bias. The fast path: f32 A and Y, W of E0M4, int4 or int8 blocks
+ * in the GPU packed layout with K and group multiples of the 16-byte step,
+ * through the quant_matvec_* shaders: one dispatch, (ceil(N / rows), M)
+ * workgroups, tuned for M = 1 (decode); a tiled matmul for prefill is still
+ * to come. Everything else the ref kernel takes (f16/bf16/f64 A, any K and
+ * group, plain f32/f16/bf16 W such as the f32 down projections a
+ * quantizer keeps) goes through vk_linalg.c's general products: matvec.comp
+ * (decoding each quantized element on its own) or, for a plain W and
+ * M > 1, the tiled matmul.comp. */
 #include "vk_internal.h"
+
+/* The general path: Y = A W^T + bias as a vkl_vk_mm. */
+static vkl_status record_general(const vkl_vk_node *nd, int64_t M, int64_t K, vkl_vk_dispatch *out, uint32_t *count) {
+    const vkl_vk_tensor *A = &nd->in[0], *W = &nd->in[1], *Y = &nd->out[0];
+    const vkl_vk_tensor *bias = nd->n_in > 2 && nd->in[2].id != VKL_NONE ? &nd->in[2] : NULL;
+    const vkl_vk_weight *w = W->weight;
+    vkl_vk_mm mm = {0};
+    mm.A = A;
+    mm.B = W;
+    mm.C = bias;
+    mm.Y = Y;
+    mm.M = M;
+    mm.N = W->dims[0];
+    mm.K = K;
+    mm.batches = 1;
+    mm.a_rs = K;
+    mm.a_cs = 1;
+    mm.b_rs = 1; /* B(k, n) = W[n, k] */
+    mm.b_cs = K;
+    mm.c_cs = 1; /* bias[n] on every row */
+    mm.alpha = mm.beta = 1.0f;
+    mm.b_dtype = W->dtype;
+    mm.b_at = W->at;
+    if (vkl_dtype_is_quantized(W->dtype)) {
+        mm.b_at = (VkDescriptorBufferInfo){w->buf.buf, w->qs_offset, w->qs_range};
+        mm.p_at = (VkDescriptorBufferInfo){w->buf.buf, w->params_offset, w->params_range};
+        if (w->lay.row_stride >= (1ull << 32) || !W->group)
+            return vkl_vk_node_unsupported(nd, "W rows of %zu bytes", w->lay.row_stride);
+        mm.q_row_bytes = (uint32_t)w->lay.row_stride;
+        mm.q_group = W->group;
+    }
+    return vkl_vk_record_mm(nd, &mm, out, count);
+}
 
 vkl_status vkl_vk_record_quant_mat_mul(const vkl_vk_node *nd, vkl_vk_dispatch *out, uint32_t *count) {
     const vkl_backend_device *dev = nd->dev;
     const vkl_vk_tensor *A = &nd->in[0], *W = &nd->in[1], *Y = &nd->out[0];
     const vkl_vk_tensor *bias = nd->n_in > 2 && nd->in[2].id != VKL_NONE ? &nd->in[2] : NULL;
     *count = 0;
-    if (A->dtype != VKL_DTYPE_F32 || Y->dtype != VKL_DTYPE_F32)
-        return vkl_vk_node_unsupported(nd, "A is %s; the Vulkan kernels take f32 activations so far",
+    if (!vkl_vk_dtype_float(A->dtype) || Y->dtype != A->dtype)
+        return vkl_vk_node_unsupported(nd, "A is %s and Y %s; a float A and Y of its dtype expected",
+                                       vkl_dtype_name(A->dtype), vkl_dtype_name(Y->dtype));
+    if (bias && bias->dtype != A->dtype)
+        return vkl_vk_node_unsupported(nd, "bias is %s, want A's %s", vkl_dtype_name(bias->dtype),
                                        vkl_dtype_name(A->dtype));
-    if (bias && bias->dtype != VKL_DTYPE_F32)
-        return vkl_vk_node_unsupported(nd, "bias is %s, want f32", vkl_dtype_name(bias->dtype));
     if (!W->weight)
         return vkl_vk_node_unsupported(nd, "W is computed by the graph; the Vulkan kernels read a loaded weight");
     /* [subgroup reduction][fp16 math]: the variant names of cmake/shaders.cmake;
@@ -31,22 +71,27 @@ vkl_status vkl_vk_record_quant_mat_mul(const vkl_vk_node *nd, vkl_vk_dispatch *o
     case VKL_DTYPE_Q_E0M4: shader = e0m4[sg][h]; chunk = 32; break;
     case VKL_DTYPE_Q_INT4: shader = int4[sg][h]; chunk = 32; break;
     case VKL_DTYPE_Q_INT8: shader = int8[sg][h]; chunk = 16; break;
+    case VKL_DTYPE_F32: case VKL_DTYPE_F16: case VKL_DTYPE_BF16: shader = NULL; chunk = 1; break;
     default:
-        return vkl_vk_node_unsupported(nd, "W is %s; the Vulkan kernels take E0M4, int4 and int8 blocks so far",
+        return vkl_vk_node_unsupported(nd, "W is %s; the Vulkan kernels take E0M4, int4, int8, f32, f16 and bf16",
                                        vkl_dtype_name(W->dtype));
     }
     if (A->rank < 1 || W->rank != 2)
-        return vkl_vk_node_unsupported(nd, "A has rank %u and W rank %u", A->rank, W->rank);
-    const int64_t K = A->dims[A->rank - 1], N = W->dims[0], M = K ? A->count / K : 0;
+        return vkl_vk_node_fail(nd, VKL_ERR_SHAPE, "A has rank %u and W rank %u", A->rank, W->rank);
+    const int64_t K = A->dims[A->rank - 1], N = W->dims[0];
+    int64_t M = 1;
+    for (uint32_t d = 0; d + 1 < A->rank; d++) M *= A->dims[d];
     if (W->dims[1] != K)
-        return vkl_vk_node_unsupported(nd, "A's K = %lld, W's K = %lld", (long long)K, (long long)W->dims[1]);
-    if (K % chunk || W->group % chunk)
-        return vkl_vk_node_unsupported(nd, "%s with K = %lld and group %u: the kernel needs both multiples of %u",
-                                       vkl_dtype_name(W->dtype), (long long)K, W->group, chunk);
+        return vkl_vk_node_fail(nd, VKL_ERR_SHAPE, "A's K = %lld, W's K = %lld", (long long)K, (long long)W->dims[1]);
     if (Y->count != M * N)
-        return vkl_vk_node_unsupported(nd, "Y has %lld elements, want %lld", (long long)Y->count, (long long)(M * N));
+        return vkl_vk_node_fail(nd, VKL_ERR_SHAPE, "Y has %lld elements, want %lld", (long long)Y->count,
+                                (long long)(M * N));
     if (bias && bias->count != N)
-        return vkl_vk_node_unsupported(nd, "bias has %lld elements, want %lld", (long long)bias->count, (long long)N);
+        return vkl_vk_node_fail(nd, VKL_ERR_SHAPE, "bias has %lld elements, want %lld", (long long)bias->count,
+                                (long long)N);
+    /* the fast kernels' conditions; anything else the general path */
+    if (!shader || A->dtype != VKL_DTYPE_F32 || K % chunk || W->group % chunk)
+        return record_general(nd, M, K, out, count);
     if (!M || !N) return VKL_OK; /* nothing to compute: no dispatch */
     const uint32_t rows = dev->qmv_rows;
     const int64_t blocks = (N + rows - 1) / rows;

@@ -61,14 +61,16 @@ static vkl_status load_one(vkl_backend_device *dev, const vkl_graph *g, uint32_t
     }
     memset(w, 0, sizeof(*w));
     if ((st = check_range(dev, tt->nbytes, "a weight"))) return vkl_fail_prefix(dev->ctx, st, "'%s'", tt->name);
-    /* whole words: kernels read tensors as uint[] (shaders/vulkan/tensor.glsl) */
-    st = vkl_vk_buffer_alloc(dev, VKL_BUFFER_DEVICE, (size_t)round_up(tt->nbytes, 16), &w->buf);
-    if (!st) st = vkl_vk_buffer_upload(dev, &w->buf, 0, tt->data, tt->nbytes);
+    /* whole words: kernels read tensors as uint[] (shaders/vulkan/tensor.glsl);
+     * an empty weight (a ReduceXxx's empty axes) still gets a buffer, since
+     * a descriptor needs one, that nothing reads */
+    st = vkl_vk_buffer_alloc(dev, VKL_BUFFER_DEVICE, (size_t)round_up(tt->nbytes ? tt->nbytes : 1, 16), &w->buf);
+    if (!st && tt->nbytes) st = vkl_vk_buffer_upload(dev, &w->buf, 0, tt->data, tt->nbytes);
     if (st) {
         vkl_vk_weight_free(dev, w);
         return vkl_fail_prefix(dev->ctx, st, "vulkan: weight '%s'", tt->name);
     }
-    w->qs_range = round_up(tt->nbytes, 4);
+    w->qs_range = round_up(tt->nbytes ? tt->nbytes : 1, 4);
     return VKL_OK;
 }
 
@@ -85,7 +87,8 @@ vkl_status vkl_vk_weights_load(vkl_backend_device *dev, const vkl_graph *g, vkl_
         if (n->dead) continue;
         for (uint32_t j = 0; !st && j < n->n_inputs; j++) {
             uint32_t t = n->inputs[j];
-            if (t == VKL_NONE || g->tensors[t].kind != VKL_TENSOR_WEIGHT || ws->w[t].buf.buf || !g->tensors[t].nbytes)
+            if (t == VKL_NONE || g->tensors[t].kind != VKL_TENSOR_WEIGHT || ws->w[t].buf.buf ||
+                (!g->tensors[t].nbytes && vkl_dtype_is_quantized(g->tensors[t].dtype)))
                 continue;
             st = load_one(dev, g, t, &ws->w[t]);
             if (!st) ws->bytes += ws->w[t].buf.size;
