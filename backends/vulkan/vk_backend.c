@@ -31,6 +31,7 @@ struct vkl_backend_exec {
      * at the start of the command buffer: written at every execute */
     uint32_t *value_ids;
     uint32_t n_values;
+    vkl_vk_buffer scratch; /* vkl_vk_scratch ranges of every node (vk_internal.h) */
     bool pending;          /* submitted, not yet waited for */
     bool ran;              /* an execute has completed: timestamps are valid */
 };
@@ -115,6 +116,7 @@ static void exec_free(vkl_backend_device *dev, vkl_backend_exec *e) {
     vkl_free(dev->ctx, e->nodes);
     vkl_free(dev->ctx, e->binding);
     vkl_free(dev->ctx, e->value_ids);
+    vkl_vk_buffer_free(dev, &e->scratch);
     vkl_free(dev->ctx, e);
 }
 
@@ -223,6 +225,35 @@ static vkl_status plan_nodes(vkl_backend_device *dev, const vkl_graph *g, const 
             if (!st) p->pipe[(size_t)k * VKL_VK_MAX_DISPATCHES + i] = pl->pipeline;
         }
     }
+    return st;
+}
+
+/* The executable's scratch buffer: as large as the furthest end of any
+ * vkl_vk_scratch range its dispatches bind, bound in place of the markers. */
+static vkl_status scratch(vkl_backend_device *dev, vkl_backend_exec *e, plan *p) {
+    VkDeviceSize need = 0;
+    for (uint32_t k = 0; k < e->n_nodes; k++)
+        for (uint32_t i = 0; i < p->count[k]; i++) {
+            const vkl_vk_dispatch *d = &p->d[(size_t)k * VKL_VK_MAX_DISPATCHES + i];
+            for (uint32_t j = 0; j < d->n_bind; j++) {
+                const VkDescriptorBufferInfo *b = &d->bind[j];
+                if (b->buffer != VK_NULL_HANDLE) continue;
+                if (!b->range || b->range > dev->props.limits.maxStorageBufferRange ||
+                    b->offset % dev->props.limits.minStorageBufferOffsetAlignment)
+                    return vkl_fail(dev->ctx, VKL_ERR_INVALID_ARGUMENT,
+                                    "vulkan: node %u asks for scratch [%llu, +%llu): not a range this device binds",
+                                    e->nodes[k], (unsigned long long)b->offset, (unsigned long long)b->range);
+                if (b->offset + b->range > need) need = b->offset + b->range;
+            }
+        }
+    if (!need) return VKL_OK;
+    vkl_status st = vkl_vk_buffer_alloc(dev, VKL_BUFFER_DEVICE, (size_t)need, &e->scratch);
+    for (uint32_t k = 0; !st && k < e->n_nodes; k++)
+        for (uint32_t i = 0; i < p->count[k]; i++) {
+            vkl_vk_dispatch *d = &p->d[(size_t)k * VKL_VK_MAX_DISPATCHES + i];
+            for (uint32_t j = 0; j < d->n_bind; j++)
+                if (d->bind[j].buffer == VK_NULL_HANDLE) d->bind[j].buffer = e->scratch.buf;
+        }
     return st;
 }
 
@@ -360,6 +391,7 @@ static vkl_status prepare(vkl_backend_device *dev, const vkl_graph *g, vkl_backe
     if (!st) st = check_ops(dev, g, e->nodes, e->n_nodes);
     plan p = {0};
     if (!st) st = plan_nodes(dev, g, w, mem, b, e, &p);
+    if (!st) st = scratch(dev, e, &p);
     if (!st) st = descriptors(dev, e, &p);
     if (!st) st = collect_values(dev, g, e);
     if (!st) st = record(dev, e, &p, mem, b);

@@ -226,6 +226,9 @@ static vkl_status describe(vkl_backend_device *dev, const vkl_backend_options *o
                  VK_API_VERSION_PATCH(dev->props.apiVersion));
     uint32_t f = 0;
     dev->has_f16 = v12 && f16.shaderFloat16;
+    /* f64 tensors (the ops' f64 cases; no model uses them) run only where
+     * the device computes in f64; phones mostly don't */
+    dev->has_f64 = f2.features.shaderFloat64 && !env_on("VKL_VK_NO_F64");
     if (dev->has_f16) f |= VKL_FEATURE_FP16;
     if (has_extension(ext, n_ext, "VK_KHR_shader_integer_dot_product")) f |= VKL_FEATURE_INT8_DOT;
     if (has_extension(ext, n_ext, "VK_KHR_cooperative_matrix") || has_extension(ext, n_ext, "VK_NV_cooperative_matrix"))
@@ -324,6 +327,7 @@ static vkl_status tuning(vkl_backend_device *dev) {
      * step for 4-bit formats) and one partial sum per invocation and row. */
     const size_t shared =
         (size_t)dev->qmv_wg * ((dev->qmv_stage ? 9 * 16 * dev->qmv_unroll : 0) + 4 * dev->qmv_rows);
+    if (!st) st = vkl_vk_attention_tuning(dev);
     if (!st && shared > dev->props.limits.maxComputeSharedMemorySize)
         st = vkl_fail(dev->ctx, VKL_ERR_INVALID_ARGUMENT,
                       "vulkan: matvec workgroup %u, %u rows, unroll %u, staging %s needs %zu bytes of shared memory; "
@@ -350,10 +354,13 @@ vkl_status vkl_vk_device_create(vkl_context *ctx, const vkl_backend_options *opt
      * (they keep f16 in registers and shared memory: no 16-bit storage). */
     VkPhysicalDeviceShaderFloat16Int8Features f16 = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES, .shaderFloat16 = VK_TRUE};
+    /* shaderFloat64 for the _f64 variants (f64 tensors) */
+    VkPhysicalDeviceFeatures core = {.shaderFloat64 = dev->has_f64 ? VK_TRUE : VK_FALSE};
     VkDeviceCreateInfo info = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
                                .pNext = dev->f16_math ? &f16 : NULL,
                                .queueCreateInfoCount = 1,
-                               .pQueueCreateInfos = &q};
+                               .pQueueCreateInfos = &q,
+                               .pEnabledFeatures = &core};
     if ((st = VKL_VKI(ctx, vkCreateDevice, (dev->phys, &info, NULL, &dev->device)))) return st;
     volkLoadDeviceTable(&dev->vk, dev->device);
     dev->vk.vkGetDeviceQueue(dev->device, dev->queue_family, 0, &dev->queue);

@@ -9,6 +9,9 @@
  *   vk_weights.c       weights_load: every weight repacked into device memory
  *   vk_ops.c           op -> recorder table; node views for recorders
  *   vk_quant_matmul.c  QuantMatMul's recorder (matvec shaders)
+ *   vk_rope.c          RoPE's recorder
+ *   vk_attention.c     Attention's recorder: flash attention (prefill), split-K decoding
+ *   vk_kv_append.c     KvAppend's recorder (the in-place KV cache write)
  *   vk_dequant.c       GPU dequantization (the bit-exactness test's entry)
  *   vk_measure.c       device copy bandwidth (vkbench's roofline)
  *   vk_result.c        VkResult -> vkl_status with the call's name
@@ -96,6 +99,8 @@ struct vkl_backend_device {
     uint32_t timestamp_bits;        /* valid bits on our queue; 0: no timestamps */
     bool subgroup_arith;            /* compute shaders may use subgroupAdd */
     bool has_f16;                   /* shaderFloat16, before options mask VKL_FEATURE_FP16 */
+    bool has_f64;                   /* shaderFloat64, enabled when present (VKL_VK_NO_F64=1: not):
+                                     * the _f64 shader variants, for f64 tensors, need it */
     uint32_t subgroup_size;
     vkl_backend_caps caps;
     /* one-shot work (uploads, downloads, measurements), waited for at once */
@@ -120,6 +125,11 @@ struct vkl_backend_device {
      * sums within each 16-byte step) or f32; decided once, at open, by
      * vk_device.c's choose_math (shaderFloat16 is enabled iff true) */
     bool f16_math;
+    /* attention (vk_attention.c's vkl_vk_attention_tuning, at open): which
+     * kernel (0: by the number of query rows; 1: flash prefill always;
+     * 2: split-K decoding wherever it applies), the split count (0: from
+     * the KV length and attn_target, the workgroups a decode step aims at) */
+    uint32_t attn_kernel, attn_splits, attn_target;
 };
 
 vkl_status vkl_vk_buffer_alloc(vkl_backend_device *dev, vkl_buffer_usage usage, size_t bytes, vkl_vk_buffer *out);
@@ -216,6 +226,20 @@ typedef struct vkl_vk_dispatch {
     uint32_t groups[3];
 } vkl_vk_dispatch;
 
+/* Scratch memory for what a node's dispatches pass to each other (split-K
+ * attention's partial results): a recorder binds vkl_vk_scratch(offset,
+ * bytes), a range of one device buffer that prepare allocates per
+ * executable, sized to the largest end any dispatch asks for, and binds in
+ * place of the marker (a null VkBuffer: no real binding has one). Nodes run
+ * one after another with a full barrier after every dispatch, so they all
+ * share it; its contents are undefined when a node starts. Offsets must be
+ * multiples of minStorageBufferOffsetAlignment, ranges at most
+ * maxStorageBufferRange (the recorder checks; prepare refuses otherwise). */
+static inline VkDescriptorBufferInfo vkl_vk_scratch(VkDeviceSize offset, VkDeviceSize bytes) {
+    VkDescriptorBufferInfo b = {VK_NULL_HANDLE, offset, bytes};
+    return b;
+}
+
 typedef struct vkl_vk_node {
     vkl_backend_device *dev;
     const vkl_graph *g;
@@ -230,8 +254,17 @@ typedef vkl_status (*vkl_vk_recorder)(const vkl_vk_node *node, vkl_vk_dispatch *
 /* NULL: the op has no Vulkan kernel yet. */
 vkl_vk_recorder vkl_vk_recorder_for(uint32_t op);
 vkl_status vkl_vk_record_quant_mat_mul(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
+vkl_status vkl_vk_record_rope(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
+vkl_status vkl_vk_record_attention(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
+vkl_status vkl_vk_record_kv_append(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
+/* The attention knobs of the device (VKL_VK_ATTN, VKL_VK_ATTN_SPLITS,
+ * VKL_VK_ATTN_TARGET), read at open. */
+vkl_status vkl_vk_attention_tuning(vkl_backend_device *dev);
 /* "vulkan: node 3 'name' (QuantMatMul): <why>" as VKL_ERR_UNSUPPORTED. */
 vkl_status vkl_vk_node_unsupported(const vkl_vk_node *node, const char *fmt, ...) VKL_PRINTF(2, 3);
+/* The same with another status: what the ref kernel raises from the
+ * shapes it is given (VKL_ERR_SHAPE), raised at prepare. */
+vkl_status vkl_vk_node_fail(const vkl_vk_node *node, vkl_status st, const char *fmt, ...) VKL_PRINTF(3, 4);
 
 /* ---- strided views (vk_view.c; shaders/vulkan/view.glsl) ----------------------------------------- */
 

@@ -320,9 +320,17 @@ static int run_case(vkl_context *ctx, const target *tg, const cJSON *c, char *er
     vkl_host_tensor outv[MAX_IO] = {0};
     if (!st) st = vkl_run_once_on(ctx, tg->be, tg->dev, g, host_in, outv);
     if (xerr) {
+        /* An error the ref kernel finds in the data (a position out of
+         * range, a NaN): a GPU kernel cannot report it, only skip the bad
+         * rows, so other backends may also complete (outputs not compared). */
+        const bool data_only = cJSON_IsTrue(cJSON_GetObjectItem(c, "data_error")) && strcmp(tg->be->name, "ref");
         if (!st) {
-            snprintf(err, cap, "expected %s, but it ran", xerr->valuestring);
             for (uint32_t k = 0; k < g->n_outputs; k++) vkl_free(ctx, outv[k].data);
+            if (data_only) {
+                rc = 0;
+                goto done;
+            }
+            snprintf(err, cap, "expected %s, but it ran", xerr->valuestring);
             goto done;
         }
         if (strcmp(vkl_status_name(st), xerr->valuestring)) {
