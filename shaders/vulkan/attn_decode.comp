@@ -82,9 +82,17 @@ void main() {
             if (j < c1) {
                 uint row = vkl_kv_row(layout1, pc.B, pc.Hkv, pc.T, b, g, j);
                 float ks = Kb_scale(KDT, row, D);
-                for (uint d = 0u; d < D; d++) {
-                    REAL kv = Kb_value(KDT, row, D, d, ks);
-                    for (uint r = 0u; r < R; r++) acc[r] += sQ[r * D + d] * kv;
+                if (D % 4u == 0u) { // a word of four 1-byte codes per load
+                    for (uint d = 0u; d < D; d += 4u) {
+                        REAL4 kv = Kb_value4(KDT, row, D, d, ks);
+                        for (uint r = 0u; r < R; r++)
+                            acc[r] += dot(REAL4(sQ[r * D + d], sQ[r * D + d + 1u], sQ[r * D + d + 2u], sQ[r * D + d + 3u]), kv);
+                    }
+                } else {
+                    for (uint d = 0u; d < D; d++) {
+                        REAL kv = Kb_value(KDT, row, D, d, ks);
+                        for (uint r = 0u; r < R; r++) acc[r] += sQ[r * D + d] * kv;
+                    }
                 }
             }
             for (uint r = 0u; r < R; r++) {
@@ -137,14 +145,15 @@ void main() {
             for (uint k = 0u; k < PPT; k++) {
                 uint col = 2u * (tid + k * WG);
                 if (col >= DV) break;
-                REAL v0 = Vb_value(VDT, row, DV, col, vs);
-                REAL v1 = col + 1u < DV ? Vb_value(VDT, row, DV, col + 1u, vs) : REAL(0);
+                REAL2 v = DV % 2u == 0u ? Vb_value2(VDT, row, DV, col, vs)
+                                        : REAL2(Vb_value(VDT, row, DV, col, vs),
+                                                col + 1u < DV ? Vb_value(VDT, row, DV, col + 1u, vs) : REAL(0));
                 for (uint r = 0u; r < R; r++) {
                     REAL w = sS[r * CH + jj];
                     // an invisible key's V row may be anything, even NaN: skip, don't multiply by 0
                     if (w != REAL(0)) {
-                        o[r * 2u * PPT + 2u * k] += w * v0;
-                        o[r * 2u * PPT + 2u * k + 1u] += w * v1;
+                        o[r * 2u * PPT + 2u * k] += w * v.x;
+                        o[r * 2u * PPT + 2u * k + 1u] += w * v.y;
                     }
                 }
             }

@@ -79,25 +79,30 @@ void main() {
 
     for (int j0 = lo; j0 < hi; j0 += int(BC)) {
         barrier(); // the previous tile's readers are done (and sQ is visible)
-        for (uint idx = tid; idx < BC * D; idx += WG) {
-            uint jj = idx / D, d = idx % D;
+        // K and V tiles, four elements per load where the head dim allows
+        // (one word of 1-byte codes); rows past hi are zeros
+        const uint KQ = D % 4u == 0u ? 4u : 1u, VQ = DV % 4u == 0u ? 4u : 1u;
+        for (uint idx = tid; idx < BC * D / KQ; idx += WG) {
+            uint jj = idx / (D / KQ), d = idx % (D / KQ) * KQ;
             int j = j0 + int(jj);
-            REAL v = REAL(0);
+            REAL4 v = REAL4(0);
             if (j < hi) {
                 uint row = vkl_kv_row(layout1, pc.B, pc.Hkv, pc.T, b, g, uint(j));
-                v = Kb_value(KDT, row, D, d, Kb_scale(KDT, row, D));
+                float sc = Kb_scale(KDT, row, D);
+                v = KQ == 4u ? Kb_value4(KDT, row, D, d, sc) : REAL4(Kb_value(KDT, row, D, d, sc));
             }
-            sK[jj * KS + d] = v;
+            for (uint q = 0u; q < KQ; q++) sK[jj * KS + d + q] = v[q];
         }
-        for (uint idx = tid; idx < BC * DV; idx += WG) {
-            uint jj = idx / DV, d = idx % DV;
+        for (uint idx = tid; idx < BC * DV / VQ; idx += WG) {
+            uint jj = idx / (DV / VQ), d = idx % (DV / VQ) * VQ;
             int j = j0 + int(jj);
-            REAL v = REAL(0);
+            REAL4 v = REAL4(0);
             if (j < hi) {
                 uint row = vkl_kv_row(layout1, pc.B, pc.Hkv, pc.T, b, g, uint(j));
-                v = Vb_value(VDT, row, DV, d, Vb_scale(VDT, row, DV));
+                float sc = Vb_scale(VDT, row, DV);
+                v = VQ == 4u ? Vb_value4(VDT, row, DV, d, sc) : REAL4(Vb_value(VDT, row, DV, d, sc));
             }
-            sV[jj * DV + d] = v;
+            for (uint q = 0u; q < VQ; q++) sV[jj * DV + d + q] = v[q];
         }
         barrier();
         if (r < BR) {

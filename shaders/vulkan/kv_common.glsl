@@ -18,8 +18,12 @@
 
 #ifdef VKL_F64
 #define REAL double
+#define REAL2 dvec2
+#define REAL4 dvec4
 #else
 #define REAL float
+#define REAL2 vec2
+#define REAL4 vec4
 #endif
 
 // -inf marks an invisible key: a float mask's -inf, a score that overflowed
@@ -70,6 +74,18 @@ float vkl_exp(float x) { return exp(max(x, -87.0)); }
     (((off) & 3u) == 0u ? NAME[(off) >> 2] \
                         : (NAME[(off) >> 2] >> (8u * ((off) & 3u))) | (NAME[((off) >> 2) + 1u] << (32u - 8u * ((off) & 3u))))
 
+// fp8 codes -> f32, exactly, by bits (tensor.glsl's decode spends an exp2
+// per element; a cache read decodes every element it touches). e4m3fn:
+// normals are sign | (e + 120) << 23 | m << 20, subnormals m * 2^-9, 0x7F
+// NaN; e5m2 is the top byte of an f16 (kv_encode.glsl widens it exactly).
+float vkl_kv_e4m3(uint b) {
+    uint e = (b >> 3) & 15u, m = b & 7u, s = (b & 0x80u) << 24;
+    if (e == 0u) return uintBitsToFloat(s | floatBitsToUint(float(m) * (1.0 / 512.0)));
+    if (e == 15u && m == 7u) return uintBitsToFloat(0x7fc00000u);
+    return uintBitsToFloat(s | ((e + 120u) << 23) | (m << 20));
+}
+float vkl_kv_e5m2(uint b) { return uintBitsToFloat(vkl_f16_to_f32_bits(b << 8)); }
+
 // A KV cache tensor NAME at BINDING (read-only): NAME_scale(dt, r, w) is
 // row r's int8 scale d (1 for other dtypes), NAME_elem(dt, r, w, e) element
 // e of row r (rows of w elements) before that scale: the int8 code, or the
@@ -92,11 +108,52 @@ float vkl_exp(float x) { return exp(max(x, -87.0)); }
             return REAL(bitfieldExtract(int(NAME[o >> 2]), int(8u * (o & 3u)), 8));           \
         }                                                                                     \
         VKL_KV_F64_ELEM(NAME)                                                                 \
+        if (dt == VKL_DT_FP8_E4M3 || dt == VKL_DT_FP8_E5M2) {                                 \
+            uint i = r * w + e, c = (NAME[i >> 2] >> (8u * (i & 3u))) & 0xffu;                \
+            return REAL(dt == VKL_DT_FP8_E4M3 ? vkl_kv_e4m3(c) : vkl_kv_e5m2(c));             \
+        }                                                                                     \
         return REAL(NAME##_f(dt, r * w + e));                                                 \
     }                                                                                         \
     REAL NAME##_value(uint dt, uint r, uint w, uint e, float scale) {                         \
         if (dt == VKL_DT_Q_INT8) return REAL(float(NAME##_elem(dt, r, w, e)) * scale);        \
         return NAME##_elem(dt, r, w, e);                                                      \
+    }                                                                                         \
+    /* elements e, e + 1 (e and w even): one word for 1- and 2-byte dtypes */                 \
+    REAL2 NAME##_value2(uint dt, uint r, uint w, uint e, float scale) {                       \
+        if (dt == VKL_DT_Q_INT8) {                                                            \
+            uint o = r * (w + 4u) + 4u + e, x = NAME[o >> 2] >> (8u * (o & 3u));              \
+            return REAL2(vec2(bitfieldExtract(int(x), 0, 8), bitfieldExtract(int(x), 8, 8)) * scale); \
+        }                                                                                     \
+        if (dt == VKL_DT_FP8_E4M3 || dt == VKL_DT_FP8_E5M2) {                                 \
+            uint i = r * w + e, x = NAME[i >> 2] >> (8u * (i & 3u));                          \
+            return dt == VKL_DT_FP8_E4M3 ? REAL2(vkl_kv_e4m3(x & 0xffu), vkl_kv_e4m3((x >> 8) & 0xffu)) \
+                                         : REAL2(vkl_kv_e5m2(x & 0xffu), vkl_kv_e5m2((x >> 8) & 0xffu)); \
+        }                                                                                     \
+        if (dt == VKL_DT_F16) return REAL2(unpackHalf2x16(NAME[(r * w + e) >> 1]));           \
+        if (dt == VKL_DT_BF16) {                                                              \
+            uint x = NAME[(r * w + e) >> 1];                                                  \
+            return REAL2(uintBitsToFloat(x << 16), uintBitsToFloat(x & 0xffff0000u));         \
+        }                                                                                     \
+        return REAL2(NAME##_elem(dt, r, w, e), NAME##_elem(dt, r, w, e + 1u));                \
+    }                                                                                         \
+    /* elements e..e + 3 (e and w multiples of 4): one word for 1-byte dtypes */              \
+    REAL4 NAME##_value4(uint dt, uint r, uint w, uint e, float scale) {                       \
+        if (dt == VKL_DT_Q_INT8) {                                                            \
+            int x = int(NAME[(r * (w + 4u) + 4u + e) >> 2]);                                  \
+            return REAL4(vec4(bitfieldExtract(x, 0, 8), bitfieldExtract(x, 8, 8), bitfieldExtract(x, 16, 8), \
+                              bitfieldExtract(x, 24, 8)) * scale);                            \
+        }                                                                                     \
+        if (dt == VKL_DT_FP8_E4M3) {                                                          \
+            uint x = NAME[(r * w + e) >> 2];                                                  \
+            return REAL4(vkl_kv_e4m3(x & 0xffu), vkl_kv_e4m3((x >> 8) & 0xffu), vkl_kv_e4m3((x >> 16) & 0xffu), \
+                         vkl_kv_e4m3(x >> 24));                                               \
+        }                                                                                     \
+        if (dt == VKL_DT_FP8_E5M2) {                                                          \
+            uint x = NAME[(r * w + e) >> 2];                                                  \
+            return REAL4(vkl_kv_e5m2(x & 0xffu), vkl_kv_e5m2((x >> 8) & 0xffu), vkl_kv_e5m2((x >> 16) & 0xffu), \
+                         vkl_kv_e5m2(x >> 24));                                               \
+        }                                                                                     \
+        return REAL4(NAME##_value2(dt, r, w, e, scale), NAME##_value2(dt, r, w, e + 2u, scale)); \
     }
 
 // A plain tensor's element i as REAL (f64 read whole in the _f64 variants).
