@@ -6,9 +6,10 @@
  *     shared memory, online softmax.
  *   decode (attn_decode.comp + attn_combine.comp): split-K flash decoding
  *     for S <= DECODE_MAX_S query rows: the visible keys split into chunks
- *     over workgroups, each attending all query rows of one KV head (GQA:
- *     K and V read once for the group), partial (max, sum, output) to the
- *     executable's scratch buffer, then a small dispatch merges the chunks.
+ *     over workgroups, each attending the query rows of one KV head (GQA:
+ *     K and V read once for the group, up to DECODE_MAX_R rows at a time),
+ *     partial (max, sum, output) to the executable's scratch buffer, then a
+ *     small dispatch merges the chunks.
  *
  * Both read Q, K, V and the mask in any dtype the ref op takes (the int8 /
  * fp8 cache decoded on load, exactly as engine/quant), compute in f32 (f64
@@ -28,7 +29,7 @@
 
 #define ATTN_WG 64
 #define DECODE_MAX_S 4  /* query rows per head that decode (split-K) rather than prefill */
-#define DECODE_MAX_R 16 /* rows one decode workgroup holds: Hq / Hkv * S */
+#define DECODE_MAX_R 16 /* rows one decode workgroup holds (of the Hq / Hkv * S of a KV head) */
 #define DECODE_CH 64    /* keys per block in attn_decode.comp: one per invocation */
 #define MAX_SPLITS 64   /* attn_combine.comp's MAXSPLIT */
 #define MIN_CHUNK 128   /* keys per chunk below which splitting further costs more than it gives */
@@ -228,19 +229,23 @@ static size_t decode_shared(const attn *a, int64_t rows) {
     return a->es * (size_t)(rows * a->D + rows * DECODE_CH + 4 * rows) + 4 * (size_t)rows;
 }
 
-/* Whether split-K decoding can take this node: at most DECODE_MAX_R rows
- * per KV head, a non-empty key range, shared memory for the group's
- * queries and scores. */
-static bool decode_fits(const vkl_vk_node *nd, const attn *a) {
+/* Rows one decode workgroup takes: all G * S of its KV head, at most DECODE_MAX_R. */
+static int64_t decode_block(const attn *a) {
     const int64_t rows = a->Hkv ? a->Hq / a->Hkv * a->S : 0;
-    return rows >= 1 && rows <= DECODE_MAX_R && a->hi > a->lo &&
-           decode_shared(a, rows) <= nd->dev->props.limits.maxComputeSharedMemorySize &&
-           a->Hkv <= nd->dev->props.limits.maxComputeWorkGroupCount[1];
+    return rows < DECODE_MAX_R ? rows : DECODE_MAX_R;
+}
+
+/* Whether split-K decoding can take this node: a non-empty key range,
+ * shared memory for a block of queries and its scores, the dispatch. */
+static bool decode_fits(const vkl_vk_node *nd, const attn *a) {
+    const int64_t rb = decode_block(a), rows = a->Hkv ? a->Hq / a->Hkv * a->S : 0;
+    return rb >= 1 && a->hi > a->lo && decode_shared(a, rb) <= nd->dev->props.limits.maxComputeSharedMemorySize &&
+           a->Hkv * ((rows + rb - 1) / rb) <= nd->dev->props.limits.maxComputeWorkGroupCount[1];
 }
 
 static vkl_status record_decode(const vkl_vk_node *nd, const attn *a, vkl_vk_dispatch *d) {
     const vkl_backend_device *dev = nd->dev;
-    const int64_t rows = a->Hq / a->Hkv * a->S, len = a->hi - a->lo;
+    const int64_t rows = a->Hq / a->Hkv * a->S, len = a->hi - a->lo, rb = decode_block(a), nrb = (rows + rb - 1) / rb;
     /* chunks: enough workgroups to fill the device (attn_target over the
      * B * Hkv groups), none shorter than MIN_CHUNK keys unless asked for */
     int64_t n = dev->attn_splits ? dev->attn_splits : (dev->attn_target + a->B * a->Hkv - 1) / (a->B * a->Hkv);
@@ -259,7 +264,7 @@ static vkl_status record_decode(const vkl_vk_node *nd, const attn *a, vkl_vk_dis
         return vkl_vk_node_unsupported(nd, "the split-K partials (%zu bytes) exceed a storage buffer", scratch);
 
     d->shader = a->f64 ? "attn_decode_f64" : "attn_decode";
-    const uint32_t spec[] = {ATTN_WG, (uint32_t)rows, DECODE_CH, (uint32_t)a->D, (uint32_t)a->DV, a->dts,
+    const uint32_t spec[] = {ATTN_WG, (uint32_t)rb, DECODE_CH, (uint32_t)a->D, (uint32_t)a->DV, a->dts,
                              a->layout1 ? 1u : 0u};
     d->n_spec = (uint32_t)(sizeof(spec) / sizeof(spec[0]));
     memcpy(d->spec, spec, sizeof(spec));
@@ -270,9 +275,11 @@ static vkl_status record_decode(const vkl_vk_node *nd, const attn *a, vkl_vk_dis
     d->push[np++] = (uint32_t)a->hi;
     d->push[np++] = (uint32_t)kps;
     d->push[np++] = (uint32_t)n;
+    d->push[np++] = (uint32_t)rows;
+    d->push[np++] = (uint32_t)nrb;
     d->n_push = np;
     d->groups[0] = (uint32_t)n;
-    d->groups[1] = (uint32_t)a->Hkv;
+    d->groups[1] = (uint32_t)(a->Hkv * nrb);
     d->groups[2] = (uint32_t)a->B;
 
     vkl_vk_dispatch *c = d + 1;

@@ -1,9 +1,10 @@
 #version 450
 // Attention for few query rows (decode), first half of split-K flash
 // decoding: the keys [lo, hi) are split into NSPLIT chunks of KPS keys;
-// workgroup (x, y, z) = (chunk c, KV head g, batch b) attends all R = G * S
-// query rows that read KV head g (the G = Hq / Hkv query heads of the group,
-// each with its S rows), so each K and V row of the chunk is read once for
+// workgroup (x, y, z) = (chunk c, KV head g and row block, batch b) attends
+// R of the G * S query rows that read KV head g (the G = Hq / Hkv query
+// heads of the group, each with its S rows; all of them in one block unless
+// there are more than R), so each K and V row of the chunk is read once for
 // all of them. It writes per row the chunk's softmax max m, sum l and
 // unnormalized output o[Dv] to scratch; attn_combine.comp merges the
 // chunks. All f32 (f64 in the _f64 variant).
@@ -16,7 +17,7 @@
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint WG = 64;
-layout(constant_id = 1) const uint R = 1;        // query rows per KV head: G * S
+layout(constant_id = 1) const uint R = 1;        // query rows per workgroup: min(G * S, 16)
 layout(constant_id = 2) const uint CH = 64;      // keys per block (<= WG)
 layout(constant_id = 3) const uint D = 64;
 layout(constant_id = 4) const uint DV = 64;
@@ -42,6 +43,7 @@ layout(push_constant) uniform Push {
     uint msb, msh, msi, msj;
     uint lo, hi;                // the keys some row may see
     uint kps, nsplit;           // keys per chunk, chunks
+    uint rows, nrb;             // G * S, blocks of R rows (y = g * nrb + block)
 } pc;
 
 shared REAL sQ[R * D];
@@ -51,7 +53,8 @@ shared uint sSeen[R];
 
 void main() {
     const uint tid = gl_LocalInvocationID.x;
-    const uint c = gl_WorkGroupID.x, g = gl_WorkGroupID.y, b = gl_WorkGroupID.z;
+    const uint c = gl_WorkGroupID.x, g = gl_WorkGroupID.y / pc.nrb, r0 = gl_WorkGroupID.y % pc.nrb * R;
+    const uint b = gl_WorkGroupID.z;
     const uint G = pc.Hq / pc.Hkv;
     const bool layout1 = (FLAGS & 1u) != 0u;
 #ifdef VKL_F64
@@ -60,8 +63,8 @@ void main() {
     const float scale = uintBitsToFloat(pc.scale_lo);
 #endif
     for (uint idx = tid; idx < R * D; idx += WG) {
-        uint r = idx / D, d = idx % D, h = g * G + r / pc.S, i = r % pc.S;
-        sQ[idx] = VKL_REAL_AT(Qb, QDT, ((b * pc.Hq + h) * pc.S + i) * D + d) * scale;
+        uint rr = r0 + idx / D, d = idx % D, h = g * G + rr / pc.S, i = rr % pc.S;
+        sQ[idx] = rr < pc.rows ? VKL_REAL_AT(Qb, QDT, ((b * pc.Hq + h) * pc.S + i) * D + d) * scale : REAL(0);
     }
     for (uint r = tid; r < R; r += WG) {
         sM[r] = REAL(0);
@@ -96,9 +99,9 @@ void main() {
                 }
             }
             for (uint r = 0u; r < R; r++) {
-                uint h = g * G + r / pc.S, i = r % pc.S;
+                uint rr = r0 + r, h = g * G + rr / pc.S, i = rr % pc.S;
                 int p = int(i) + int(pc.T) - int(pc.S), jj = int(j);
-                bool vis = j < c1 && (pc.causal == 0 || jj <= p) && (pc.window <= 0 || p - jj < pc.window);
+                bool vis = rr < pc.rows && j < c1 && (pc.causal == 0 || jj <= p) && (pc.window <= 0 || p - jj < pc.window);
                 uint mi = b * pc.msb + h * pc.msh + i * pc.msi + j * pc.msj;
                 if (vis && MDT == VKL_DT_BOOL) vis = Mb_i(MDT, mi) != 0;
                 REAL s = vkl_neg_inf();
@@ -161,8 +164,8 @@ void main() {
     }
     barrier(); // sL, sM of the last block
     const uint stride = DV + 2u;
-    const uint base = (((b * pc.Hkv + g) * pc.nsplit + c) * R) * stride;
-    for (uint r = 0u; r < R; r++) {
+    const uint base = ((b * pc.Hkv + g) * pc.nsplit + c) * pc.rows * stride + r0 * stride;
+    for (uint r = 0u; r < R && r0 + r < pc.rows; r++) {
         bool seen = sSeen[r] != 0u;
         if (tid == 0u) {
             part[base + r * stride] = seen ? sM[r] : REAL(0);

@@ -2,7 +2,7 @@
  * backend, at model sizes the op cases do not reach:
  *  (a) Attention through the vtable, relative L2 error ||y_vk - y_ref|| /
  *      ||y_ref|| <= 1e-5 (f32 on the GPU, double in ref): decoding (S = 1
- *      and 4) at KV lengths 1000-4000 with GQA 4:1 and 8:1, head dims 64 and
+ *      and 4) at KV lengths 1000-4000 with GQA 4:1, 8:1 and MQA 20:1, head dims 64 and
  *      128, f32 / f16 / int8-key + fp8-value caches, causal, sliding window,
  *      a float mask hiding padded keys; prefill (S = 96-128, past keys,
  *      window); each under the device's own choices and again with split
@@ -153,6 +153,8 @@ static const attn_case attn_cases[] = {
      VKL_DTYPE_F16, 1, 512, 1987},
     {"decode S 4, GQA 4:1, D 64, T 1500, int8 K, e5m2 V, B 2", 2, 8, 2, 4, 1500, 64, VKL_DTYPE_Q_INT8,
      VKL_DTYPE_FP8_E5M2, 1, 0, 0},
+    {"decode MQA 20:1, S 2 (40 rows: 3 blocks), D 64, T 1200, f16", 1, 20, 1, 2, 1200, 64, VKL_DTYPE_F16,
+     VKL_DTYPE_F16, 1, 0, 0},
     {"prefill S 128, GQA 4:1, D 64, causal", 1, 8, 2, 128, 128, 64, VKL_DTYPE_F32, VKL_DTYPE_F32, 1, 0, 0},
     {"prefill S 96 after 204, D 128, int8 K, e4m3 V, window 64", 1, 4, 2, 96, 300, 128, VKL_DTYPE_Q_INT8,
      VKL_DTYPE_FP8_E4M3, 1, 64, 0},
