@@ -5,11 +5,16 @@
  * waits on the fence, node_times reads the timestamps. Ops without a
  * Vulkan kernel are refused at prepare (VKL_ERR_UNSUPPORTED naming the node).
  *
+ * A node's dispatches may share intermediate results through the
+ * executable's scratch buffer (vkl_vk_scratch in vk_internal.h). In-place
+ * outputs (KvAppend's state) need nothing here: the executor gives the
+ * output its input's memory.
+ *
  * Still to come, in this shape: replaying an executable for a true length
  * inside its padded bucket (execute refuses other symbol values for now; the
  * values would go to a small uniform buffer read by the shaders, since push
  * constants are recorded into the command buffer), barriers only on real
- * dependencies, in-place outputs (KV cache), shape-value tensors. */
+ * dependencies, shape-value tensors. */
 #include <string.h>
 
 #include "../../engine/ops.h"
@@ -189,7 +194,7 @@ static vkl_status check_ops(vkl_backend_device *dev, const vkl_graph *g, const u
         if (vkl_vk_recorder_for(g->nodes[order[k]].op)) continue;
         char what[160];
         return vkl_fail(dev->ctx, VKL_ERR_UNSUPPORTED,
-                        "vulkan: no kernel for %s (the Vulkan backend runs QuantMatMul only so far)",
+                        "vulkan: no kernel for %s (no Vulkan kernel for this op yet)",
                         vkl_node_str(g, order[k], what, sizeof(what)));
     }
     return VKL_OK;
@@ -230,7 +235,7 @@ static vkl_status plan_nodes(vkl_backend_device *dev, const vkl_graph *g, const 
 
 /* The executable's scratch buffer: as large as the furthest end of any
  * vkl_vk_scratch range its dispatches bind, bound in place of the markers. */
-static vkl_status scratch(vkl_backend_device *dev, vkl_backend_exec *e, plan *p) {
+static vkl_status scratch_bind(vkl_backend_device *dev, vkl_backend_exec *e, plan *p) {
     VkDeviceSize need = 0;
     for (uint32_t k = 0; k < e->n_nodes; k++)
         for (uint32_t i = 0; i < p->count[k]; i++) {
@@ -391,7 +396,7 @@ static vkl_status prepare(vkl_backend_device *dev, const vkl_graph *g, vkl_backe
     if (!st) st = check_ops(dev, g, e->nodes, e->n_nodes);
     plan p = {0};
     if (!st) st = plan_nodes(dev, g, w, mem, b, e, &p);
-    if (!st) st = scratch(dev, e, &p);
+    if (!st) st = scratch_bind(dev, e, &p);
     if (!st) st = descriptors(dev, e, &p);
     if (!st) st = collect_values(dev, g, e);
     if (!st) st = record(dev, e, &p, mem, b);
