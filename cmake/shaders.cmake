@@ -68,7 +68,11 @@ set(VKL_SHADER_VARIANTS
   "conv:f64:VKL_F64=1"
   "reduce:sg:VKL_SUBGROUP=1"
   "reduce:f64:VKL_F64=1"
-  "cumsum:f64:VKL_F64=1")
+  "cumsum:f64:VKL_F64=1"
+  "attn_prefill:f64:VKL_F64=1"
+  "attn_decode:f64:VKL_F64=1"
+  "attn_combine:f64:VKL_F64=1"
+  "rope:f64:VKL_F64=1")
 
 # Vulkan 1.1 / SPIR-V 1.3: the oldest target with subgroup operations.
 set(VKL_SHADER_TARGET_ENV vulkan1.1)

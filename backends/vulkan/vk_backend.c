@@ -5,11 +5,16 @@
  * waits on the fence, node_times reads the timestamps. Ops without a
  * Vulkan kernel are refused at prepare (VKL_ERR_UNSUPPORTED naming the node).
  *
+ * A node's dispatches may share intermediate results through the
+ * executable's scratch buffer (vkl_vk_scratch in vk_internal.h). In-place
+ * outputs (KvAppend's state) need nothing here: the executor gives the
+ * output its input's memory.
+ *
  * Still to come, in this shape: replaying an executable for a true length
  * inside its padded bucket (execute refuses other symbol values for now; the
  * values would go to a small uniform buffer read by the shaders, since push
  * constants are recorded into the command buffer), barriers only on real
- * dependencies, in-place outputs (KV cache), shape-value tensors. */
+ * dependencies, shape-value tensors. */
 #include <string.h>
 
 #include "../../engine/ops.h"
@@ -36,6 +41,7 @@ struct vkl_backend_exec {
     VkBufferCopy *io_region;
     size_t n_up, n_down;
     uint32_t n_dispatches, n_barriers; /* recorded (barriers between dispatches) */
+    vkl_vk_buffer scratch; /* vkl_vk_scratch ranges of every node (vk_internal.h) */
     bool pending;          /* submitted, not yet waited for */
     bool ran;              /* an execute has completed: timestamps are valid */
 };
@@ -124,6 +130,7 @@ static void exec_free(vkl_backend_device *dev, vkl_backend_exec *e) {
     vkl_free(dev->ctx, e->value_ids);
     vkl_free(dev->ctx, e->io_buf);
     vkl_free(dev->ctx, e->io_region);
+    vkl_vk_buffer_free(dev, &e->scratch);
     vkl_free(dev->ctx, e);
 }
 
@@ -284,6 +291,35 @@ static vkl_status plan_nodes(vkl_backend_device *dev, const vkl_graph *g, const 
             if (!st) p->pipe[(size_t)k * VKL_VK_MAX_DISPATCHES + i] = pl->pipeline;
         }
     }
+    return st;
+}
+
+/* The executable's scratch buffer: as large as the furthest end of any
+ * vkl_vk_scratch range its dispatches bind, bound in place of the markers. */
+static vkl_status scratch_bind(vkl_backend_device *dev, vkl_backend_exec *e, plan *p) {
+    VkDeviceSize need = 0;
+    for (uint32_t k = 0; k < e->n_nodes; k++)
+        for (uint32_t i = 0; i < p->count[k]; i++) {
+            const vkl_vk_dispatch *d = &p->d[(size_t)k * VKL_VK_MAX_DISPATCHES + i];
+            for (uint32_t j = 0; j < d->n_bind; j++) {
+                const VkDescriptorBufferInfo *b = &d->bind[j];
+                if (b->buffer != VK_NULL_HANDLE) continue;
+                if (!b->range || b->range > dev->props.limits.maxStorageBufferRange ||
+                    b->offset % dev->props.limits.minStorageBufferOffsetAlignment)
+                    return vkl_fail(dev->ctx, VKL_ERR_INVALID_ARGUMENT,
+                                    "vulkan: node %u asks for scratch [%llu, +%llu): not a range this device binds",
+                                    e->nodes[k], (unsigned long long)b->offset, (unsigned long long)b->range);
+                if (b->offset + b->range > need) need = b->offset + b->range;
+            }
+        }
+    if (!need) return VKL_OK;
+    vkl_status st = vkl_vk_buffer_alloc(dev, VKL_BUFFER_DEVICE, (size_t)need, &e->scratch);
+    for (uint32_t k = 0; !st && k < e->n_nodes; k++)
+        for (uint32_t i = 0; i < p->count[k]; i++) {
+            vkl_vk_dispatch *d = &p->d[(size_t)k * VKL_VK_MAX_DISPATCHES + i];
+            for (uint32_t j = 0; j < d->n_bind; j++)
+                if (d->bind[j].buffer == VK_NULL_HANDLE) d->bind[j].buffer = e->scratch.buf;
+        }
     return st;
 }
 
@@ -496,6 +532,7 @@ static vkl_status prepare(vkl_backend_device *dev, const vkl_graph *g, vkl_backe
     if (!st) st = check_ops(dev, g, e->nodes, e->n_nodes);
     plan p = {0};
     if (!st) st = plan_nodes(dev, g, w, mem, b, e, &p);
+    if (!st) st = scratch_bind(dev, e, &p);
     if (!st) st = descriptors(dev, e, &p);
     if (!st) st = collect_values(dev, g, e);
     if (!st) st = collect_io(dev, g, mem, b, e);

@@ -329,6 +329,7 @@ static vkl_status tuning(vkl_backend_device *dev) {
      * step for 4-bit formats) and one partial sum per invocation and row. */
     const size_t shared =
         (size_t)dev->qmv_wg * ((dev->qmv_stage ? 9 * 16 * dev->qmv_unroll : 0) + 4 * dev->qmv_rows);
+    if (!st) st = vkl_vk_attention_tuning(dev);
     if (!st && shared > dev->props.limits.maxComputeSharedMemorySize)
         st = vkl_fail(dev->ctx, VKL_ERR_INVALID_ARGUMENT,
                       "vulkan: matvec workgroup %u, %u rows, unroll %u, staging %s needs %zu bytes of shared memory; "

@@ -14,6 +14,9 @@
  *   vk_reshape.c       Reshape, Squeeze, Unsqueeze, Flatten
  *   vk_concat.c        Concat, Split
  *   vk_indexing.c      Gather, GatherElements, GatherND, ScatterND
+ *   vk_rope.c          RoPE's recorder
+ *   vk_attention.c     Attention's recorder: flash attention (prefill), split-K decoding
+ *   vk_kv_append.c     KvAppend's recorder (the in-place KV cache write)
  *   vk_dequant.c       GPU dequantization (the bit-exactness test's entry)
  *   vk_measure.c       device copy bandwidth (vkbench's roofline)
  *   vk_result.c        VkResult -> vkl_status with the call's name
@@ -129,6 +132,11 @@ struct vkl_backend_device {
      * vk_device.c's choose_math (shaderFloat16 is enabled iff true) */
     bool f16_math;
     vkl_vk_host_work work;          /* counted at each call (vulkan_backend.h) */
+    /* attention (vk_attention.c's vkl_vk_attention_tuning, at open): which
+     * kernel (0: by the number of query rows; 1: flash prefill always;
+     * 2: split-K decoding wherever it applies), the split count (0: from
+     * the KV length and attn_target, the workgroups a decode step aims at) */
+    uint32_t attn_kernel, attn_splits, attn_target;
 };
 
 vkl_status vkl_vk_buffer_alloc(vkl_backend_device *dev, vkl_buffer_usage usage, size_t bytes, vkl_vk_buffer *out);
@@ -224,6 +232,20 @@ typedef struct vkl_vk_dispatch {
     uint32_t push[VKL_VK_PUSH_BYTES / 4], n_push; /* words */
     uint32_t groups[3];
 } vkl_vk_dispatch;
+
+/* Scratch memory for what a node's dispatches pass to each other (split-K
+ * attention's partial results): a recorder binds vkl_vk_scratch(offset,
+ * bytes), a range of one device buffer that prepare allocates per
+ * executable, sized to the largest end any dispatch asks for, and binds in
+ * place of the marker (a null VkBuffer: no real binding has one). Nodes run
+ * one after another with a full barrier after every dispatch, so they all
+ * share it; its contents are undefined when a node starts. Offsets must be
+ * multiples of minStorageBufferOffsetAlignment, ranges at most
+ * maxStorageBufferRange (the recorder checks; prepare refuses otherwise). */
+static inline VkDescriptorBufferInfo vkl_vk_scratch(VkDeviceSize offset, VkDeviceSize bytes) {
+    VkDescriptorBufferInfo b = {VK_NULL_HANDLE, offset, bytes};
+    return b;
+}
 
 typedef struct vkl_vk_node {
     vkl_backend_device *dev;
@@ -328,6 +350,12 @@ uint32_t vkl_vk_f32_bits(float f);
 /* d->bind[j] = t's range, or fallback's when t is absent: a binding the
  * shader never touches still needs a valid buffer. */
 void vkl_vk_bind_or(vkl_vk_dispatch *d, uint32_t j, const vkl_vk_tensor *t, const vkl_vk_tensor *fallback);
+vkl_status vkl_vk_record_rope(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
+vkl_status vkl_vk_record_attention(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
+vkl_status vkl_vk_record_kv_append(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
+/* The attention knobs of the device (VKL_VK_ATTN, VKL_VK_ATTN_SPLITS,
+ * VKL_VK_ATTN_TARGET), read at open. */
+vkl_status vkl_vk_attention_tuning(vkl_backend_device *dev);
 
 /* ---- strided views (vk_view.c; shaders/vulkan/view.glsl) ----------------------------------------- */
 

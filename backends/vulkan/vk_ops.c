@@ -40,6 +40,9 @@ vkl_vk_recorder vkl_vk_recorder_for(uint32_t op) {
     case VKL_OP_LOG_SOFTMAX: return vkl_vk_record_log_softmax;
     case VKL_OP_RMS_NORM: return vkl_vk_record_rms_norm;
     case VKL_OP_LAYER_NORMALIZATION: return vkl_vk_record_layer_normalization;
+    case VKL_OP_ROPE: return vkl_vk_record_rope;
+    case VKL_OP_ATTENTION: return vkl_vk_record_attention;
+    case VKL_OP_KV_APPEND: return vkl_vk_record_kv_append;
     default: return NULL;
     }
 }

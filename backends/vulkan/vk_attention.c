@@ -1,0 +1,346 @@
+/* Attention on Vulkan: two kernels, chosen at prepare by the number of
+ * query rows.
+ *
+ *   prefill (attn_prefill.comp): one fused flash-attention dispatch, a
+ *     workgroup per (query tile, query head, batch), K/V tiles through
+ *     shared memory, online softmax.
+ *   decode (attn_decode.comp + attn_combine.comp): split-K flash decoding
+ *     for S <= DECODE_MAX_S query rows: the visible keys split into chunks
+ *     over workgroups, each attending the query rows of one KV head (GQA:
+ *     K and V read once for the group, up to DECODE_MAX_R rows at a time),
+ *     partial (max, sum, output) to the executable's scratch buffer, then a
+ *     small dispatch merges the chunks.
+ *
+ * Both read Q, K, V and the mask in any dtype the ref op takes (the int8 /
+ * fp8 cache decoded on load, exactly as engine/quant), compute in f32 (f64
+ * in the _f64 variants, for f64 tensors on devices with shaderFloat64) and
+ * follow the ref op's rules: causal and sliding window relative to the
+ * query's position T - S + i, GQA head mapping, bool or additive float
+ * mask broadcast to [B, Hq, S, T], a row with no visible key is zeros. The
+ * shape checks the ref kernel makes at run time are made here with its
+ * statuses. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../engine/graph.h"
+#include "../../engine/ops.h"
+#include "vk_internal.h"
+
+#define ATTN_WG 64
+#define DECODE_MAX_S 4  /* query rows per head that decode (split-K) rather than prefill */
+#define DECODE_MAX_R 16 /* rows one decode workgroup holds (of the Hq / Hkv * S of a KV head) */
+#define DECODE_CH 64    /* keys per block in attn_decode.comp: one per invocation */
+#define MAX_SPLITS 64   /* attn_combine.comp's MAXSPLIT */
+#define MIN_CHUNK 128   /* keys per chunk below which splitting further costs more than it gives */
+
+typedef struct attn {
+    const vkl_vk_tensor *q, *k, *v, *mask, *o;
+    int64_t B, Hq, Hkv, S, T, D, DV;
+    bool layout1, causal, f64;
+    int64_t window;            /* clamped to [0, T + S + 1]: beyond that it changes nothing */
+    double scale;
+    int64_t mstride[4];        /* the mask's strides over [B, Hq, S, T] */
+    uint32_t dts;              /* dtypes packed for the shaders' DTS constant */
+    int64_t lo, hi;            /* keys some query row may see */
+    size_t es;                 /* bytes of the shaders' REAL */
+} attn;
+
+static bool is_float(vkl_dtype t) {
+    return t == VKL_DTYPE_F32 || t == VKL_DTYPE_F16 || t == VKL_DTYPE_BF16 || t == VKL_DTYPE_F64;
+}
+
+static bool kv_dtype_ok(const vkl_vk_tensor *t, int64_t width) {
+    if (t->dtype == VKL_DTYPE_Q_INT8) return width > 0 && t->group == (uint64_t)width;
+    return is_float(t->dtype) || t->dtype == VKL_DTYPE_FP8_E4M3 || t->dtype == VKL_DTYPE_FP8_E5M2;
+}
+
+static bool kv_coded(vkl_dtype t) {
+    return t == VKL_DTYPE_FP8_E4M3 || t == VKL_DTYPE_FP8_E5M2 || t == VKL_DTYPE_Q_INT8;
+}
+
+/* The mask's strides under numpy broadcasting to [B, Hq, S, T]. */
+static vkl_status mask_strides(const vkl_vk_node *nd, const vkl_vk_tensor *m, const int64_t dims[4], int64_t s[4]) {
+    if (m->rank > 4) return vkl_vk_node_fail(nd, VKL_ERR_SHAPE, "the mask has rank %u; at most 4", m->rank);
+    int64_t step = 1;
+    for (int32_t d = 3, md = (int32_t)m->rank - 1; d >= 0; d--, md--) {
+        const int64_t n = md >= 0 ? m->dims[md] : 1;
+        if (n != dims[d] && n != 1)
+            return vkl_vk_node_fail(nd, VKL_ERR_SHAPE, "the mask's dim %d (%lld) does not broadcast to %lld", md,
+                                    (long long)n, (long long)dims[d]);
+        s[d] = n == 1 ? 0 : step;
+        step *= n;
+    }
+    return VKL_OK;
+}
+
+/* Reads and checks the node as the ref kernel does, then what the shaders need. */
+static vkl_status attn_read(const vkl_vk_node *nd, attn *a) {
+    memset(a, 0, sizeof(*a));
+    a->q = &nd->in[0], a->k = &nd->in[1], a->v = &nd->in[2], a->o = &nd->out[0];
+    a->mask = nd->n_in > 3 && nd->in[3].id != VKL_NONE ? &nd->in[3] : NULL;
+    const vkl_vk_tensor *q = a->q, *k = a->k, *v = a->v, *mask = a->mask;
+    if (!is_float(q->dtype)) return vkl_vk_node_unsupported(nd, "Q dtype %s is not supported", vkl_dtype_name(q->dtype));
+    if (mask && mask->dtype != VKL_DTYPE_BOOL && !is_float(mask->dtype))
+        return vkl_vk_node_unsupported(nd, "mask dtype %s is not supported", vkl_dtype_name(mask->dtype));
+    int64_t layout, causal, window;
+    float scale;
+    vkl_status st = vkl_op_attr_int(nd->g, nd->index, "kv_layout", &layout);
+    if (!st) st = vkl_op_attr_int(nd->g, nd->index, "causal", &causal);
+    if (!st) st = vkl_op_attr_int(nd->g, nd->index, "window", &window);
+    if (!st) st = vkl_op_attr_float(nd->g, nd->index, "scale", &scale);
+    if (st) return st;
+    if (q->rank != 4 || k->rank != 4 || v->rank != 4 || (layout != 0 && layout != 1))
+        return vkl_vk_node_fail(nd, VKL_ERR_SHAPE, "Q, K, V must be 4-D and kv_layout 0 or 1");
+    static const uint32_t pos0[4] = {0, 1, 2, 3}, pos1[4] = {1, 2, 0, 3}; /* B, Hkv, T, D in K and V */
+    const uint32_t *p = layout ? pos1 : pos0;
+    a->layout1 = layout == 1;
+    a->B = q->dims[0], a->Hq = q->dims[1], a->S = q->dims[2], a->D = q->dims[3];
+    a->Hkv = k->dims[p[1]], a->T = k->dims[p[2]], a->DV = v->dims[p[3]];
+    const int64_t eq[5][2] = {{k->dims[p[0]], a->B}, {v->dims[p[0]], a->B}, {v->dims[p[1]], a->Hkv},
+                              {v->dims[p[2]], a->T}, {k->dims[p[3]], a->D}};
+    static const char *const what[5] = {"K's and Q's batch", "V's and Q's batch", "V's and K's heads",
+                                        "V's and K's lengths", "K's and Q's head dims"};
+    for (int i = 0; i < 5; i++)
+        if (eq[i][0] != eq[i][1])
+            return vkl_vk_node_fail(nd, VKL_ERR_SHAPE, "%s differ (%lld vs %lld)", what[i], (long long)eq[i][0],
+                                    (long long)eq[i][1]);
+    if (a->Hkv == 0 ? a->Hq != 0 : a->Hq % a->Hkv != 0)
+        return vkl_vk_node_fail(nd, VKL_ERR_SHAPE, "Q's %lld heads are not a multiple of K's %lld", (long long)a->Hq,
+                                (long long)a->Hkv);
+    const int64_t scores[4] = {a->B, a->Hq, a->S, a->T};
+    if (mask && (st = mask_strides(nd, mask, scores, a->mstride))) return st;
+    if (!kv_dtype_ok(k, a->D))
+        return vkl_vk_node_unsupported(nd, "K of dtype %s (group %u) is not supported", vkl_dtype_name(k->dtype),
+                                       k->group);
+    if (!kv_dtype_ok(v, a->DV))
+        return vkl_vk_node_unsupported(nd, "V of dtype %s (group %u) is not supported", vkl_dtype_name(v->dtype),
+                                       v->group);
+    if (!a->layout1 && (kv_coded(k->dtype) || kv_coded(v->dtype)))
+        return vkl_vk_node_unsupported(nd, "int8 / fp8 K and V need kv_layout 1");
+    a->causal = causal != 0;
+    a->window = window <= 0 ? 0 : window > a->T + a->S + 1 ? a->T + a->S + 1 : window;
+    a->scale = scale != 0 ? scale : 1.0 / sqrt((double)a->D);
+
+    /* what the shaders can do */
+    const vkl_backend_device *dev = nd->dev;
+    a->f64 = q->dtype == VKL_DTYPE_F64 || k->dtype == VKL_DTYPE_F64 || v->dtype == VKL_DTYPE_F64 ||
+             (mask && mask->dtype == VKL_DTYPE_F64);
+    if (a->f64 && !dev->has_f64)
+        return vkl_vk_node_unsupported(nd, "f64 tensors need shaderFloat64: %s has none (or VKL_VK_NO_F64 is set)",
+                                       dev->caps.device_name);
+    a->es = a->f64 ? 8 : 4;
+    if (a->o->dtype != q->dtype || a->o->count != a->B * a->Hq * a->S * a->DV)
+        return vkl_vk_node_unsupported(nd, "the output is not [B, Hq, S, Dv] of Q's dtype");
+    if ((q->dtype == VKL_DTYPE_F16 || q->dtype == VKL_DTYPE_BF16) && a->DV % 2)
+        return vkl_vk_node_unsupported(nd, "a %s output with Dv = %lld: rows of 16-bit elements must be whole "
+                                       "32-bit words", vkl_dtype_name(q->dtype), (long long)a->DV);
+    if ((k->weight && vkl_dtype_is_quantized(k->dtype)) || (v->weight && vkl_dtype_is_quantized(v->dtype)))
+        return vkl_vk_node_unsupported(nd, "an int8 K or V that is a loaded weight is repacked for the matvecs; the "
+                                       "kernels read cache rows");
+    const vkl_vk_tensor *all[5] = {q, k, v, mask, a->o};
+    for (int i = 0; i < 5; i++)
+        if (all[i] && all[i]->bytes >= (1ull << 32))
+            return vkl_vk_node_unsupported(nd, "a tensor of %zu bytes: the kernels index in 32 bits", all[i]->bytes);
+    if (a->T >= (1ll << 30) || a->S >= (1ll << 30) || a->Hq > dev->props.limits.maxComputeWorkGroupCount[1] ||
+        a->B > dev->props.limits.maxComputeWorkGroupCount[2])
+        return vkl_vk_node_unsupported(nd, "B = %lld, Hq = %lld, S = %lld, T = %lld exceed the kernels' ranges",
+                                       (long long)a->B, (long long)a->Hq, (long long)a->S, (long long)a->T);
+    a->dts = (uint32_t)q->dtype | (uint32_t)k->dtype << 6 | (uint32_t)v->dtype << 12 |
+             (mask ? (uint32_t)mask->dtype : 0u) << 18;
+    /* query i is at position T - S + i: row 0 sees the earliest keys, row
+     * S - 1 (at T - 1) the latest, causal or not */
+    a->hi = a->T;
+    a->lo = a->window ? a->T - a->S - a->window + 1 : 0;
+    if (a->lo < 0) a->lo = 0;
+    if (a->lo > a->hi) a->lo = a->hi;
+    return VKL_OK;
+}
+
+/* The push constants both attention kernels start with. */
+static uint32_t push_common(const attn *a, uint32_t *push) {
+    uint32_t n = 0;
+    push[n++] = (uint32_t)a->B;
+    push[n++] = (uint32_t)a->Hq;
+    push[n++] = (uint32_t)a->Hkv;
+    push[n++] = (uint32_t)a->S;
+    push[n++] = (uint32_t)a->T;
+    push[n++] = a->causal ? 1u : 0u;
+    push[n++] = (uint32_t)a->window;
+    if (a->f64) {
+        uint64_t bits;
+        memcpy(&bits, &a->scale, 8);
+        push[n++] = (uint32_t)bits;
+        push[n++] = (uint32_t)(bits >> 32);
+    } else {
+        const float f = (float)a->scale;
+        memcpy(&push[n++], &f, 4);
+        push[n++] = 0;
+    }
+    for (int d = 0; d < 4; d++) push[n++] = (uint32_t)a->mstride[d];
+    return n;
+}
+
+static void bind_qkvm(const attn *a, vkl_vk_dispatch *d) {
+    d->bind[0] = a->q->at;
+    d->bind[1] = a->k->at;
+    d->bind[2] = a->v->at;
+    d->bind[3] = a->mask ? a->mask->at : a->q->at; /* any buffer: MDT = 0 never reads it */
+    d->n_bind = 5;
+}
+
+static size_t prefill_shared(const attn *a, int64_t br, int64_t bc) {
+    return a->es * (size_t)(br * (a->D + 1) + bc * (a->D + 1) + bc * a->DV + br * bc);
+}
+
+static vkl_status record_prefill(const vkl_vk_node *nd, const attn *a, vkl_vk_dispatch *d) {
+    const uint32_t smem = nd->dev->props.limits.maxComputeSharedMemorySize;
+    /* tiles: up to 16 query rows (fewer when S is small), 16 keys; halved
+     * (keys first) until K, V, Q and the scores fit in shared memory */
+    int64_t br = 1, bc = 16;
+    while (br < 16 && br < a->S) br *= 2;
+    while (prefill_shared(a, br, bc) > smem && (bc > 4 || br > 1)) {
+        if (bc > 4) bc /= 2;
+        else br /= 2;
+    }
+    if (prefill_shared(a, br, bc) > smem)
+        return vkl_vk_node_unsupported(nd, "D = %lld, Dv = %lld: even the smallest tile needs %zu bytes of shared "
+                                       "memory; the device has %u", (long long)a->D, (long long)a->DV,
+                                       prefill_shared(a, br, bc), smem);
+    const int64_t tiles = (a->S + br - 1) / br;
+    if (tiles > nd->dev->props.limits.maxComputeWorkGroupCount[0])
+        return vkl_vk_node_unsupported(nd, "S = %lld: %lld query tiles exceed the dispatch range", (long long)a->S,
+                                       (long long)tiles);
+    d->shader = a->f64 ? "attn_prefill_f64" : "attn_prefill";
+    const uint32_t spec[] = {ATTN_WG, (uint32_t)br, (uint32_t)bc, (uint32_t)a->D, (uint32_t)a->DV, a->dts,
+                             a->layout1 ? 1u : 0u};
+    d->n_spec = (uint32_t)(sizeof(spec) / sizeof(spec[0]));
+    memcpy(d->spec, spec, sizeof(spec));
+    bind_qkvm(a, d);
+    d->bind[4] = a->o->at;
+    d->n_push = push_common(a, d->push);
+    d->groups[0] = (uint32_t)tiles;
+    d->groups[1] = (uint32_t)a->Hq;
+    d->groups[2] = (uint32_t)a->B;
+    return VKL_OK;
+}
+
+static size_t decode_shared(const attn *a, int64_t rows) {
+    return a->es * (size_t)(rows * a->D + rows * DECODE_CH + 4 * rows) + 4 * (size_t)rows;
+}
+
+/* Rows one decode workgroup takes: all G * S of its KV head, at most DECODE_MAX_R. */
+static int64_t decode_block(const attn *a) {
+    const int64_t rows = a->Hkv ? a->Hq / a->Hkv * a->S : 0;
+    return rows < DECODE_MAX_R ? rows : DECODE_MAX_R;
+}
+
+/* Whether split-K decoding can take this node: a non-empty key range,
+ * shared memory for a block of queries and its scores, the dispatch. */
+static bool decode_fits(const vkl_vk_node *nd, const attn *a) {
+    const int64_t rb = decode_block(a), rows = a->Hkv ? a->Hq / a->Hkv * a->S : 0;
+    return rb >= 1 && a->hi > a->lo && decode_shared(a, rb) <= nd->dev->props.limits.maxComputeSharedMemorySize &&
+           a->Hkv * ((rows + rb - 1) / rb) <= nd->dev->props.limits.maxComputeWorkGroupCount[1];
+}
+
+static vkl_status record_decode(const vkl_vk_node *nd, const attn *a, vkl_vk_dispatch *d) {
+    const vkl_backend_device *dev = nd->dev;
+    const int64_t rows = a->Hq / a->Hkv * a->S, len = a->hi - a->lo, rb = decode_block(a), nrb = (rows + rb - 1) / rb;
+    /* chunks: enough workgroups to fill the device (attn_target over the
+     * B * Hkv groups), none shorter than MIN_CHUNK keys unless asked for */
+    int64_t n = dev->attn_splits ? dev->attn_splits : (dev->attn_target + a->B * a->Hkv - 1) / (a->B * a->Hkv);
+    const int64_t min_chunk = dev->attn_splits ? DECODE_CH : MIN_CHUNK;
+    if (n > (len + min_chunk - 1) / min_chunk) n = (len + min_chunk - 1) / min_chunk;
+    if (n > MAX_SPLITS) n = MAX_SPLITS;
+    if (n < 1) n = 1;
+    const size_t row_bytes = a->es * (size_t)(a->DV + 2);
+    const size_t per_split = row_bytes * (size_t)(a->B * a->Hkv * rows);
+    while (n > 1 && per_split * (size_t)n > dev->props.limits.maxStorageBufferRange) n--;
+    int64_t kps = (len + n - 1) / n;
+    kps = (kps + DECODE_CH - 1) / DECODE_CH * DECODE_CH;
+    n = (len + kps - 1) / kps; /* every chunk holds keys */
+    const size_t scratch = per_split * (size_t)n;
+    if (scratch > dev->props.limits.maxStorageBufferRange || scratch / 4 >= (1ull << 32))
+        return vkl_vk_node_unsupported(nd, "the split-K partials (%zu bytes) exceed a storage buffer", scratch);
+
+    d->shader = a->f64 ? "attn_decode_f64" : "attn_decode";
+    const uint32_t spec[] = {ATTN_WG, (uint32_t)rb, DECODE_CH, (uint32_t)a->D, (uint32_t)a->DV, a->dts,
+                             a->layout1 ? 1u : 0u};
+    d->n_spec = (uint32_t)(sizeof(spec) / sizeof(spec[0]));
+    memcpy(d->spec, spec, sizeof(spec));
+    bind_qkvm(a, d);
+    d->bind[4] = vkl_vk_scratch(0, scratch);
+    uint32_t np = push_common(a, d->push);
+    d->push[np++] = (uint32_t)a->lo;
+    d->push[np++] = (uint32_t)a->hi;
+    d->push[np++] = (uint32_t)kps;
+    d->push[np++] = (uint32_t)n;
+    d->push[np++] = (uint32_t)rows;
+    d->push[np++] = (uint32_t)nrb;
+    d->n_push = np;
+    d->groups[0] = (uint32_t)n;
+    d->groups[1] = (uint32_t)(a->Hkv * nrb);
+    d->groups[2] = (uint32_t)a->B;
+
+    vkl_vk_dispatch *c = d + 1;
+    c->shader = a->f64 ? "attn_combine_f64" : "attn_combine";
+    const uint32_t cspec[] = {ATTN_WG, (uint32_t)a->DV, (uint32_t)a->q->dtype, MAX_SPLITS};
+    c->n_spec = (uint32_t)(sizeof(cspec) / sizeof(cspec[0]));
+    memcpy(c->spec, cspec, sizeof(cspec));
+    c->bind[0] = vkl_vk_scratch(0, scratch);
+    c->bind[1] = a->o->at;
+    c->n_bind = 2;
+    const uint32_t cpush[] = {(uint32_t)a->Hq, (uint32_t)a->Hkv, (uint32_t)a->S, (uint32_t)rows, (uint32_t)n};
+    c->n_push = (uint32_t)(sizeof(cpush) / sizeof(cpush[0]));
+    memcpy(c->push, cpush, sizeof(cpush));
+    c->groups[0] = (uint32_t)rows;
+    c->groups[1] = (uint32_t)a->Hkv;
+    c->groups[2] = (uint32_t)a->B;
+    return VKL_OK;
+}
+
+vkl_status vkl_vk_record_attention(const vkl_vk_node *nd, vkl_vk_dispatch *out, uint32_t *count) {
+    attn a;
+    *count = 0;
+    vkl_status st = attn_read(nd, &a);
+    if (st || !a.o->count) return st;
+    if (!a.D) return vkl_vk_node_unsupported(nd, "head dim 0");
+    /* by the number of query rows; VKL_VK_ATTN=prefill / decode force one where it applies */
+    const uint32_t kind = nd->dev->attn_kernel;
+    const bool decode = kind != 1 && (kind == 2 || a.S <= DECODE_MAX_S) && decode_fits(nd, &a);
+    st = decode ? record_decode(nd, &a, out) : record_prefill(nd, &a, out);
+    if (!st) *count = decode ? 2 : 1;
+    return st;
+}
+
+/* An unsigned knob from the environment within [lo, hi]. */
+static vkl_status env_knob(vkl_context *ctx, const char *name, uint32_t lo, uint32_t hi, uint32_t *v) {
+    const char *s = getenv(name);
+    if (!s || !*s) return VKL_OK;
+    char *end;
+    unsigned long x = strtoul(s, &end, 10);
+    if (*end || x < lo || x > hi)
+        return vkl_fail(ctx, VKL_ERR_INVALID_ARGUMENT, "vulkan: %s=%s: want %u..%u", name, s, lo, hi);
+    *v = (uint32_t)x;
+    return VKL_OK;
+}
+
+vkl_status vkl_vk_attention_tuning(vkl_backend_device *dev) {
+    /* Workgroups a decode step aims at: a few per compute unit on a GPU
+     * (Vulkan does not say how many units; these are guesses to measure on
+     * each device), about the thread count on a CPU device. */
+    const VkPhysicalDeviceType type = dev->props.deviceType;
+    dev->attn_target = type == VK_PHYSICAL_DEVICE_TYPE_CPU ? 16 : type == VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU ? 128 : 512;
+    dev->attn_splits = 0;
+    dev->attn_kernel = 0;
+    const char *k = getenv("VKL_VK_ATTN");
+    if (k && *k) {
+        if (!strcmp(k, "prefill")) dev->attn_kernel = 1;
+        else if (!strcmp(k, "decode")) dev->attn_kernel = 2;
+        else if (strcmp(k, "auto"))
+            return vkl_fail(dev->ctx, VKL_ERR_INVALID_ARGUMENT, "vulkan: VKL_VK_ATTN=%s: want auto, prefill or decode", k);
+    }
+    vkl_status st = env_knob(dev->ctx, "VKL_VK_ATTN_SPLITS", 0, MAX_SPLITS, &dev->attn_splits);
+    if (!st) st = env_knob(dev->ctx, "VKL_VK_ATTN_TARGET", 1, 65535, &dev->attn_target);
+    return st;
+}

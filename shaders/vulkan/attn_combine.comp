@@ -1,0 +1,64 @@
+#version 450
+// Second half of split-K flash decoding (attn_decode.comp wrote the
+// partials): workgroup (x, y, z) = (row r of KV head g's R rows, g, batch b)
+// merges that row's NSPLIT chunks: M = max m_c over chunks that saw a key,
+// w_c = exp(m_c - M), out = sum_c w_c o_c / sum_c w_c l_c, or zeros when no
+// chunk saw a key. Written in the output's dtype, column pairs per
+// invocation (one word of a 16-bit output).
+#include "kv_common.glsl"
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 0) const uint WG = 64;
+layout(constant_id = 1) const uint DV = 64;
+layout(constant_id = 2) const uint ODT = 1;      // output dtype
+layout(constant_id = 3) const uint MAXSPLIT = 64; // chunk weights kept in shared memory
+
+layout(set = 0, binding = 0, std430) readonly buffer Part_t { REAL part[]; };
+layout(set = 0, binding = 1, std430) writeonly buffer Ob_t { uint Ob[]; };
+VKL_STORE_PAIR(Ob)
+
+layout(push_constant) uniform Push {
+    uint Hq, Hkv, S, R, nsplit;
+} pc;
+
+shared REAL sW[MAXSPLIT];
+shared REAL sInv;
+
+void main() {
+    const uint tid = gl_LocalInvocationID.x;
+    const uint r = gl_WorkGroupID.x, g = gl_WorkGroupID.y, b = gl_WorkGroupID.z;
+    const uint stride = DV + 2u;
+    const uint base = ((b * pc.Hkv + g) * pc.nsplit * pc.R + r) * stride; // chunk c at + c * R * stride
+    const uint step = pc.R * stride;
+    if (tid == 0u) {
+        bool any = false;
+        REAL M = REAL(0);
+        for (uint c = 0u; c < pc.nsplit; c++) {
+            if (part[base + c * step + 1u] == REAL(0)) continue; // l = 0: the chunk saw no key
+            REAL m = part[base + c * step];
+            M = any ? max(M, m) : m;
+            any = true;
+        }
+        REAL L = REAL(0);
+        for (uint c = 0u; c < pc.nsplit; c++) {
+            REAL l = part[base + c * step + 1u];
+            REAL w = l == REAL(0) ? REAL(0) : vkl_exp(part[base + c * step] - M);
+            sW[c] = w;
+            L += w * l;
+        }
+        sInv = any ? REAL(1) / L : REAL(0);
+    }
+    barrier();
+    const uint G = pc.Hq / pc.Hkv, h = g * G + r / pc.S, i = r % pc.S;
+    const uint obase = ((b * pc.Hq + h) * pc.S + i) * DV;
+    for (uint col = 2u * tid; col < DV; col += 2u * WG) {
+        REAL a0 = REAL(0), a1 = REAL(0);
+        for (uint c = 0u; c < pc.nsplit; c++) {
+            REAL w = sW[c];
+            if (w == REAL(0)) continue; // a chunk that saw nothing holds zeros; skip it all the same
+            a0 += w * part[base + c * step + 2u + col];
+            if (col + 1u < DV) a1 += w * part[base + c * step + 3u + col];
+        }
+        Ob_store2(ODT, obase + col, a0 * sInv, a1 * sInv, col + 1u < DV);
+    }
+}

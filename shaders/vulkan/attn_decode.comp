@@ -1,0 +1,180 @@
+#version 450
+// Attention for few query rows (decode), first half of split-K flash
+// decoding: the keys [lo, hi) are split into NSPLIT chunks of KPS keys;
+// workgroup (x, y, z) = (chunk c, KV head g and row block, batch b) attends
+// R of the G * S query rows that read KV head g (the G = Hq / Hkv query
+// heads of the group, each with its S rows; all of them in one block unless
+// there are more than R), so each K and V row of the chunk is read once for
+// all of them. It writes per row the chunk's softmax max m, sum l and
+// unnormalized output o[Dv] to scratch; attn_combine.comp merges the
+// chunks. All f32 (f64 in the _f64 variant).
+//
+// Per block of CH keys: each invocation scores one key for all R rows
+// (one pass over its K row, decoded on load), row maxima by R invocations,
+// weights by all, then each invocation accumulates its column pairs of V for
+// all R rows (consecutive invocations read consecutive V columns).
+#include "kv_common.glsl"
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 0) const uint WG = 64;
+layout(constant_id = 1) const uint R = 1;        // query rows per workgroup: min(G * S, 16)
+layout(constant_id = 2) const uint CH = 64;      // keys per block (<= WG)
+layout(constant_id = 3) const uint D = 64;
+layout(constant_id = 4) const uint DV = 64;
+layout(constant_id = 5) const uint DTS = 0x41041u; // Q | K << 6 | V << 12 | mask << 18
+layout(constant_id = 6) const uint FLAGS = 0;    // bit 0: kv_layout 1
+
+const uint QDT = DTS & 63u, KDT = (DTS >> 6) & 63u, VDT = (DTS >> 12) & 63u, MDT = (DTS >> 18) & 63u;
+const uint NPAIR = (DV + 1u) / 2u;
+const uint PPT = (NPAIR + WG - 1u) / WG;
+
+VKL_TENSOR_IN(Qb, 0)
+VKL_KV_IN(Kb, 1)
+VKL_KV_IN(Vb, 2)
+VKL_TENSOR_IN(Mb, 3)
+// per (b, g, chunk, row): m, l, o[DV]
+layout(set = 0, binding = 4, std430) writeonly buffer Part_t { REAL part[]; };
+
+layout(push_constant) uniform Push {
+    uint B, Hq, Hkv, S, T;
+    uint causal;
+    int window;
+    uint scale_lo, scale_hi;
+    uint msb, msh, msi, msj;
+    uint lo, hi;                // the keys some row may see
+    uint kps, nsplit;           // keys per chunk, chunks
+    uint rows, nrb;             // G * S, blocks of R rows (y = g * nrb + block)
+} pc;
+
+shared REAL sQ[R * D];
+shared REAL sS[R * CH];         // scores, then weights
+shared REAL sM[R], sMn[R], sA[R], sL[R];
+shared uint sSeen[R];
+
+void main() {
+    const uint tid = gl_LocalInvocationID.x;
+    const uint c = gl_WorkGroupID.x, g = gl_WorkGroupID.y / pc.nrb, r0 = gl_WorkGroupID.y % pc.nrb * R;
+    const uint b = gl_WorkGroupID.z;
+    const uint G = pc.Hq / pc.Hkv;
+    const bool layout1 = (FLAGS & 1u) != 0u;
+#ifdef VKL_F64
+    const double scale = packDouble2x32(uvec2(pc.scale_lo, pc.scale_hi));
+#else
+    const float scale = uintBitsToFloat(pc.scale_lo);
+#endif
+    for (uint idx = tid; idx < R * D; idx += WG) {
+        uint rr = r0 + idx / D, d = idx % D, h = g * G + rr / pc.S, i = rr % pc.S;
+        sQ[idx] = rr < pc.rows ? VKL_REAL_AT(Qb, QDT, ((b * pc.Hq + h) * pc.S + i) * D + d) * scale : REAL(0);
+    }
+    for (uint r = tid; r < R; r += WG) {
+        sM[r] = REAL(0);
+        sL[r] = REAL(0);
+        sSeen[r] = 0u;
+    }
+    const uint c0 = pc.lo + c * pc.kps, c1 = min(pc.hi, c0 + pc.kps);
+    REAL o[R * 2u * PPT];
+    for (uint k = 0u; k < R * 2u * PPT; k++) o[k] = REAL(0);
+
+    for (uint j0 = c0; j0 < c1; j0 += CH) {
+        barrier(); // sQ and the row state are visible; the previous block's readers are done
+        // scores: key j0 + tid for every row
+        if (tid < CH) {
+            uint j = j0 + tid;
+            REAL acc[R];
+            for (uint r = 0u; r < R; r++) acc[r] = REAL(0);
+            if (j < c1) {
+                uint row = vkl_kv_row(layout1, pc.B, pc.Hkv, pc.T, b, g, j);
+                float ks = Kb_scale(KDT, row, D);
+                if (D % 4u == 0u) { // a word of four 1-byte codes per load
+                    for (uint d = 0u; d < D; d += 4u) {
+                        REAL4 kv = Kb_value4(KDT, row, D, d, ks);
+                        for (uint r = 0u; r < R; r++)
+                            acc[r] += dot(REAL4(sQ[r * D + d], sQ[r * D + d + 1u], sQ[r * D + d + 2u], sQ[r * D + d + 3u]), kv);
+                    }
+                } else {
+                    for (uint d = 0u; d < D; d++) {
+                        REAL kv = Kb_value(KDT, row, D, d, ks);
+                        for (uint r = 0u; r < R; r++) acc[r] += sQ[r * D + d] * kv;
+                    }
+                }
+            }
+            for (uint r = 0u; r < R; r++) {
+                uint rr = r0 + r, h = g * G + rr / pc.S, i = rr % pc.S;
+                int p = int(i) + int(pc.T) - int(pc.S), jj = int(j);
+                bool vis = rr < pc.rows && j < c1 && (pc.causal == 0 || jj <= p) && (pc.window <= 0 || p - jj < pc.window);
+                uint mi = b * pc.msb + h * pc.msh + i * pc.msi + j * pc.msj;
+                if (vis && MDT == VKL_DT_BOOL) vis = Mb_i(MDT, mi) != 0;
+                REAL s = vkl_neg_inf();
+                if (vis) s = MDT != 0u && MDT != VKL_DT_BOOL ? acc[r] + VKL_REAL_AT(Mb, MDT, mi) : acc[r];
+                sS[r * CH + tid] = s;
+            }
+        }
+        barrier();
+        // each row's new max and the factor for what it had
+        for (uint r = tid; r < R; r += WG) {
+            bool any = false;
+            REAL mt = REAL(0);
+            for (uint jj = 0u; jj < CH; jj++) {
+                REAL s = sS[r * CH + jj];
+                if (!vkl_is_neg_inf(s)) {
+                    mt = any ? max(mt, s) : s;
+                    any = true;
+                }
+            }
+            bool seen = sSeen[r] != 0u;
+            REAL mn = !any ? sM[r] : seen ? max(sM[r], mt) : mt;
+            sA[r] = seen ? vkl_exp(sM[r] - mn) : REAL(1); // o and l are 0 until seen
+            sMn[r] = mn;
+            sM[r] = mn;
+            if (any) sSeen[r] = 1u;
+        }
+        barrier();
+        for (uint idx = tid; idx < R * CH; idx += WG) {
+            REAL s = sS[idx];
+            sS[idx] = vkl_is_neg_inf(s) ? REAL(0) : vkl_exp(s - sMn[idx / CH]);
+        }
+        barrier();
+        for (uint r = tid; r < R; r += WG) {
+            REAL sum = REAL(0);
+            for (uint jj = 0u; jj < CH; jj++) sum += sS[r * CH + jj];
+            sL[r] = sL[r] * sA[r] + sum;
+        }
+        for (uint r = 0u; r < R; r++)
+            for (uint k = 0u; k < 2u * PPT; k++) o[r * 2u * PPT + k] *= sA[r];
+        const uint n = min(CH, c1 - j0);
+        for (uint jj = 0u; jj < n; jj++) {
+            uint row = vkl_kv_row(layout1, pc.B, pc.Hkv, pc.T, b, g, j0 + jj);
+            float vs = Vb_scale(VDT, row, DV);
+            for (uint k = 0u; k < PPT; k++) {
+                uint col = 2u * (tid + k * WG);
+                if (col >= DV) break;
+                REAL2 v = DV % 2u == 0u ? Vb_value2(VDT, row, DV, col, vs)
+                                        : REAL2(Vb_value(VDT, row, DV, col, vs),
+                                                col + 1u < DV ? Vb_value(VDT, row, DV, col + 1u, vs) : REAL(0));
+                for (uint r = 0u; r < R; r++) {
+                    REAL w = sS[r * CH + jj];
+                    // an invisible key's V row may be anything, even NaN: skip, don't multiply by 0
+                    if (w != REAL(0)) {
+                        o[r * 2u * PPT + 2u * k] += w * v.x;
+                        o[r * 2u * PPT + 2u * k + 1u] += w * v.y;
+                    }
+                }
+            }
+        }
+    }
+    barrier(); // sL, sM of the last block
+    const uint stride = DV + 2u;
+    const uint base = ((b * pc.Hkv + g) * pc.nsplit + c) * pc.rows * stride + r0 * stride;
+    for (uint r = 0u; r < R && r0 + r < pc.rows; r++) {
+        bool seen = sSeen[r] != 0u;
+        if (tid == 0u) {
+            part[base + r * stride] = seen ? sM[r] : REAL(0);
+            part[base + r * stride + 1u] = seen ? sL[r] : REAL(0); // l = 0: nothing visible here
+        }
+        for (uint k = 0u; k < PPT; k++) {
+            uint col = 2u * (tid + k * WG);
+            if (col < DV) part[base + r * stride + 2u + col] = o[r * 2u * PPT + 2u * k];
+            if (col + 1u < DV) part[base + r * stride + 3u + col] = o[r * 2u * PPT + 2u * k + 1u];
+        }
+    }
+}
