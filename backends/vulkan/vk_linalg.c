@@ -102,6 +102,9 @@ vkl_status vkl_vk_record_mm(const vkl_vk_node *nd, const vkl_vk_mm *mm, vkl_vk_d
         d->groups[0] = (uint32_t)blocks;
         d->groups[1] = (uint32_t)mm->M;
     } else {
+        if (dev->props.limits.maxComputeWorkGroupInvocations < 256)
+            return vkl_vk_node_unsupported(nd, "the tiled matmul runs 256 invocations per workgroup; the device takes %u",
+                                           dev->props.limits.maxComputeWorkGroupInvocations);
         const size_t shared = (size_t)MM_TILE_K * (2 * MM_TILE + 1) * (f64 ? 8 : 4);
         if (shared > dev->props.limits.maxComputeSharedMemorySize)
             return vkl_vk_node_unsupported(nd, "the tiled matmul needs %zu bytes of shared memory; the device has %u",

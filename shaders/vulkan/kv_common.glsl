@@ -13,7 +13,6 @@
 #include "kv_encode.glsl"
 #include "tensor.glsl"
 
-#define VKL_DT_F64 4u
 #define VKL_DT_Q_INT8 34u
 
 #ifdef VKL_F64

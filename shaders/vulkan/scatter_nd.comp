@@ -16,9 +16,6 @@
 #include "move.glsl"
 #include "tensor.glsl"
 #include "index.glsl"
-#ifndef VKL_DT_F64
-#define VKL_DT_F64 4u // engine/dtype.h; f64 moves as bytes, compared by its bits here
-#endif
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint WG = 128;

@@ -12,13 +12,15 @@
 // int64 tensors hold indices, positions, ids and masks: kernels compute on
 // their low word as a 32-bit int and write the high word as its sign. A
 // value outside the int32 range is not representable on this path (stated
-// in docs/vulkan.md). f64 has no Vulkan path.
+// in docs/vulkan.md). f64 elements are only sized here: the kernels that
+// compute in f64 (real.glsl's _f64 builds) read them themselves.
 #ifndef VKL_TENSOR_GLSL
 #define VKL_TENSOR_GLSL
 
 #define VKL_DT_F32 1u
 #define VKL_DT_F16 2u
 #define VKL_DT_BF16 3u
+#define VKL_DT_F64 4u
 #define VKL_DT_I64 5u
 #define VKL_DT_I32 6u
 #define VKL_DT_I16 7u
@@ -32,7 +34,7 @@
 #define VKL_DT_FP8_E5M2 15u
 
 uint vkl_dt_size(uint dt) {
-    if (dt == VKL_DT_I64 || dt == VKL_DT_U64) return 8u;
+    if (dt == VKL_DT_I64 || dt == VKL_DT_U64 || dt == VKL_DT_F64) return 8u;
     if (dt == VKL_DT_F32 || dt == VKL_DT_I32 || dt == VKL_DT_U32) return 4u;
     if (dt == VKL_DT_F16 || dt == VKL_DT_BF16 || dt == VKL_DT_I16 || dt == VKL_DT_U16) return 2u;
     return 1u;
