@@ -239,8 +239,10 @@ static int64_t decode_block(const attn *a) {
  * shared memory for a block of queries and its scores, the dispatch. */
 static bool decode_fits(const vkl_vk_node *nd, const attn *a) {
     const int64_t rb = decode_block(a), rows = a->Hkv ? a->Hq / a->Hkv * a->S : 0;
-    return rb >= 1 && a->hi > a->lo && decode_shared(a, rb) <= nd->dev->props.limits.maxComputeSharedMemorySize &&
-           a->Hkv * ((rows + rb - 1) / rb) <= nd->dev->props.limits.maxComputeWorkGroupCount[1];
+    const VkPhysicalDeviceLimits *lim = &nd->dev->props.limits;
+    return rb >= 1 && a->hi > a->lo && decode_shared(a, rb) <= lim->maxComputeSharedMemorySize &&
+           a->Hkv * ((rows + rb - 1) / rb) <= lim->maxComputeWorkGroupCount[1] &&
+           rows <= lim->maxComputeWorkGroupCount[0]; /* the combine: a workgroup per row */
 }
 
 static vkl_status record_decode(const vkl_vk_node *nd, const attn *a, vkl_vk_dispatch *d) {
