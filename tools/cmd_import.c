@@ -8,6 +8,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "cli.h"
 #include "commands.h"
 #include "report.h"
 #include "onnx_import.h"
@@ -27,35 +28,49 @@ static const struct {
     {"--no-quantize", VKL_PASS_QUANTIZE},
 };
 
-static int usage(void) {
-    fprintf(stderr, "usage: vkllm import MODEL.onnx -o OUT.vkm [--tokenizer DIR] [quantization]\n"
-                    "                    [--no-fuse] [--no-<pass>]\n"
-                    "quantization (docs/quant.md; the recipe is stored in the .vkm as import.recipe):\n"
-                    "  --weights e0m4|int4|int8|f16|f32  projection weights (default f32: unchanged)\n"
-                    "  --group N                         elements per block along K, 32/64/128 (default 128)\n"
-                    "  --lm-head int8|same               int8 per output channel, or like --weights (default same)\n"
-                    "  --embed bf16|same                 embedding tables bf16, or like --weights (default same)\n"
-                    "  --kv f32|f16|int8-fp8|int8-e5m2   KV cache: keys/values f32, f16, or int8 keys (one scale\n"
-                    "                                    per token and head) with fp8 e4m3 / e5m2 values (default f32)\n"
-                    "passes:");
-    for (size_t i = 0; i < sizeof(pass_flags) / sizeof(pass_flags[0]); i++) fprintf(stderr, " %s", pass_flags[i].flag);
-    fprintf(stderr, " --no-quantize\n");
-    return 2;
+#define PROG "vkllm import"
+
+static int usage(FILE *f) {
+    fprintf(f, "usage: vkllm import MODEL.onnx -o OUT.vkm [--tokenizer DIR] [quantization]\n"
+               "                    [--no-fuse] [--no-<pass>]\n"
+               "  -o OUT.vkm      written whole or not at all (a temporary file beside it, renamed);\n"
+               "                  it must be a regular file or absent, and not the input\n"
+               "  --tokenizer DIR stores DIR/tokenizer.json (and tokenizer_config.json) in the model,\n"
+               "                  after checking that they load and that every id fits the logits\n"
+               "quantization (docs/quant.md; the recipe is stored in the .vkm as import.recipe):\n"
+               "  --weights e0m4|int4|int8|f16|f32  projection weights (default f32: unchanged)\n"
+               "  --group N                         elements per block along K: a multiple of 32 from\n"
+               "                                    32 to %d (default 128)\n"
+               "  --lm-head int8|same               int8 per output channel, or like --weights (default same)\n"
+               "  --embed bf16|same                 embedding tables bf16, or like --weights (default same)\n"
+               "  --kv f32|f16|int8-fp8|int8-e5m2   KV cache: keys/values f32, f16, or int8 keys (one scale\n"
+               "                                    per token and head) with fp8 e4m3 / e5m2 values (default f32)\n"
+               "passes:",
+            VKL_TOOL_MAX_GROUP);
+    for (size_t i = 0; i < sizeof(pass_flags) / sizeof(pass_flags[0]); i++) fprintf(f, " %s", pass_flags[i].flag);
+    fprintf(f, " --no-fuse\n");
+    return f == stdout ? 0 : VKL_EXIT_USAGE;
 }
 
-int vkl_tool_parse_quant(vkl_context *ctx, int argc, char **argv, int *i, vkl_quant_recipe *r) {
+int vkl_tool_parse_quant(vkl_context *ctx, const char *prog, int argc, char **argv, int *i, vkl_quant_recipe *r) {
     static const struct {
         const char *flag, *key;
     } flags[] = {{"--weights", "weights"}, {"--group", "group"}, {"--lm-head", "lm_head"}, {"--embed", "embed"},
                  {"--kv", "kv"}};
     for (size_t k = 0; k < sizeof(flags) / sizeof(flags[0]); k++) {
         if (strcmp(argv[*i], flags[k].flag)) continue;
-        if (*i + 1 >= argc) {
-            fprintf(stderr, "vkllm: %s needs a value\n", flags[k].flag);
-            return -1;
+        const char *v = vkl_cli_value(prog, argc, argv, i);
+        if (!v) return -1;
+        uint64_t group;
+        if (!strcmp(flags[k].flag, "--group")) {
+            if (vkl_cli_u64(prog, flags[k].flag, v, 32, VKL_TOOL_MAX_GROUP, &group)) return -1;
+            if (group % 32) {
+                fprintf(stderr, "%s: --group '%s' is not a multiple of 32; expected 32, 64, 128, ...\n", prog, v);
+                return -1;
+            }
         }
-        if (vkl_quant_recipe_set(ctx, r, flags[k].key, argv[++*i])) {
-            fprintf(stderr, "vkllm: %s\n", vkl_context_error(ctx));
+        if (vkl_quant_recipe_set(ctx, r, flags[k].key, v)) {
+            fprintf(stderr, "%s: %s\n", prog, vkl_context_error(ctx));
             return -1;
         }
         return 1;
@@ -149,21 +164,27 @@ int vkl_cmd_import(vkl_context *ctx, int argc, char **argv) {
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (int i = 1; i < argc; i++) {
-        int q = vkl_tool_parse_quant(ctx, argc, argv, &i, &recipe);
-        if (q < 0) return 2;
+        if (vkl_cli_is_help(argv[i])) return usage(stdout);
+        int q = vkl_tool_parse_quant(ctx, PROG, argc, argv, &i, &recipe);
+        if (q < 0) return VKL_EXIT_USAGE;
         if (q > 0) continue;
-        if (!strcmp(argv[i], "-o") && i + 1 < argc) out = argv[++i];
-        else if (!strcmp(argv[i], "--tokenizer") && i + 1 < argc) tok_dir = argv[++i];
-        else if (vkl_tool_parse_passes(argv[i], &passes)) continue;
-        else if (argv[i][0] != '-' && !in) in = argv[i];
-        else return usage();
+        if (!strcmp(argv[i], "-o") || !strcmp(argv[i], "--tokenizer")) {
+            const char *opt = argv[i], *v = vkl_cli_value(PROG, argc, argv, &i);
+            if (!v) return VKL_EXIT_USAGE;
+            if (!strcmp(opt, "-o")) out = v;
+            else tok_dir = v;
+        } else if (vkl_tool_parse_passes(argv[i], &passes)) {
+            continue;
+        } else if (argv[i][0] != '-' && !in) {
+            in = argv[i];
+        } else {
+            return vkl_cli_usage_error(PROG, "unexpected argument '%s'", argv[i]);
+        }
     }
-    if (!in || !out) return usage();
+    if (!in || !out) return vkl_cli_usage_error(PROG, "MODEL.onnx and -o OUT.vkm are required");
     vkl_onnx_model *m;
-    if (vkl_tool_import_recipe(ctx, in, passes, &recipe, false, &m)) {
-        fprintf(stderr, "vkllm import: %s\n", vkl_context_error(ctx));
-        return 1;
-    }
+    vkl_status st = vkl_tool_import_recipe(ctx, in, passes, &recipe, false, &m);
+    if (st) return vkl_cli_fail(PROG, ctx, st);
     vkl_vkm_meta meta[5];
     size_t n_meta = 0;
     void *blobs[2] = {NULL, NULL};

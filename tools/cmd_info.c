@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "commands.h"
 #include "report.h"
 #include "ops.h"
@@ -90,24 +91,39 @@ static int print_plan(vkl_context *ctx, const vkl_graph *g, int64_t context) {
     return rc;
 }
 
+#define PROG "vkllm info"
+#define PLAN_CONTEXT_DEFAULT 2048
+#define PLAN_CONTEXT_MAX 1048576
+
+static int usage(FILE *f) {
+    fprintf(f, "usage: vkllm info MODEL.vkm [--plan] [--context N]\n"
+               "  metadata, symbols, inputs and outputs, KV cache states, ops and weight bytes\n"
+               "  --plan       the planned arena for a decode step and a full prefill (context %d)\n"
+               "  --context N  --plan at this context, 1 to %d\n",
+            PLAN_CONTEXT_DEFAULT, PLAN_CONTEXT_MAX);
+    return f == stdout ? 0 : VKL_EXIT_USAGE;
+}
+
 int vkl_cmd_info(vkl_context *ctx, int argc, char **argv) {
     const char *path = NULL;
     int64_t plan_context = 0;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--plan")) plan_context = 2048;
-        else if (!strcmp(argv[i], "--context") && i + 1 < argc) plan_context = strtoll(argv[++i], NULL, 10);
-        else if (argv[i][0] != '-' && !path) path = argv[i];
-        else path = NULL, i = argc;
+        if (vkl_cli_is_help(argv[i])) return usage(stdout);
+        if (!strcmp(argv[i], "--plan")) {
+            if (!plan_context) plan_context = PLAN_CONTEXT_DEFAULT;
+        } else if (!strcmp(argv[i], "--context")) {
+            const char *v = vkl_cli_value(PROG, argc, argv, &i);
+            if (!v || vkl_cli_i64(PROG, "--context", v, 1, PLAN_CONTEXT_MAX, &plan_context)) return VKL_EXIT_USAGE;
+        } else if (argv[i][0] != '-' && !path) {
+            path = argv[i];
+        } else {
+            return vkl_cli_usage_error(PROG, "unexpected argument '%s'", argv[i]);
+        }
     }
-    if (!path || plan_context < 0) {
-        fprintf(stderr, "usage: vkllm info MODEL.vkm [--plan [--context N]]\n");
-        return 2;
-    }
+    if (!path) return vkl_cli_usage_error(PROG, "MODEL.vkm is required");
     vkl_vkm *m;
-    if (vkl_vkm_open(ctx, path, &m)) {
-        fprintf(stderr, "vkllm info: %s\n", vkl_context_error(ctx));
-        return 1;
-    }
+    vkl_status st = vkl_vkm_open(ctx, path, &m);
+    if (st) return vkl_cli_fail(PROG, ctx, st);
     const vkl_graph *g = vkl_vkm_graph(m);
     print_meta(m);
     printf("symbols:");
