@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# vkllm's subcommands on real models, at the command line: what they print,
+# where, and with which exit code. Models are imported here from
+# tests/models/llama with tests/cli/tiny_tokenizer (258 ids, within the
+# fixture's 512 logits) and a tokenizer_config.json written per case.
+# Usage: models.sh VKLLM
+set -uo pipefail
+vkllm=${1:?usage: models.sh VKLLM}
+root=$(cd "$(dirname "$0")/../.." && pwd)
+llama=$root/tests/models/llama/model.onnx
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+passed=0 failed=0
+
+fail() { echo "FAIL: $*"; failed=$((failed + 1)); }
+ok() { passed=$((passed + 1)); }
+
+# run_cmd CMD...: runs it with stdin from $tmp/in; exit code in $rc,
+# streams in $tmp/out and $tmp/err.
+run_cmd() {
+  "$@" <"$tmp/in" >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+}
+: >"$tmp/in"
+
+# expect_rc WANT NEEDLE CMD...: exit code WANT and NEEDLE in stderr.
+expect_rc() {
+  local want=$1 needle=$2
+  shift 2
+  run_cmd "$@"
+  if [ "$rc" -ne "$want" ]; then fail "$* -> exit $rc, want $want; stderr: $(head -c 400 "$tmp/err")"; return 1; fi
+  if [ -n "$needle" ] && ! grep -qF -- "$needle" "$tmp/err"; then
+    fail "$* -> stderr lacks '$needle': $(head -c 400 "$tmp/err")"
+    return 1
+  fi
+  ok
+}
+
+# tokenizer DIR CONFIG_JSON: a tokenizer folder with the tiny tokenizer.
+tokenizer() {
+  mkdir -p "$1"
+  cp "$root/tests/cli/tiny_tokenizer/tokenizer.json" "$1/"
+  printf '%s\n' "$2" >"$1/tokenizer_config.json"
+}
+
+# model NAME CONFIG_JSON: $tmp/NAME.vkm, the llama fixture with that config.
+model() {
+  tokenizer "$tmp/$1" "$2"
+  if ! "$vkllm" import "$llama" -o "$tmp/$1.vkm" --tokenizer "$tmp/$1" >"$tmp/import.log" 2>&1; then
+    fail "import $1: $(cat "$tmp/import.log")"
+    return 1
+  fi
+}
+
+special='"bos_token": "<s>", "eos_token": "</s>"'
+
+# ---- chat: the template's own error, not "no longer fits" ----------------------
+model raise "{$special, \"chat_template\": \"{% for m in messages %}{{ m['content'] }}{% endfor %}{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}\"}"
+model plain "{$special, \"chat_template\": \"{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\\n{% endfor %}\"}"
+echo hello >"$tmp/in"
+expect_rc 1 "Conversation roles must alternate" "$vkllm" chat -m "$tmp/raise.vkm"
+if grep -q "no longer fits" "$tmp/err"; then fail "chat reports a template error as a full context"; fi
+expect_rc 1 "no longer fits the context" "$vkllm" chat -m "$tmp/plain.vkm" --context 16
+printf 'hello\nagain\n' >"$tmp/in"
+expect_rc 0 "" "$vkllm" chat -m "$tmp/plain.vkm"
+: >"$tmp/in"
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
