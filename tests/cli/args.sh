@@ -62,6 +62,8 @@ bad_values float "0 101" "${run[@]}" --repeat-penalty
 bad_values int "18446744073709551616" "${run[@]}" --seed
 bad_values int "0 1048577" "${run[@]}" --context
 bad_values int "0" "$vkllm" chat --context
+bad_values int "0 4294967296" "$vkllm" perplexity M.vkm T.txt --lines
+bad_values int "0 1 1048577" "$vkllm" perplexity M.vkm T.txt --window
 bad_values float "1e7" "$vkllm" check DIR --tol
 bad_values int "0 16 65568" "$vkllm" check DIR --group
 bad_values int "0 16 65568" "$vkllm" import M.onnx -o O.vkm --group
@@ -79,7 +81,7 @@ for c in "check DIR" "import M.onnx -o O.vkm" "quant-report M.onnx"; do
 done
 
 # --help on stdout, exit 0, for every subcommand; `vkllm help CMD` says the same.
-for c in backends run chat tokenize chat-template import check info quant-report version; do
+for c in backends run chat perplexity tokenize chat-template import check info quant-report version; do
   expect 0 "usage: vkllm $c" "$vkllm" "$c" --help
   cp "$tmp/out" "$tmp/help1"
   expect 0 "usage: vkllm $c" "$vkllm" "$c" -h

@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Writes tests/cli/tiny_tokenizer/tokenizer.json: a byte-level BPE with one
-token per byte (ids 0-255, no merges) and <s> = 256, </s> = 257, so that its
-258 ids fit the 512-entry logits of tests/models/llama. The CLI tests store it
-in models they import from that fixture. Run from the repository root."""
+token per byte (ids 0-255), <s> = 256, </s> = 257, and merges only for runs
+of 'a' (2, 4, ..., 512 of them: ids 258-266), so that its 267 ids fit the
+512-entry logits of tests/models/llama and a line of 70,000 bytes can be a
+few hundred tokens. The CLI tests store it in models they import from that
+fixture. Run from the repository root."""
 import json
 
 
@@ -25,6 +27,11 @@ def special(content, id_):
 
 
 vocab = {ch: b for b, ch in sorted(bytes_to_unicode().items())}
+merges = []
+for k in range(1, 10):
+    half = "a" * (1 << (k - 1))
+    merges.append(f"{half} {half}")
+    vocab[half * 2] = 257 + k
 byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}
 tok = {
     "version": "1.0",
@@ -43,7 +50,7 @@ tok = {
     "decoder": byte_level,
     "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
               "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False, "ignore_merges": False,
-              "vocab": vocab, "merges": []},
+              "vocab": vocab, "merges": merges},
 }
 with open("tests/cli/tiny_tokenizer/tokenizer.json", "w", encoding="utf-8") as f:
     json.dump(tok, f, ensure_ascii=False, indent=1)

@@ -65,5 +65,22 @@ printf 'hello\nagain\n' >"$tmp/in"
 expect_rc 0 "" "$vkllm" chat -m "$tmp/plain.vkm"
 : >"$tmp/in"
 
+# ---- perplexity: a line longer than the 512-token context is scored whole ---
+# (the tiny tokenizer has one token per byte outside runs of 'a': a 600-byte
+# line is BOS + 600 tokens, all 600 scored, in two windows); a line of any
+# length is one line.
+model pp "{$special}"
+printf 'xyz %.0s' $(seq 150) >"$tmp/long.txt"
+printf '\n' >>"$tmp/long.txt"
+if expect_rc 0 "" "$vkllm" perplexity "$tmp/pp.vkm" "$tmp/long.txt"; then
+  grep -q ": 1 lines, 600 tokens:" "$tmp/out" && ok || fail "perplexity of a 600-byte line: $(cat "$tmp/out")"
+fi
+head -c 70000 /dev/zero | tr '\0' a >"$tmp/huge.txt"
+printf '\nAnd God said\n' >>"$tmp/huge.txt"
+if expect_rc 0 "" "$vkllm" perplexity "$tmp/pp.vkm" "$tmp/huge.txt"; then
+  grep -q ": 2 lines, " "$tmp/out" && ok || fail "a 70,000-byte line is not one line: $(cat "$tmp/out")"
+fi
+expect_rc 1 "nothing was scored" "$vkllm" perplexity "$tmp/pp.vkm" "$tmp/in"
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
