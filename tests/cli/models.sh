@@ -65,6 +65,28 @@ printf 'hello\nagain\n' >"$tmp/in"
 expect_rc 0 "" "$vkllm" chat -m "$tmp/plain.vkm"
 : >"$tmp/in"
 
+# ---- run: the context and what the statistics line says ----------------------
+# No eos_token: generation can only stop at -n or at the full context.
+model ctx '{"bos_token": "<s>", "model_max_length": 40}'
+model noctx '{"bos_token": "<s>"}'
+# the default context is the tokenizer's model_max_length when below 1024
+if expect_rc 0 "context 40; prompt 6 tokens" "$vkllm" run -m "$tmp/ctx.vkm" -p hello -n 1000; then
+  expect_rc 0 "stopped after 34 of 1000 tokens: the context of 40 tokens is full" "$vkllm" run -m "$tmp/ctx.vkm" -p hello -n 1000
+fi
+expect_rc 0 "context 1024;" "$vkllm" run -m "$tmp/noctx.vkm" -p hello -n 1
+expect_rc 0 "stopped after 14 of 100 tokens: the context of 20 tokens is full" \
+  "$vkllm" run -m "$tmp/ctx.vkm" -p hello -n 100 --context 20
+expect_rc 0 "--context 50 is beyond the tokenizer's model_max_length 40" "$vkllm" run -m "$tmp/ctx.vkm" -p hello -n 1 --context 50
+expect_rc 0 "generated 3 tokens" "$vkllm" run -m "$tmp/ctx.vkm" -p hello -n 3
+if grep -q "stopped" "$tmp/err"; then fail "run -n 3 says it stopped early: $(cat "$tmp/err")"; fi
+# a prompt that fills the context: nothing generated, and said
+expect_rc 0 "stopped after 0 of 5 tokens" "$vkllm" run -m "$tmp/ctx.vkm" -p "$(printf 'x%.0s' $(seq 39))" -n 5
+expect_rc 1 "do not fit" "$vkllm" run -m "$tmp/ctx.vkm" -p "$(printf 'x%.0s' $(seq 40))" -n 5
+# a one-token prompt is a prompt, not a decode step
+expect_rc 0 "prompt 1 tokens" "$vkllm" run -m "$tmp/ctx.vkm" -p h --raw -n 2
+# the bundled model: its tokenizer's model_max_length is 512
+expect_rc 0 "context 512;" "$vkllm" run -p "In the beginning" -n 1
+
 # ---- perplexity: a line longer than the 512-token context is scored whole ---
 # (the tiny tokenizer has one token per byte outside runs of 'a': a 600-byte
 # line is BOS + 600 tokens, all 600 scored, in two windows); a line of any
