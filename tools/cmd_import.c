@@ -2,6 +2,7 @@
  * optimization pipeline (quantizing per --weights/--group/--lm-head/--embed/--kv),
  * write the model file atomically, print a summary. */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,7 +11,9 @@
 
 #include "cli.h"
 #include "commands.h"
+#include "model.h"
 #include "report.h"
+#include "tokenizer/tokenizer.h"
 #include "onnx_import.h"
 #include "ops.h"
 #include "passes/pipeline.h"
@@ -140,20 +143,56 @@ vkl_status vkl_tool_import_recipe(vkl_context *ctx, const char *path, uint32_t p
     return VKL_OK;
 }
 
-/* Reads a whole small file (tokenizer JSON) into memory. */
-static void *slurp(vkl_context *ctx, const char *path, size_t *size) {
+/* Reads a whole small file (tokenizer JSON) into memory; VKL_ERR_NOT_FOUND
+ * when it does not exist. */
+static vkl_status slurp(vkl_context *ctx, const char *path, void **out, size_t *size) {
+    *out = NULL;
+    *size = 0;
     FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    long n = -1;
-    if (!fseek(f, 0, SEEK_END)) n = ftell(f);
-    void *buf = n >= 0 ? vkl_malloc(ctx, (size_t)n + 1) : NULL;
-    if (buf && (fseek(f, 0, SEEK_SET) || fread(buf, 1, (size_t)n, f) != (size_t)n)) {
+    if (!f) return vkl_fail(ctx, errno == ENOENT ? VKL_ERR_NOT_FOUND : VKL_ERR_IO, "cannot read %s: %s", path,
+                            strerror(errno));
+    long n = fseek(f, 0, SEEK_END) ? -1 : ftell(f);
+    void *buf = n >= 0 && !fseek(f, 0, SEEK_SET) ? vkl_malloc(ctx, (size_t)n + 1) : NULL;
+    vkl_status st = VKL_OK;
+    if (!buf || fread(buf, 1, (size_t)n, f) != (size_t)n) {
+        st = vkl_fail(ctx, VKL_ERR_IO, "cannot read %s%s", path, n < 0 ? ": not a regular file" : "");
         vkl_free(ctx, buf);
         buf = NULL;
     }
     fclose(f);
-    *size = n >= 0 ? (size_t)n : 0;
-    return buf;
+    *out = buf;
+    *size = buf ? (size_t)n : 0;
+    return st;
+}
+
+/* --tokenizer DIR: tokenizer.json (required) and tokenizer_config.json
+ * (optional), checked before they are stored, so that a model file never
+ * carries a tokenizer `run` would reject: both must load as `run` loads
+ * them (a truncated file fails here, not there), and every id must be a
+ * row of the logits. */
+static vkl_status read_tokenizer(vkl_context *ctx, const char *dir, const vkl_graph *g, void *blobs[2],
+                                 size_t sizes[2]) {
+    static const char *const files[2] = {"tokenizer.json", "tokenizer_config.json"};
+    char path[2][4096];
+    vkl_status st = VKL_OK;
+    for (int k = 0; !st && k < 2; k++) {
+        snprintf(path[k], sizeof(path[k]), "%s/%s", dir, files[k]);
+        st = slurp(ctx, path[k], &blobs[k], &sizes[k]);
+        if (k == 1 && st == VKL_ERR_NOT_FOUND) st = VKL_OK;
+    }
+    vkl_tokenizer *tok = NULL;
+    if (!st) {
+        st = vkl_tokenizer_load_json(ctx, blobs[0], sizes[0], blobs[1], sizes[1], &tok);
+        if (st) return vkl_fail_prefix(ctx, st, "--tokenizer %s", dir);
+    }
+    size_t vocab, ids = tok ? vkl_tokenizer_vocab_size(tok) : 0;
+    if (!st && vkl_model_graph_vocab(g, &vocab) && ids > vocab)
+        st = vkl_fail(ctx, VKL_ERR_INVALID_ARGUMENT,
+                      "--tokenizer %s: its ids go up to %zu but the model's logits have %zu entries (ids 0 to %zu): "
+                      "the tokenizer is not this model's",
+                      path[0], ids - 1, vocab, vocab - 1);
+    vkl_tokenizer_free(tok);
+    return st;
 }
 
 int vkl_cmd_import(vkl_context *ctx, int argc, char **argv) {
@@ -196,24 +235,12 @@ int vkl_cmd_import(vkl_context *ctx, int argc, char **argv) {
     if (!(passes & VKL_PASS_QUANTIZE)) vkl_quant_recipe_init(&recipe);
     vkl_quant_recipe_str(&recipe, recipe_text, sizeof(recipe_text));
     meta[n_meta++] = (vkl_vkm_meta){VKL_QUANT_RECIPE_META_KEY, recipe_text, strlen(recipe_text)};
-    static const char *const tok_files[2] = {"tokenizer.json", "tokenizer_config.json"};
-    int rc = 0;
-    for (int k = 0; tok_dir && k < 2; k++) {
-        char path[4096];
-        size_t size;
-        snprintf(path, sizeof(path), "%s/%s", tok_dir, tok_files[k]);
-        blobs[k] = slurp(ctx, path, &size);
-        if (!blobs[k] && k == 0) {
-            fprintf(stderr, "vkllm import: cannot read %s\n", path);
-            rc = 1;
-            break;
-        }
-        if (blobs[k]) meta[n_meta++] = (vkl_vkm_meta){tok_files[k], blobs[k], size};
-    }
-    if (!rc && vkl_vkm_write(ctx, vkl_onnx_graph(m), meta, n_meta, out)) {
-        fprintf(stderr, "vkllm import: %s\n", vkl_context_error(ctx));
-        rc = 1;
-    }
+    size_t sizes[2] = {0, 0};
+    if (tok_dir) st = read_tokenizer(ctx, tok_dir, vkl_onnx_graph(m), blobs, sizes);
+    if (!st && blobs[0]) meta[n_meta++] = (vkl_vkm_meta){"tokenizer.json", blobs[0], sizes[0]};
+    if (!st && blobs[1]) meta[n_meta++] = (vkl_vkm_meta){"tokenizer_config.json", blobs[1], sizes[1]};
+    if (!st) st = vkl_vkm_write(ctx, vkl_onnx_graph(m), meta, n_meta, out);
+    int rc = st ? vkl_cli_fail(PROG, ctx, st) : 0;
     if (!rc) {
         const vkl_graph *g = vkl_onnx_graph(m);
         printf("symbols:");

@@ -65,6 +65,17 @@ printf 'hello\nagain\n' >"$tmp/in"
 expect_rc 0 "" "$vkllm" chat -m "$tmp/plain.vkm"
 : >"$tmp/in"
 
+# ---- import --tokenizer: checked before it is stored ---------------------------
+# ids beyond the model's logits (the bundled model's 4096-id tokenizer on the
+# 512-logit fixture), a truncated tokenizer.json, a missing one: exit 1, no file
+expect_rc 1 "its ids go up to 4095 but the model's logits have 512 entries" \
+  "$vkllm" import "$llama" -o "$tmp/bad.vkm" --tokenizer "$root/model/tokenizer"
+mkdir -p "$tmp/trunc"
+head -c 2000 "$root/tests/cli/tiny_tokenizer/tokenizer.json" >"$tmp/trunc/tokenizer.json"
+expect_rc 1 "not valid JSON" "$vkllm" import "$llama" -o "$tmp/bad.vkm" --tokenizer "$tmp/trunc"
+expect_rc 1 "cannot read $tmp/nosuch/tokenizer.json" "$vkllm" import "$llama" -o "$tmp/bad.vkm" --tokenizer "$tmp/nosuch"
+[ -e "$tmp/bad.vkm" ] && fail "a rejected tokenizer still wrote $tmp/bad.vkm" || ok
+
 # ---- run: the context and what the statistics line says ----------------------
 # No eos_token: generation can only stop at -n or at the full context.
 model ctx '{"bos_token": "<s>", "model_max_length": 40}'
