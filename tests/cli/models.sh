@@ -65,6 +65,19 @@ printf 'hello\nagain\n' >"$tmp/in"
 expect_rc 0 "" "$vkllm" chat -m "$tmp/plain.vkm"
 : >"$tmp/in"
 
+# ---- a model path that is no regular file: refused at once ----------------------
+# (a FIFO once blocked open(2) forever; timeout turns a regression into a failure)
+mkfifo "$tmp/fifo"
+for c in "run -p hi -m" "chat -m" "info" "perplexity" "import" "quant-report"; do
+  extra=()
+  case $c in perplexity) extra=("$tmp/in") ;; import) extra=(-o "$tmp/x.vkm") ;; esac
+  # shellcheck disable=SC2086
+  expect_rc 1 "'$tmp/fifo' is not a regular file: it is a named pipe (FIFO)" \
+    timeout 60 "$vkllm" $c "$tmp/fifo" "${extra[@]}"
+done
+expect_rc 1 "is not a regular file: it is a directory" "$vkllm" info "$tmp"
+expect_rc 1 "is not a regular file: it is a character device" "$vkllm" run -p hi -m /dev/null
+
 # ---- import --tokenizer: checked before it is stored ---------------------------
 # ids beyond the model's logits (the bundled model's 4096-id tokenizer on the
 # 512-logit fixture), a truncated tokenizer.json, a missing one: exit 1, no file
