@@ -7,8 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
 
+#include "atomic_file.h"
 #include "cli.h"
 #include "commands.h"
 #include "model.h"
@@ -195,6 +197,32 @@ static vkl_status read_tokenizer(vkl_context *ctx, const char *dir, const vkl_gr
     return st;
 }
 
+static bool same_file(const char *a, const char *b) {
+    struct stat sa, sb;
+    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+/* The output must be writable (a regular file or a new path: the library's
+ * rule) and none of the inputs: the rename at the end of the write would
+ * replace it with the model file. Compared by device and inode, so another
+ * path to the same file (a link, "./x") counts. */
+static vkl_status check_output(vkl_context *ctx, const char *out, const char *in, const char *tok_dir) {
+    vkl_status st = vkl_output_path_check(ctx, out);
+    if (st) return st;
+    if (same_file(out, in))
+        return vkl_fail(ctx, VKL_ERR_INVALID_ARGUMENT, "the output '%s' is the input '%s'; nothing was written", out,
+                        in);
+    static const char *const files[2] = {"tokenizer.json", "tokenizer_config.json"};
+    for (int k = 0; tok_dir && k < 2; k++) {
+        char path[4096];
+        snprintf(path, sizeof(path), "%s/%s", tok_dir, files[k]);
+        if (same_file(out, path))
+            return vkl_fail(ctx, VKL_ERR_INVALID_ARGUMENT, "the output '%s' is the input '%s'; nothing was written",
+                            out, path);
+    }
+    return VKL_OK;
+}
+
 int vkl_cmd_import(vkl_context *ctx, int argc, char **argv) {
     const char *in = NULL, *out = NULL, *tok_dir = NULL;
     uint32_t passes = VKL_PASS_ALL;
@@ -221,8 +249,12 @@ int vkl_cmd_import(vkl_context *ctx, int argc, char **argv) {
         }
     }
     if (!in || !out) return vkl_cli_usage_error(PROG, "MODEL.onnx and -o OUT.vkm are required");
+    /* Before the import's work: the writer checks the output again, but an
+     * output that can never be written should not cost the import first. */
+    vkl_status st = check_output(ctx, out, in, tok_dir);
+    if (st) return vkl_cli_fail(PROG, ctx, st);
     vkl_onnx_model *m;
-    vkl_status st = vkl_tool_import_recipe(ctx, in, passes, &recipe, false, &m);
+    st = vkl_tool_import_recipe(ctx, in, passes, &recipe, false, &m);
     if (st) return vkl_cli_fail(PROG, ctx, st);
     vkl_vkm_meta meta[5];
     size_t n_meta = 0;

@@ -10,6 +10,7 @@
 #include "backend.h"
 #include "bench_quant.h"
 #include "bench_util.h"
+#include "cleanup.h"
 #include "cli.h"
 #include "context.h"
 #include "vkllm.h"
@@ -159,6 +160,8 @@ int main(int argc, char **argv) {
         fprintf(stderr, PROG ": cannot create a context (out of memory)\n");
         return VKL_EXIT_FAILURE;
     }
+    /* an interrupted write (import -o, a pipeline cache) leaves no temporary file */
+    vkl_tool_cleanup_on_signal(ctx);
     vkl_bench_quant_options qo = {backend, reps, rotate_mb << 20};
     int rc = do_probe ? probe(ctx) : do_quant ? vkl_bench_quant(ctx, &qo) : decode(ctx, model, backend, tokens, window);
     vkl_context_destroy(ctx);

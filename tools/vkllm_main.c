@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "cleanup.h"
 #include "cli.h"
 #include "cmd_quant_report.h"
 #include "cmd_run.h"
@@ -116,6 +117,8 @@ int main(int argc, char **argv) {
         fprintf(stderr, "vkllm: cannot create a context (out of memory)\n");
         return VKL_EXIT_FAILURE;
     }
+    /* an interrupted write (import -o, a pipeline cache) leaves no temporary file */
+    vkl_tool_cleanup_on_signal(ctx);
     int rc = c ? c->run(ctx, argc - 1, argv + 1) : cmd_help(ctx, argc - 1, argv + 1);
     vkl_context_destroy(ctx);
     return rc;
