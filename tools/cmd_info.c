@@ -11,6 +11,8 @@
 #include "plan.h"
 #include "vkm.h"
 
+#define PROG "vkllm info"
+
 static void print_meta(const vkl_vkm *m) {
     size_t n = vkl_vkm_meta_count(m);
     printf("metadata: %zu entries\n", n);
@@ -62,14 +64,12 @@ static void set_symbol(const vkl_graph *g, int64_t *values, const char *name, in
  * a full prefill at the given context. */
 static int print_plan(vkl_context *ctx, const vkl_graph *g, int64_t context) {
     vkl_plan *p;
-    if (vkl_plan_create(g, &p)) {
-        fprintf(stderr, "vkllm info: %s\n", vkl_context_error(ctx));
-        return 1;
-    }
+    vkl_status st = vkl_plan_create(g, &p);
+    if (st) return vkl_cli_fail(PROG, ctx, st);
     size_t n = vkl_symtab_symbol_count(g->syms);
     int64_t *values = vkl_calloc(ctx, n + 1, sizeof(int64_t));
     size_t *offsets = vkl_calloc(ctx, g->n_tensors + 1, sizeof(size_t));
-    int rc = values && offsets ? 0 : 1;
+    int rc = values && offsets ? 0 : vkl_cli_fail(PROG, ctx, VKL_ERR_OUT_OF_MEMORY);
     printf("plan: %u buffers for %u tensors (symbols not named below are 1)\n", p->n_buffers, g->n_tensors);
     for (int prefill = 0; !rc && prefill < 2; prefill++) {
         for (size_t i = 0; i < n; i++) values[i] = 1;
@@ -77,9 +77,10 @@ static int print_plan(vkl_context *ctx, const vkl_graph *g, int64_t context) {
         set_symbol(g, values, "past", prefill ? 0 : context - 1);
         set_symbol(g, values, "total_seq", context);
         size_t planned, plain;
-        if (vkl_plan_layout(p, values, NULL, n, offsets, &planned) || vkl_plan_no_reuse_bytes(p, values, n, &plain)) {
-            fprintf(stderr, "vkllm info: %s\n", vkl_context_error(ctx));
-            rc = 1;
+        st = vkl_plan_layout(p, values, NULL, n, offsets, &planned);
+        if (!st) st = vkl_plan_no_reuse_bytes(p, values, n, &plain);
+        if (st) {
+            rc = vkl_cli_fail(PROG, ctx, st);
             break;
         }
         printf("  %-7s at context %lld: planned %zu bytes, without reuse %zu bytes\n", prefill ? "prefill" : "decode",
@@ -91,7 +92,6 @@ static int print_plan(vkl_context *ctx, const vkl_graph *g, int64_t context) {
     return rc;
 }
 
-#define PROG "vkllm info"
 #define PLAN_CONTEXT_DEFAULT 2048
 #define PLAN_CONTEXT_MAX 1048576
 
