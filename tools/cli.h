@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "vkllm.h"
+#include "context.h"
 
 #define VKL_EXIT_FAILURE 1
 #define VKL_EXIT_USAGE 2
@@ -41,11 +41,7 @@ int vkl_cli_f32(const char *prog, const char *opt, const char *text, float min, 
 
 /* Prints "PROG: <formatted>" and "try 'PROG --help'" to stderr; returns
  * VKL_EXIT_USAGE. */
-int vkl_cli_usage_error(const char *prog, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
-#endif
-    ;
+int vkl_cli_usage_error(const char *prog, const char *fmt, ...) VKL_PRINTF(2, 3);
 
 /* Prints "PROG: <ctx's message>" to stderr (the status' name when the
  * message is empty, so an error line is never blank); returns
