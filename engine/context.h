@@ -12,13 +12,26 @@
 
 #define VKL_ERROR_CAP 1024
 
+/* Told the name of each temporary file the atomic writer creates
+ * (engine/atomic_file.c) and, once it is renamed into place or removed,
+ * NULL; called on the writing thread. A program can then remove the file
+ * from a signal handler when it is interrupted mid-write (tools/cleanup.c). */
+typedef void (*vkl_temp_file_fn)(void *user, const char *tmp_path);
+
 struct vkl_context {
     vkl_allocator alloc;
     vkl_log_fn log;
     void *log_user;
     vkl_log_level log_level;
+    vkl_temp_file_fn temp_file; /* NULL: nobody asked */
+    void *temp_file_user;
     char error[VKL_ERROR_CAP];
 };
+
+static inline void vkl_context_set_temp_file_hook(vkl_context *ctx, vkl_temp_file_fn fn, void *user) {
+    ctx->temp_file = fn;
+    ctx->temp_file_user = user;
+}
 
 #if defined(__GNUC__)
 #define VKL_PRINTF(fmt_index, first_arg) __attribute__((format(printf, fmt_index, first_arg)))

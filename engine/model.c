@@ -29,6 +29,21 @@ static uint32_t find_io(const vkl_graph *g, const uint32_t *list, uint32_t n, co
     return VKL_NONE;
 }
 
+uint32_t vkl_model_logits_output(const vkl_graph *g) {
+    uint32_t i = find_io(g, g->outputs, g->n_outputs, "logits");
+    return i == VKL_NONE && g->n_outputs ? 0 : i;
+}
+
+bool vkl_model_graph_vocab(const vkl_graph *g, size_t *vocab) {
+    uint32_t i = vkl_model_logits_output(g);
+    if (i == VKL_NONE) return false;
+    const vkl_tensor *logits = &g->tensors[g->outputs[i]];
+    int64_t v;
+    if (logits->shape.rank != 3 || !vkl_expr_is_const(g->syms, logits->shape.dims[2], &v) || v <= 0) return false;
+    *vocab = (size_t)v;
+    return true;
+}
+
 static size_t symbol_of(const vkl_graph *g, vkl_expr e) {
     size_t s;
     return vkl_expr_is_symbol(g->syms, e, &s) ? s : VKL_NO_SYMBOL;
@@ -41,8 +56,7 @@ static vkl_status find_roles(vkl_model *m) {
     m->in_ids = find_io(g, g->inputs, g->n_inputs, "input_ids");
     m->in_mask = find_io(g, g->inputs, g->n_inputs, "attention_mask");
     m->in_pos = find_io(g, g->inputs, g->n_inputs, "position_ids");
-    m->out_logits = find_io(g, g->outputs, g->n_outputs, "logits");
-    if (m->out_logits == VKL_NONE && g->n_outputs) m->out_logits = 0;
+    m->out_logits = vkl_model_logits_output(g);
     m->sym_batch = m->sym_seq = m->sym_total = m->sym_past = VKL_NO_SYMBOL;
     if (m->in_ids == VKL_NONE || m->out_logits == VKL_NONE)
         return VKL_OK; /* not a causal LM: loadable, but sessions will refuse it */
@@ -52,10 +66,8 @@ static vkl_status find_roles(vkl_model *m) {
         return vkl_fail(m->ctx, VKL_ERR_UNSUPPORTED, "model: input_ids must be [batch, seq] and logits [batch, seq, vocab]");
     m->sym_batch = symbol_of(g, ids->shape.dims[0]);
     m->sym_seq = symbol_of(g, ids->shape.dims[1]);
-    int64_t vocab;
-    if (!vkl_expr_is_const(g->syms, logits->shape.dims[2], &vocab) || vocab <= 0)
+    if (!vkl_model_graph_vocab(g, &m->vocab))
         return vkl_fail(m->ctx, VKL_ERR_UNSUPPORTED, "model: the logits' vocab dimension is not a constant");
-    m->vocab = (size_t)vocab;
     if (m->in_mask != VKL_NONE) {
         const vkl_tensor *mask = &g->tensors[g->inputs[m->in_mask]];
         if (mask->shape.rank == 2) m->sym_total = symbol_of(g, mask->shape.dims[1]);

@@ -24,4 +24,12 @@ struct vkl_model {
 
 #define VKL_NO_SYMBOL SIZE_MAX
 
+/* Of a graph's outputs, the one a session reads logits from: the output
+ * named "logits", else the first; VKL_NONE when there are none. */
+uint32_t vkl_model_logits_output(const vkl_graph *g);
+/* The vocabulary size of the logits output, when it is [batch, seq, vocab]
+ * with a constant vocab; false otherwise (not a causal LM). The importer
+ * checks a tokenizer against it before storing one. */
+bool vkl_model_graph_vocab(const vkl_graph *g, size_t *vocab);
+
 #endif

@@ -345,8 +345,9 @@ static vkl_status write_input(vkl_session *s, int r, uint32_t role, const int64_
 
 /* One step: n tokens at positions [length, length + n). Decode steps (n = 1)
  * attend over a length padded to pad_multiple, masked, so their executable
- * is replayed until the padding runs out. */
-static vkl_status step(vkl_session *s, const int32_t *tokens, size_t n, float *all_logits) {
+ * is replayed until the padding runs out. `prompt`: count the tokens as
+ * prefill even when there is one (a one-token prompt is no decode step). */
+static vkl_status step(vkl_session *s, const int32_t *tokens, size_t n, float *all_logits, bool prompt) {
     vkl_model *m = s->m;
     double t0 = now_seconds();
     int64_t len = (int64_t)s->length, total = len + (int64_t)n, seq, padded;
@@ -390,7 +391,7 @@ static vkl_status step(vkl_session *s, const int32_t *tokens, size_t n, float *a
     s->length += n;
     s->have_logits = true;
     double dt = now_seconds() - t0;
-    if (n == 1) {
+    if (n == 1 && !prompt) {
         s->stats.decode_tokens++;
         s->stats.decode_seconds += dt;
     } else {
@@ -400,11 +401,9 @@ static vkl_status step(vkl_session *s, const int32_t *tokens, size_t n, float *a
     return VKL_OK;
 }
 
-vkl_status vkl_session_append(vkl_session *s, const int32_t *tokens, size_t count) {
-    return vkl_session_append_scored(s, tokens, count, NULL);
-}
-
-vkl_status vkl_session_append_scored(vkl_session *s, const int32_t *tokens, size_t count, float *all_logits) {
+/* Callers of the public functions are counted by size (one token: a decode
+ * step); vkl_session_generate knows which tokens are its prompt. */
+static vkl_status append(vkl_session *s, const int32_t *tokens, size_t count, float *all_logits, bool prompt) {
     if (!s) return VKL_ERR_INVALID_ARGUMENT;
     if (!tokens && count) return vkl_fail(s->ctx, VKL_ERR_INVALID_ARGUMENT, "vkl_session_append: tokens is NULL");
     if (count > s->opt.max_context - s->length)
@@ -417,11 +416,19 @@ vkl_status vkl_session_append_scored(vkl_session *s, const int32_t *tokens, size
                             tokens[i], s->m->vocab);
     for (size_t done = 0; done < count;) {
         size_t n = count - done < s->opt.prefill_chunk ? count - done : s->opt.prefill_chunk;
-        vkl_status st = step(s, tokens + done, n, all_logits ? all_logits + done * s->m->vocab : NULL);
+        vkl_status st = step(s, tokens + done, n, all_logits ? all_logits + done * s->m->vocab : NULL, prompt);
         if (st) return st;
         done += n;
     }
     return VKL_OK;
+}
+
+vkl_status vkl_session_append(vkl_session *s, const int32_t *tokens, size_t count) {
+    return append(s, tokens, count, NULL, false);
+}
+
+vkl_status vkl_session_append_scored(vkl_session *s, const int32_t *tokens, size_t count, float *all_logits) {
+    return append(s, tokens, count, all_logits, false);
 }
 
 const float *vkl_session_logits(const vkl_session *s) { return s && s->have_logits ? s->logits : NULL; }
@@ -436,7 +443,7 @@ vkl_status vkl_session_sample(vkl_session *s, int32_t *token) {
 vkl_status vkl_session_generate(vkl_session *s, const int32_t *prompt, size_t count, size_t max_new,
                                 int32_t stop_token, vkl_token_callback callback, void *user) {
     if (!s) return VKL_ERR_INVALID_ARGUMENT;
-    vkl_status st = vkl_session_append(s, prompt, count);
+    vkl_status st = append(s, prompt, count, NULL, true);
     for (size_t i = 0; !st && i < max_new && s->length < s->opt.max_context; i++) {
         int32_t tok;
         st = vkl_session_sample(s, &tok);

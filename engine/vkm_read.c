@@ -16,6 +16,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "file_open.h"
 #include "ops.h"
 #include "vkm.h"
 
@@ -709,19 +710,10 @@ vkl_status vkl_vkm_open(vkl_context *ctx, const char *path, vkl_vkm **out) {
     if (!ctx) return VKL_ERR_INVALID_ARGUMENT;
     if (!out || !path) return vkl_fail(ctx, VKL_ERR_INVALID_ARGUMENT, "vkl_vkm_open: no path");
     *out = NULL;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return vkl_fail(ctx, VKL_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    int fd;
     struct stat sb;
-    if (fstat(fd, &sb) != 0) {
-        vkl_status st = vkl_fail(ctx, VKL_ERR_IO, "%s: cannot stat: %s", path, strerror(errno));
-        close(fd);
-        return st;
-    }
-    if (!S_ISREG(sb.st_mode)) {
-        close(fd);
-        return vkl_fail(ctx, VKL_ERR_IO, "%s: not a regular file%s", path,
-                        S_ISDIR(sb.st_mode) ? " (it is a directory)" : "");
-    }
+    vkl_status opened = vkl_open_regular(ctx, path, "model file", &fd, &sb);
+    if (opened) return opened == VKL_ERR_OUT_OF_MEMORY ? opened : VKL_ERR_IO; /* a missing file too, as documented */
     if ((uintmax_t)sb.st_size > (uintmax_t)SIZE_MAX) {
         close(fd);
         return vkl_fail(ctx, VKL_ERR_IO, "%s: %jd bytes do not fit in the address space", path, (intmax_t)sb.st_size);

@@ -1,18 +1,14 @@
 /* .vkm writer: serializes a graph, its metadata and its weights, then
- * publishes the file atomically (temporary file, fsync, rename). */
+ * publishes the file atomically (engine/atomic_file.c). */
 #define _POSIX_C_SOURCE 200809L
 
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <time.h>
-#include <unistd.h>
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "atomic_file.h"
 #include "ops.h"
 #include "vkm.h"
 
@@ -249,87 +245,13 @@ static vkl_status encode_graph(wbuf *b, const vkl_graph *g) {
 
 static const uint8_t zeros[VKL_VKM_PAGE_ALIGN];
 
-typedef struct wfile {
-    vkl_context *ctx;
-    int fd;
-    const char *path, *tmp;
-    size_t written;
-} wfile;
-
-static vkl_status write_all(wfile *f, const void *src, size_t n) {
-    const uint8_t *p = src;
-    while (n) {
-        size_t chunk = n > ((size_t)1 << 30) ? ((size_t)1 << 30) : n;
-        ssize_t w = write(f->fd, p, chunk);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0)
-            return vkl_fail(f->ctx, VKL_ERR_IO, "cannot write '%s' (temporary file '%s') at offset %zu: %s", f->path,
-                            f->tmp, f->written, w < 0 ? strerror(errno) : "no progress");
-        p += w;
-        n -= (size_t)w;
-        f->written += (size_t)w;
-    }
-    return VKL_OK;
-}
-
-static vkl_status pad_to(wfile *f, size_t offset) {
+static vkl_status pad_to(vkl_atomic_file *f, size_t offset) {
     vkl_status st = VKL_OK;
     while (!st && f->written < offset) {
         size_t n = offset - f->written;
-        st = write_all(f, zeros, n < sizeof(zeros) ? n : sizeof(zeros));
+        st = vkl_atomic_file_write(f, zeros, n < sizeof(zeros) ? n : sizeof(zeros));
     }
     return st;
-}
-
-/* Creates "<dir>/.<name>.tmp-<pid>-<stamp>" exclusively; its name goes into tmp. */
-static vkl_status create_temp(vkl_context *ctx, const char *path, char **tmp_out, int *fd_out) {
-    const char *slash = strrchr(path, '/');
-    size_t dir_len = slash ? (size_t)(slash - path) + 1 : 0;
-    const char *base = path + dir_len;
-    if (!*base) return vkl_fail(ctx, VKL_ERR_INVALID_ARGUMENT, "cannot write '%s': the path names a directory", path);
-    size_t cap;
-    if (!vkl_add_size(strlen(path), 64, &cap)) return vkl_fail(ctx, VKL_ERR_INVALID_ARGUMENT, "path too long");
-    char *tmp = vkl_malloc(ctx, cap);
-    if (!tmp) return VKL_ERR_OUT_OF_MEMORY;
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    for (unsigned attempt = 0; attempt < 100; attempt++) {
-        snprintf(tmp, cap, "%.*s.%s.tmp-%ld-%lx%02u", (int)dir_len, path, base, (long)getpid(),
-                 (unsigned long)ts.tv_nsec ^ (unsigned long)ts.tv_sec, attempt);
-        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-        if (fd >= 0) {
-            *tmp_out = tmp;
-            *fd_out = fd;
-            return VKL_OK;
-        }
-        if (errno != EEXIST) {
-            vkl_status st = vkl_fail(ctx, VKL_ERR_IO, "cannot create temporary file '%s' for '%s': %s", tmp, path,
-                                     strerror(errno));
-            vkl_free(ctx, tmp);
-            return st;
-        }
-    }
-    vkl_free(ctx, tmp);
-    return vkl_fail(ctx, VKL_ERR_IO, "cannot create a temporary file beside '%s': every name tried exists", path);
-}
-
-/* Makes the rename durable. Best effort: the file is already complete and in
- * place, so a failure here is logged, not returned. */
-static void sync_dir(vkl_context *ctx, const char *path) {
-    const char *slash = strrchr(path, '/');
-    char dir[4096];
-    if (!slash) {
-        snprintf(dir, sizeof(dir), ".");
-    } else {
-        size_t n = (size_t)(slash - path);
-        if (n >= sizeof(dir)) return;
-        memcpy(dir, path, n);
-        dir[n ? n : 1] = 0;
-        if (!n) dir[0] = '/';
-    }
-    int fd = open(dir, O_RDONLY | O_CLOEXEC);
-    if (fd < 0 || fsync(fd) != 0) vkl_log(ctx, VKL_LOG_WARN, "fsync of directory '%s' failed: %s", dir, strerror(errno));
-    if (fd >= 0) close(fd);
 }
 
 /* ---- the writer -------------------------------------------------------- */
@@ -411,7 +333,7 @@ static vkl_status plan(vkl_context *ctx, const vkl_graph *g, wbuf *sec, const si
     return VKL_OK;
 }
 
-static vkl_status emit(wfile *f, const vkl_graph *g, const wbuf *sec, const size_t *offset_at, const layout *L) {
+static vkl_status emit(vkl_atomic_file *f, const vkl_graph *g, const wbuf *sec, const size_t *offset_at, const layout *L) {
     uint8_t table[N_SECTIONS * VKL_VKM_SECTION_ENTRY_SIZE];
     for (unsigned s = 0; s < N_SECTIONS; s++) {
         uint8_t *e = table + s * VKL_VKM_SECTION_ENTRY_SIZE;
@@ -434,12 +356,12 @@ static vkl_status emit(wfile *f, const vkl_graph *g, const wbuf *sec, const size
     le64(h + 48, XXH3_64bits(table, sizeof(table)));
     le64(h + 56, XXH3_64bits(h, 56));
 
-    vkl_status st = write_all(f, h, sizeof(h));
+    vkl_status st = vkl_atomic_file_write(f, h, sizeof(h));
     if (!st) st = pad_to(f, L->table_off);
-    if (!st) st = write_all(f, table, sizeof(table));
+    if (!st) st = vkl_atomic_file_write(f, table, sizeof(table));
     for (unsigned s = 0; s < 3 && !st; s++) {
         st = pad_to(f, L->off[s]);
-        if (!st) st = write_all(f, sec[s].p, sec[s].len);
+        if (!st) st = vkl_atomic_file_write(f, sec[s].p, sec[s].len);
     }
     if (!st) st = pad_to(f, L->off[3]);
     for (uint32_t i = 0; i < g->n_tensors && !st; i++) {
@@ -448,7 +370,7 @@ static vkl_status emit(wfile *f, const vkl_graph *g, const wbuf *sec, const size
         size_t rel = 0;
         for (int k = 0; k < 8; k++) rel |= (size_t)sec[1].p[offset_at[i] + (size_t)k] << (8 * k);
         st = pad_to(f, L->off[3] + rel);
-        if (!st) st = write_all(f, t->data, t->nbytes);
+        if (!st) st = vkl_atomic_file_write(f, t->data, t->nbytes);
     }
     return st;
 }
@@ -461,8 +383,7 @@ vkl_status vkl_vkm_write(vkl_context *ctx, const vkl_graph *g, const vkl_vkm_met
 
     wbuf sec[3] = {{ctx, NULL, 0, 0, VKL_OK}, {ctx, NULL, 0, 0, VKL_OK}, {ctx, NULL, 0, 0, VKL_OK}};
     size_t *offset_at = vkl_calloc(ctx, g->n_tensors ? g->n_tensors : 1, sizeof(size_t));
-    char *tmp = NULL;
-    wfile f = {ctx, -1, path, NULL, 0};
+    vkl_atomic_file f;
     layout L = {0};
     if (!offset_at) st = VKL_ERR_OUT_OF_MEMORY;
     if (!st) st = encode_meta(&sec[0], meta, n_meta);
@@ -471,22 +392,12 @@ vkl_status vkl_vkm_write(vkl_context *ctx, const vkl_graph *g, const vkl_vkm_met
     /* The encoders' messages lack the path. */
     if (st && st != VKL_ERR_OUT_OF_MEMORY) vkl_fail_prefix(ctx, st, "cannot write '%s'", path);
     if (!st) st = plan(ctx, g, sec, offset_at, &L);
-    if (!st) st = create_temp(ctx, path, &tmp, &f.fd);
+    if (!st) st = vkl_atomic_file_open(ctx, path, &f);
     if (!st) {
-        f.tmp = tmp;
         st = emit(&f, g, sec, offset_at, &L);
-        if (!st && fsync(f.fd) != 0)
-            st = vkl_fail(ctx, VKL_ERR_IO, "cannot write '%s': fsync of '%s' failed: %s", path, tmp, strerror(errno));
-        int fd = f.fd;
-        f.fd = -1;
-        if (close(fd) != 0 && !st)
-            st = vkl_fail(ctx, VKL_ERR_IO, "cannot write '%s': close of '%s' failed: %s", path, tmp, strerror(errno));
-        if (!st && rename(tmp, path) != 0)
-            st = vkl_fail(ctx, VKL_ERR_IO, "cannot write '%s': rename from '%s' failed: %s", path, tmp, strerror(errno));
-        if (st) unlink(tmp);
-        else sync_dir(ctx, path);
+        if (!st) st = vkl_atomic_file_commit(&f);
+        else vkl_atomic_file_abort(&f);
     }
-    vkl_free(ctx, tmp);
     vkl_free(ctx, offset_at);
     for (unsigned s = 0; s < 3; s++) vkl_free(ctx, sec[s].p);
     return st;

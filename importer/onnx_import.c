@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "file_open.h"
 #include "onnx_internal.h"
 
 /* The newest ai.onnx opset whose differences from older ones we know. */
@@ -310,14 +311,11 @@ static char *dir_of(vkl_context *ctx, const char *path) {
 }
 
 static vkl_status map_file(vkl_context *ctx, const char *path, const uint8_t **map, size_t *size) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return vkl_fail(ctx, errno == ENOENT ? VKL_ERR_NOT_FOUND : VKL_ERR_IO, "cannot open '%s': %s", path,
-                        strerror(errno));
+    int fd;
     struct stat sb;
-    vkl_status st = VKL_OK;
-    if (fstat(fd, &sb) || !S_ISREG(sb.st_mode)) st = vkl_fail(ctx, VKL_ERR_IO, "'%s' is not a regular file", path);
-    else if (sb.st_size == 0) st = vkl_fail(ctx, VKL_ERR_FORMAT, "'%s' is empty", path);
+    vkl_status st = vkl_open_regular(ctx, path, "ONNX model", &fd, &sb);
+    if (st) return st;
+    if (sb.st_size == 0) st = vkl_fail(ctx, VKL_ERR_FORMAT, "'%s' is empty", path);
     else if ((uint64_t)sb.st_size > SIZE_MAX) st = vkl_fail(ctx, VKL_ERR_UNSUPPORTED, "'%s' is too large", path);
     void *p = MAP_FAILED;
     if (!st) {

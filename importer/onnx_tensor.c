@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "file_open.h"
 #include "onnx_internal.h"
 
 /* Typed fields and borrowed raw_data are taken as they are: the canonical
@@ -201,15 +202,11 @@ void onnx_extfiles_close(vkl_context *ctx, onnx_extfile *list) {
 }
 
 static vkl_status open_extfile(onnx_builder *b, const char *location, const char *path, onnx_extfile *f) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return vkl_fail(b->ctx, errno == ENOENT ? VKL_ERR_NOT_FOUND : VKL_ERR_IO,
-                        "cannot open external data file '%s': %s", path, strerror(errno));
+    int fd;
     struct stat sb;
-    vkl_status st = VKL_OK;
-    if (fstat(fd, &sb) || !S_ISREG(sb.st_mode))
-        st = vkl_fail(b->ctx, VKL_ERR_IO, "external data '%s' is not a regular file", path);
-    else if ((uint64_t)sb.st_size > SIZE_MAX)
+    vkl_status st = vkl_open_regular(b->ctx, path, "external data file", &fd, &sb);
+    if (st) return st;
+    if ((uint64_t)sb.st_size > SIZE_MAX)
         st = vkl_fail(b->ctx, VKL_ERR_UNSUPPORTED, "external data file '%s' is too large for this host", path);
     if (!st && sb.st_size > 0) {
         void *map = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);

@@ -2,11 +2,12 @@
  * whole conversation is rendered with the model's chat template; the session
  * keeps the longest prefix it already holds (vkl_session_rewind) and only the
  * new tokens are computed. */
-#define _POSIX_C_SOURCE 200809L /* strdup */
+#define _POSIX_C_SOURCE 200809L /* strdup, getline */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "cmd_run.h"
 #include "context.h"
 #include "stream.h"
@@ -17,10 +18,12 @@
 #define VKL_BUNDLED_MODEL "model/vkllm-kjv.vkm"
 #endif
 
+#define PROG "vkllm chat"
 #define CHAT_MAX_MESSAGES 256
 #define CHAT_REPLY_TOKENS 128
 
 typedef struct chat {
+    vkl_context *ctx;
     vkl_tokenizer *tok;
     vkl_session *s;
     int32_t *hist; /* what the session holds */
@@ -28,7 +31,9 @@ typedef struct chat {
     vkl_text_stream reply; /* this turn's generated ids */
 } chat;
 
-/* One turn: render, keep the common prefix, append the rest, generate. */
+/* One turn: render, keep the common prefix, append the rest, generate.
+ * Every failure leaves its own message in the context: the template's
+ * (raise_exception included), the tokenizer's, the session's. */
 static vkl_status turn(chat *c, const vkl_chat_template *ct, vkl_chat_message *msgs, size_t n, char **reply_text) {
     char *rendered = NULL;
     size_t len = 0, n_ids = 0, keep = 0;
@@ -38,7 +43,11 @@ static vkl_status turn(chat *c, const vkl_chat_template *ct, vkl_chat_message *m
     if (rendered) vkl_chat_template_free_buffer(ct, rendered);
     if (st) return st;
     while (keep < n_ids && keep < c->n_hist && ids[keep] == c->hist[keep]) keep++;
-    if (n_ids + CHAT_REPLY_TOKENS > c->cap) st = VKL_ERR_INVALID_ARGUMENT; /* conversation too long */
+    if (n_ids + CHAT_REPLY_TOKENS > c->cap)
+        st = vkl_fail(c->ctx, VKL_ERR_INVALID_ARGUMENT,
+                      "the conversation no longer fits the context: %zu tokens and a reply of up to %d do not fit "
+                      "in %zu (--context sets it)",
+                      n_ids, CHAT_REPLY_TOKENS, c->cap);
     if (!st && keep == n_ids) keep--; /* recompute the last token for fresh logits */
     if (!st) st = vkl_session_rewind(c->s, keep);
     vkl_text_stream_reset(&c->reply);
@@ -55,57 +64,87 @@ static vkl_status turn(chat *c, const vkl_chat_template *ct, vkl_chat_message *m
     return st;
 }
 
+static int usage(FILE *f) {
+    fprintf(f,
+            "usage: vkllm chat [-m MODEL.vkm] [--context N]\n"
+            "  one message per line on stdin; replies on stdout; end with Ctrl-D\n"
+            "  -m MODEL.vkm   default: the bundled model (%s, or $VKLLM_MODEL)\n"
+            "  --context N    tokens the conversation may hold, 1 to %u (default %u, or the\n"
+            "                 tokenizer's model_max_length when smaller)\n",
+            VKL_BUNDLED_MODEL, VKL_TOOL_MAX_TOKENS, VKL_TOOL_DEFAULT_CONTEXT);
+    return f == stdout ? 0 : VKL_EXIT_USAGE;
+}
+
 int vkl_cmd_chat(vkl_context *ctx, int argc, char **argv) {
-    const char *path = getenv("VKLLM_MODEL") ? getenv("VKLLM_MODEL") : VKL_BUNDLED_MODEL;
+    const char *path = getenv("VKLLM_MODEL") ? getenv("VKLLM_MODEL") : VKL_BUNDLED_MODEL, *v;
+    size_t context = 0;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "-m") && i + 1 < argc) path = argv[++i];
-        else {
-            fprintf(stderr, "usage: vkllm chat [-m MODEL.vkm]   (one message per line; end with Ctrl-D)\n");
-            return 2;
+        if (vkl_cli_is_help(argv[i])) return usage(stdout);
+        if (!strcmp(argv[i], "-m")) {
+            if (!(v = vkl_cli_value(PROG, argc, argv, &i))) return VKL_EXIT_USAGE;
+            path = v;
+        } else if (!strcmp(argv[i], "--context")) {
+            if (!(v = vkl_cli_value(PROG, argc, argv, &i))) return VKL_EXIT_USAGE;
+            int rc = vkl_cli_size(PROG, "--context", v, 1, VKL_TOOL_MAX_TOKENS, &context);
+            if (rc) return rc;
+        } else {
+            return vkl_cli_usage_error(PROG, "unexpected argument '%s'", argv[i]);
         }
     }
     vkl_session_options so;
     vkl_session_options_init(&so);
-    so.max_context = 1024;
     chat c = {0};
-    c.cap = so.max_context;
+    c.ctx = ctx;
     vkl_model *m = NULL;
     vkl_status st = vkl_model_load(ctx, path, NULL, &m);
     if (!st) st = vkl_tool_model_tokenizer(ctx, m, &c.tok);
+    size_t tok_max = 0;
+    so.max_context = context ? context : m ? vkl_tool_default_context(m, VKL_TOOL_DEFAULT_CONTEXT, &tok_max) : 1;
+    c.cap = so.max_context;
     const vkl_chat_template *ct = c.tok ? vkl_tokenizer_chat_template(c.tok) : NULL;
     if (!st && !ct) st = vkl_fail(ctx, VKL_ERR_NOT_FOUND, "the model's tokenizer has no chat template");
     if (!st) st = vkl_session_create(m, &so, &c.s);
     c.hist = calloc(c.cap, sizeof(int32_t));
-    c.reply = (vkl_text_stream){c.tok, calloc(CHAT_REPLY_TOKENS, sizeof(int32_t)), 0, CHAT_REPLY_TOKENS, 0,
-                                c.tok ? vkl_tokenizer_eos_id(c.tok) : -1};
+    c.reply = (vkl_text_stream){.tok = c.tok,
+                                .ids = calloc(CHAT_REPLY_TOKENS, sizeof(int32_t)),
+                                .cap = CHAT_REPLY_TOKENS,
+                                .stop = c.tok ? vkl_tokenizer_eos_id(c.tok) : -1};
+    if (!st && (!c.hist || !c.reply.ids)) st = vkl_fail(ctx, VKL_ERR_OUT_OF_MEMORY, "out of memory");
     vkl_chat_message msgs[CHAT_MAX_MESSAGES];
     char *owned[CHAT_MAX_MESSAGES];
-    size_t n = 0;
-    char line[8192];
-    while (!st && c.hist && c.reply.ids && n + 2 <= CHAT_MAX_MESSAGES) {
+    size_t n = 0, cap = 0;
+    char *line = NULL;
+    while (!st && n + 2 <= CHAT_MAX_MESSAGES) {
         fputs("> ", stderr);
-        if (!fgets(line, sizeof(line), stdin)) break;
+        ssize_t got = getline(&line, &cap, stdin);
+        if (got < 0) break;
         line[strcspn(line, "\n")] = 0;
-        owned[n] = strdup(line);
+        if (!(owned[n] = strdup(line))) {
+            st = vkl_fail(ctx, VKL_ERR_OUT_OF_MEMORY, "out of memory");
+            break;
+        }
         msgs[n] = (vkl_chat_message){"user", owned[n]};
         n++;
         char *reply = NULL;
         st = turn(&c, ct, msgs, n, &reply);
         fputc('\n', stdout);
-        if (st == VKL_ERR_INVALID_ARGUMENT) fprintf(stderr, "vkllm chat: the conversation no longer fits the context\n");
         if (st) break;
         owned[n] = strdup(reply ? reply : "");
+        vkl_tokenizer_free_buffer(c.tok, reply);
+        if (!owned[n]) {
+            st = vkl_fail(ctx, VKL_ERR_OUT_OF_MEMORY, "out of memory");
+            break;
+        }
         msgs[n] = (vkl_chat_message){"assistant", owned[n]};
         n++;
-        vkl_tokenizer_free_buffer(c.tok, reply);
     }
-    if (st && st != VKL_ERR_INVALID_ARGUMENT)
-        fprintf(stderr, "vkllm chat: %s\n", vkl_context_error(ctx));
+    int rc = st ? vkl_cli_fail(PROG, ctx, st) : 0;
+    free(line);
     for (size_t i = 0; i < n; i++) free(owned[i]);
     free(c.hist);
     free(c.reply.ids);
     vkl_session_free(c.s);
     vkl_tokenizer_free(c.tok);
     vkl_model_free(m);
-    return st ? 1 : 0;
+    return rc;
 }

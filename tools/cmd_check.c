@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "cli.h"
 #include "commands.h"
 #include "npy.h"
 #include "onnx_import.h"
@@ -215,8 +216,11 @@ static bool run_step(vkl_context *ctx, const check_opts *o, const vkl_graph *g, 
     return ok;
 }
 
-static int usage(void) {
-    fprintf(stderr, "usage: vkllm check FIXTURE_DIR [--backend NAME] [--tol RTOL] [--weights e0m4|int4|int8|f16|f32]\n"
+#define PROG "vkllm check"
+#define TOL_MAX 1e6 /* far above any useful tolerance, yet finite */
+
+static int usage(FILE *f) {
+    fprintf(f, "usage: vkllm check FIXTURE_DIR [--backend NAME] [--tol RTOL] [--weights e0m4|int4|int8|f16|f32]\n"
                     "                   [--group N] [--lm-head int8|same] [--embed bf16|same]\n"
                     "                   [--kv f32|f16|int8-fp8|int8-e5m2]\n"
                     "                   [--no-fuse] [--no-<pass>]\n"
@@ -228,9 +232,11 @@ static int usage(void) {
                     "  int8 lm_head %.0e, int8 weights %.0e, int4/e0m4 %.2f, KV cache f16 %.1e,\n"
                     "  int8-fp8 %.2f, int8-e5m2 %.2f; argmax agreement is then printed but not\n"
                     "  required for 4-bit weights and e5m2 values. A quantized cache is decoded\n"
-                    "  (engine/quant) before it is compared with the reference presents.\n",
-            TOL_F16, TOL_BF16_EMBED, TOL_INT8_LM, TOL_INT8, TOL_4BIT, TOL_KV_F16, TOL_KV_INT8_FP8, TOL_KV_E5M2);
-    return 2;
+                    "  (engine/quant) before it is compared with the reference presents.\n"
+                    "  RTOL is a number from 0 to %g; --group N a multiple of 32 from 32 to %d.\n",
+            TOL_F16, TOL_BF16_EMBED, TOL_INT8_LM, TOL_INT8, TOL_4BIT, TOL_KV_F16, TOL_KV_INT8_FP8, TOL_KV_E5M2, TOL_MAX,
+            VKL_TOOL_MAX_GROUP);
+    return f == stdout ? 0 : VKL_EXIT_USAGE;
 }
 
 /* The default tolerance for a recipe: the loosest of the formats it uses.
@@ -263,27 +269,30 @@ int vkl_cmd_check(vkl_context *ctx, int argc, char **argv) {
     bool tol_given = false;
     vkl_quant_recipe_init(&o.recipe);
     for (int i = 1; i < argc; i++) {
-        int q = vkl_tool_parse_quant(ctx, argc, argv, &i, &o.recipe);
-        if (q < 0) return 2;
+        if (vkl_cli_is_help(argv[i])) return usage(stdout);
+        int q = vkl_tool_parse_quant(ctx, PROG, argc, argv, &i, &o.recipe);
+        if (q < 0) return VKL_EXIT_USAGE;
         if (q > 0) continue;
-        if (!strcmp(argv[i], "--backend") && i + 1 < argc) {
-            o.be = vkl_backend_find(argv[++i]);
-            if (!o.be) {
-                fprintf(stderr, "vkllm check: no backend '%s' in this build\n", argv[i]);
-                return 2;
+        if (!strcmp(argv[i], "--backend") || !strcmp(argv[i], "--tol")) {
+            const char *opt = argv[i], *v = vkl_cli_value(PROG, argc, argv, &i);
+            if (!v) return VKL_EXIT_USAGE;
+            if (!strcmp(opt, "--tol")) {
+                /* nan would fail every comparison without a word, a
+                 * negative tolerance every one as well */
+                if (vkl_cli_f64(PROG, opt, v, 0, TOL_MAX, false, &o.rtol)) return VKL_EXIT_USAGE;
+                tol_given = true;
+            } else if (!(o.be = vkl_backend_find(v))) {
+                return vkl_cli_usage_error(PROG, "no backend '%s' in this build (see 'vkllm backends')", v);
             }
-        } else if (!strcmp(argv[i], "--tol") && i + 1 < argc) {
-            o.rtol = strtod(argv[++i], NULL);
-            tol_given = true;
         } else if (vkl_tool_parse_passes(argv[i], &o.passes)) {
             continue;
         } else if (argv[i][0] != '-' && !o.dir) {
             o.dir = argv[i];
         } else {
-            return usage();
+            return vkl_cli_usage_error(PROG, "unexpected argument '%s'", argv[i]);
         }
     }
-    if (!o.dir) return usage();
+    if (!o.dir) return vkl_cli_usage_error(PROG, "FIXTURE_DIR is required");
     const bool quantized = (o.passes & VKL_PASS_QUANTIZE) && vkl_quant_recipe_active(&o.recipe);
     if (quantized) {
         double rtol = recipe_rtol(&o.recipe, &o.need_argmax);
@@ -293,29 +302,28 @@ int vkl_cmd_check(vkl_context *ctx, int argc, char **argv) {
     snprintf(path, sizeof(path), "%s/manifest.json", o.dir);
     FILE *f = fopen(path, "rb");
     if (!f) {
-        fprintf(stderr, "vkllm check: cannot open %s\n", path);
-        return 1;
+        fprintf(stderr, PROG ": cannot open %s\n", path);
+        return VKL_EXIT_FAILURE;
     }
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *text = malloc((size_t)n + 1);
+    long n = fseek(f, 0, SEEK_END) ? -1 : ftell(f);
+    char *text = n >= 0 && !fseek(f, 0, SEEK_SET) ? malloc((size_t)n + 1) : NULL;
     size_t got = text ? fread(text, 1, (size_t)n, f) : 0;
     fclose(f);
     if (text) text[got] = 0;
     cJSON *man = text ? cJSON_Parse(text) : NULL;
     free(text);
     if (!man) {
-        fprintf(stderr, "vkllm check: %s is not valid JSON\n", path);
-        return 1;
+        fprintf(stderr, PROG ": %s is not readable JSON\n", path);
+        return VKL_EXIT_FAILURE;
     }
     snprintf(path, sizeof(path), "%s/model.onnx", o.dir);
     vkl_onnx_model *m = NULL;
     vkl_runner *r = NULL;
-    int rc = 1;
-    if (vkl_tool_import_recipe(ctx, path, o.passes, &o.recipe, false, &m) ||
-        vkl_runner_create(ctx, o.be, vkl_onnx_graph(m), 4096, &r)) {
-        fprintf(stderr, "vkllm check: %s\n", vkl_context_error(ctx));
+    int rc = VKL_EXIT_FAILURE;
+    vkl_status st = vkl_tool_import_recipe(ctx, path, o.passes, &o.recipe, false, &m);
+    if (!st) st = vkl_runner_create(ctx, o.be, vkl_onnx_graph(m), 4096, &r);
+    if (st) {
+        vkl_cli_fail(PROG, ctx, st);
     } else {
         char recipe[128];
         printf("backend %s, tolerance %.1e * max|ref| + %.0e%s%s", o.be->name, o.rtol, o.atol,

@@ -2,14 +2,20 @@
  * optimization pipeline (quantizing per --weights/--group/--lm-head/--embed/--kv),
  * write the model file atomically, print a summary. */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
 
+#include "atomic_file.h"
+#include "cli.h"
 #include "commands.h"
+#include "model.h"
 #include "report.h"
+#include "tokenizer/tokenizer.h"
 #include "onnx_import.h"
 #include "ops.h"
 #include "passes/pipeline.h"
@@ -27,35 +33,49 @@ static const struct {
     {"--no-quantize", VKL_PASS_QUANTIZE},
 };
 
-static int usage(void) {
-    fprintf(stderr, "usage: vkllm import MODEL.onnx -o OUT.vkm [--tokenizer DIR] [quantization]\n"
-                    "                    [--no-fuse] [--no-<pass>]\n"
-                    "quantization (docs/quant.md; the recipe is stored in the .vkm as import.recipe):\n"
-                    "  --weights e0m4|int4|int8|f16|f32  projection weights (default f32: unchanged)\n"
-                    "  --group N                         elements per block along K, 32/64/128 (default 128)\n"
-                    "  --lm-head int8|same               int8 per output channel, or like --weights (default same)\n"
-                    "  --embed bf16|same                 embedding tables bf16, or like --weights (default same)\n"
-                    "  --kv f32|f16|int8-fp8|int8-e5m2   KV cache: keys/values f32, f16, or int8 keys (one scale\n"
-                    "                                    per token and head) with fp8 e4m3 / e5m2 values (default f32)\n"
-                    "passes:");
-    for (size_t i = 0; i < sizeof(pass_flags) / sizeof(pass_flags[0]); i++) fprintf(stderr, " %s", pass_flags[i].flag);
-    fprintf(stderr, " --no-quantize\n");
-    return 2;
+#define PROG "vkllm import"
+
+static int usage(FILE *f) {
+    fprintf(f, "usage: vkllm import MODEL.onnx -o OUT.vkm [--tokenizer DIR] [quantization]\n"
+               "                    [--no-fuse] [--no-<pass>]\n"
+               "  -o OUT.vkm      written whole or not at all (a temporary file beside it, renamed);\n"
+               "                  it must be a regular file or absent, and not the input\n"
+               "  --tokenizer DIR stores DIR/tokenizer.json (and tokenizer_config.json) in the model,\n"
+               "                  after checking that they load and that every id fits the logits\n"
+               "quantization (docs/quant.md; the recipe is stored in the .vkm as import.recipe):\n"
+               "  --weights e0m4|int4|int8|f16|f32  projection weights (default f32: unchanged)\n"
+               "  --group N                         elements per block along K: a multiple of 32 from\n"
+               "                                    32 to %d (default 128)\n"
+               "  --lm-head int8|same               int8 per output channel, or like --weights (default same)\n"
+               "  --embed bf16|same                 embedding tables bf16, or like --weights (default same)\n"
+               "  --kv f32|f16|int8-fp8|int8-e5m2   KV cache: keys/values f32, f16, or int8 keys (one scale\n"
+               "                                    per token and head) with fp8 e4m3 / e5m2 values (default f32)\n"
+               "passes:",
+            VKL_TOOL_MAX_GROUP);
+    for (size_t i = 0; i < sizeof(pass_flags) / sizeof(pass_flags[0]); i++) fprintf(f, " %s", pass_flags[i].flag);
+    fprintf(f, " --no-fuse\n");
+    return f == stdout ? 0 : VKL_EXIT_USAGE;
 }
 
-int vkl_tool_parse_quant(vkl_context *ctx, int argc, char **argv, int *i, vkl_quant_recipe *r) {
+int vkl_tool_parse_quant(vkl_context *ctx, const char *prog, int argc, char **argv, int *i, vkl_quant_recipe *r) {
     static const struct {
         const char *flag, *key;
     } flags[] = {{"--weights", "weights"}, {"--group", "group"}, {"--lm-head", "lm_head"}, {"--embed", "embed"},
                  {"--kv", "kv"}};
     for (size_t k = 0; k < sizeof(flags) / sizeof(flags[0]); k++) {
         if (strcmp(argv[*i], flags[k].flag)) continue;
-        if (*i + 1 >= argc) {
-            fprintf(stderr, "vkllm: %s needs a value\n", flags[k].flag);
-            return -1;
+        const char *v = vkl_cli_value(prog, argc, argv, i);
+        if (!v) return -1;
+        uint64_t group;
+        if (!strcmp(flags[k].flag, "--group")) {
+            if (vkl_cli_u64(prog, flags[k].flag, v, 32, VKL_TOOL_MAX_GROUP, &group)) return -1;
+            if (group % 32) {
+                fprintf(stderr, "%s: --group '%s' is not a multiple of 32; expected 32, 64, 128, ...\n", prog, v);
+                return -1;
+            }
         }
-        if (vkl_quant_recipe_set(ctx, r, flags[k].key, argv[++*i])) {
-            fprintf(stderr, "vkllm: %s\n", vkl_context_error(ctx));
+        if (vkl_quant_recipe_set(ctx, r, flags[k].key, v)) {
+            fprintf(stderr, "%s: %s\n", prog, vkl_context_error(ctx));
             return -1;
         }
         return 1;
@@ -125,20 +145,82 @@ vkl_status vkl_tool_import_recipe(vkl_context *ctx, const char *path, uint32_t p
     return VKL_OK;
 }
 
-/* Reads a whole small file (tokenizer JSON) into memory. */
-static void *slurp(vkl_context *ctx, const char *path, size_t *size) {
+/* Reads a whole small file (tokenizer JSON) into memory; VKL_ERR_NOT_FOUND
+ * when it does not exist. */
+static vkl_status slurp(vkl_context *ctx, const char *path, void **out, size_t *size) {
+    *out = NULL;
+    *size = 0;
     FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    long n = -1;
-    if (!fseek(f, 0, SEEK_END)) n = ftell(f);
-    void *buf = n >= 0 ? vkl_malloc(ctx, (size_t)n + 1) : NULL;
-    if (buf && (fseek(f, 0, SEEK_SET) || fread(buf, 1, (size_t)n, f) != (size_t)n)) {
+    if (!f) return vkl_fail(ctx, errno == ENOENT ? VKL_ERR_NOT_FOUND : VKL_ERR_IO, "cannot read %s: %s", path,
+                            strerror(errno));
+    long n = fseek(f, 0, SEEK_END) ? -1 : ftell(f);
+    void *buf = n >= 0 && !fseek(f, 0, SEEK_SET) ? vkl_malloc(ctx, (size_t)n + 1) : NULL;
+    vkl_status st = VKL_OK;
+    if (!buf || fread(buf, 1, (size_t)n, f) != (size_t)n) {
+        st = vkl_fail(ctx, VKL_ERR_IO, "cannot read %s%s", path, n < 0 ? ": not a regular file" : "");
         vkl_free(ctx, buf);
         buf = NULL;
     }
     fclose(f);
-    *size = n >= 0 ? (size_t)n : 0;
-    return buf;
+    *out = buf;
+    *size = buf ? (size_t)n : 0;
+    return st;
+}
+
+/* --tokenizer DIR: tokenizer.json (required) and tokenizer_config.json
+ * (optional), checked before they are stored, so that a model file never
+ * carries a tokenizer `run` would reject: both must load as `run` loads
+ * them (a truncated file fails here, not there), and every id must be a
+ * row of the logits. */
+static vkl_status read_tokenizer(vkl_context *ctx, const char *dir, const vkl_graph *g, void *blobs[2],
+                                 size_t sizes[2]) {
+    static const char *const files[2] = {"tokenizer.json", "tokenizer_config.json"};
+    char path[2][4096];
+    vkl_status st = VKL_OK;
+    for (int k = 0; !st && k < 2; k++) {
+        snprintf(path[k], sizeof(path[k]), "%s/%s", dir, files[k]);
+        st = slurp(ctx, path[k], &blobs[k], &sizes[k]);
+        if (k == 1 && st == VKL_ERR_NOT_FOUND) st = VKL_OK;
+    }
+    vkl_tokenizer *tok = NULL;
+    if (!st) {
+        st = vkl_tokenizer_load_json(ctx, blobs[0], sizes[0], blobs[1], sizes[1], &tok);
+        if (st) return vkl_fail_prefix(ctx, st, "--tokenizer %s", dir);
+    }
+    size_t vocab, ids = tok ? vkl_tokenizer_vocab_size(tok) : 0;
+    if (!st && vkl_model_graph_vocab(g, &vocab) && ids > vocab)
+        st = vkl_fail(ctx, VKL_ERR_INVALID_ARGUMENT,
+                      "--tokenizer %s: its ids go up to %zu but the model's logits have %zu entries (ids 0 to %zu): "
+                      "the tokenizer is not this model's",
+                      path[0], ids - 1, vocab, vocab - 1);
+    vkl_tokenizer_free(tok);
+    return st;
+}
+
+static bool same_file(const char *a, const char *b) {
+    struct stat sa, sb;
+    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+/* The output must be writable (a regular file or a new path: the library's
+ * rule) and none of the inputs: the rename at the end of the write would
+ * replace it with the model file. Compared by device and inode, so another
+ * path to the same file (a link, "./x") counts. */
+static vkl_status check_output(vkl_context *ctx, const char *out, const char *in, const char *tok_dir) {
+    vkl_status st = vkl_output_path_check(ctx, out);
+    if (st) return st;
+    if (same_file(out, in))
+        return vkl_fail(ctx, VKL_ERR_INVALID_ARGUMENT, "the output '%s' is the input '%s'; nothing was written", out,
+                        in);
+    static const char *const files[2] = {"tokenizer.json", "tokenizer_config.json"};
+    for (int k = 0; tok_dir && k < 2; k++) {
+        char path[4096];
+        snprintf(path, sizeof(path), "%s/%s", tok_dir, files[k]);
+        if (same_file(out, path))
+            return vkl_fail(ctx, VKL_ERR_INVALID_ARGUMENT, "the output '%s' is the input '%s'; nothing was written",
+                            out, path);
+    }
+    return VKL_OK;
 }
 
 int vkl_cmd_import(vkl_context *ctx, int argc, char **argv) {
@@ -149,21 +231,31 @@ int vkl_cmd_import(vkl_context *ctx, int argc, char **argv) {
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (int i = 1; i < argc; i++) {
-        int q = vkl_tool_parse_quant(ctx, argc, argv, &i, &recipe);
-        if (q < 0) return 2;
+        if (vkl_cli_is_help(argv[i])) return usage(stdout);
+        int q = vkl_tool_parse_quant(ctx, PROG, argc, argv, &i, &recipe);
+        if (q < 0) return VKL_EXIT_USAGE;
         if (q > 0) continue;
-        if (!strcmp(argv[i], "-o") && i + 1 < argc) out = argv[++i];
-        else if (!strcmp(argv[i], "--tokenizer") && i + 1 < argc) tok_dir = argv[++i];
-        else if (vkl_tool_parse_passes(argv[i], &passes)) continue;
-        else if (argv[i][0] != '-' && !in) in = argv[i];
-        else return usage();
+        if (!strcmp(argv[i], "-o") || !strcmp(argv[i], "--tokenizer")) {
+            const char *opt = argv[i], *v = vkl_cli_value(PROG, argc, argv, &i);
+            if (!v) return VKL_EXIT_USAGE;
+            if (!strcmp(opt, "-o")) out = v;
+            else tok_dir = v;
+        } else if (vkl_tool_parse_passes(argv[i], &passes)) {
+            continue;
+        } else if (argv[i][0] != '-' && !in) {
+            in = argv[i];
+        } else {
+            return vkl_cli_usage_error(PROG, "unexpected argument '%s'", argv[i]);
+        }
     }
-    if (!in || !out) return usage();
+    if (!in || !out) return vkl_cli_usage_error(PROG, "MODEL.onnx and -o OUT.vkm are required");
+    /* Before the import's work: the writer checks the output again, but an
+     * output that can never be written should not cost the import first. */
+    vkl_status st = check_output(ctx, out, in, tok_dir);
+    if (st) return vkl_cli_fail(PROG, ctx, st);
     vkl_onnx_model *m;
-    if (vkl_tool_import_recipe(ctx, in, passes, &recipe, false, &m)) {
-        fprintf(stderr, "vkllm import: %s\n", vkl_context_error(ctx));
-        return 1;
-    }
+    st = vkl_tool_import_recipe(ctx, in, passes, &recipe, false, &m);
+    if (st) return vkl_cli_fail(PROG, ctx, st);
     vkl_vkm_meta meta[5];
     size_t n_meta = 0;
     void *blobs[2] = {NULL, NULL};
@@ -175,24 +267,12 @@ int vkl_cmd_import(vkl_context *ctx, int argc, char **argv) {
     if (!(passes & VKL_PASS_QUANTIZE)) vkl_quant_recipe_init(&recipe);
     vkl_quant_recipe_str(&recipe, recipe_text, sizeof(recipe_text));
     meta[n_meta++] = (vkl_vkm_meta){VKL_QUANT_RECIPE_META_KEY, recipe_text, strlen(recipe_text)};
-    static const char *const tok_files[2] = {"tokenizer.json", "tokenizer_config.json"};
-    int rc = 0;
-    for (int k = 0; tok_dir && k < 2; k++) {
-        char path[4096];
-        size_t size;
-        snprintf(path, sizeof(path), "%s/%s", tok_dir, tok_files[k]);
-        blobs[k] = slurp(ctx, path, &size);
-        if (!blobs[k] && k == 0) {
-            fprintf(stderr, "vkllm import: cannot read %s\n", path);
-            rc = 1;
-            break;
-        }
-        if (blobs[k]) meta[n_meta++] = (vkl_vkm_meta){tok_files[k], blobs[k], size};
-    }
-    if (!rc && vkl_vkm_write(ctx, vkl_onnx_graph(m), meta, n_meta, out)) {
-        fprintf(stderr, "vkllm import: %s\n", vkl_context_error(ctx));
-        rc = 1;
-    }
+    size_t sizes[2] = {0, 0};
+    if (tok_dir) st = read_tokenizer(ctx, tok_dir, vkl_onnx_graph(m), blobs, sizes);
+    if (!st && blobs[0]) meta[n_meta++] = (vkl_vkm_meta){"tokenizer.json", blobs[0], sizes[0]};
+    if (!st && blobs[1]) meta[n_meta++] = (vkl_vkm_meta){"tokenizer_config.json", blobs[1], sizes[1]};
+    if (!st) st = vkl_vkm_write(ctx, vkl_onnx_graph(m), meta, n_meta, out);
+    int rc = st ? vkl_cli_fail(PROG, ctx, st) : 0;
     if (!rc) {
         const vkl_graph *g = vkl_onnx_graph(m);
         printf("symbols:");

@@ -4,11 +4,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "commands.h"
 #include "report.h"
 #include "ops.h"
 #include "plan.h"
 #include "vkm.h"
+
+#define PROG "vkllm info"
 
 static void print_meta(const vkl_vkm *m) {
     size_t n = vkl_vkm_meta_count(m);
@@ -61,14 +64,12 @@ static void set_symbol(const vkl_graph *g, int64_t *values, const char *name, in
  * a full prefill at the given context. */
 static int print_plan(vkl_context *ctx, const vkl_graph *g, int64_t context) {
     vkl_plan *p;
-    if (vkl_plan_create(g, &p)) {
-        fprintf(stderr, "vkllm info: %s\n", vkl_context_error(ctx));
-        return 1;
-    }
+    vkl_status st = vkl_plan_create(g, &p);
+    if (st) return vkl_cli_fail(PROG, ctx, st);
     size_t n = vkl_symtab_symbol_count(g->syms);
     int64_t *values = vkl_calloc(ctx, n + 1, sizeof(int64_t));
     size_t *offsets = vkl_calloc(ctx, g->n_tensors + 1, sizeof(size_t));
-    int rc = values && offsets ? 0 : 1;
+    int rc = values && offsets ? 0 : vkl_cli_fail(PROG, ctx, VKL_ERR_OUT_OF_MEMORY);
     printf("plan: %u buffers for %u tensors (symbols not named below are 1)\n", p->n_buffers, g->n_tensors);
     for (int prefill = 0; !rc && prefill < 2; prefill++) {
         for (size_t i = 0; i < n; i++) values[i] = 1;
@@ -76,9 +77,10 @@ static int print_plan(vkl_context *ctx, const vkl_graph *g, int64_t context) {
         set_symbol(g, values, "past", prefill ? 0 : context - 1);
         set_symbol(g, values, "total_seq", context);
         size_t planned, plain;
-        if (vkl_plan_layout(p, values, NULL, n, offsets, &planned) || vkl_plan_no_reuse_bytes(p, values, n, &plain)) {
-            fprintf(stderr, "vkllm info: %s\n", vkl_context_error(ctx));
-            rc = 1;
+        st = vkl_plan_layout(p, values, NULL, n, offsets, &planned);
+        if (!st) st = vkl_plan_no_reuse_bytes(p, values, n, &plain);
+        if (st) {
+            rc = vkl_cli_fail(PROG, ctx, st);
             break;
         }
         printf("  %-7s at context %lld: planned %zu bytes, without reuse %zu bytes\n", prefill ? "prefill" : "decode",
@@ -90,24 +92,38 @@ static int print_plan(vkl_context *ctx, const vkl_graph *g, int64_t context) {
     return rc;
 }
 
+#define PLAN_CONTEXT_DEFAULT 2048
+#define PLAN_CONTEXT_MAX 1048576
+
+static int usage(FILE *f) {
+    fprintf(f, "usage: vkllm info MODEL.vkm [--plan] [--context N]\n"
+               "  metadata, symbols, inputs and outputs, KV cache states, ops and weight bytes\n"
+               "  --plan       the planned arena for a decode step and a full prefill (context %d)\n"
+               "  --context N  --plan at this context, 1 to %d\n",
+            PLAN_CONTEXT_DEFAULT, PLAN_CONTEXT_MAX);
+    return f == stdout ? 0 : VKL_EXIT_USAGE;
+}
+
 int vkl_cmd_info(vkl_context *ctx, int argc, char **argv) {
     const char *path = NULL;
     int64_t plan_context = 0;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--plan")) plan_context = 2048;
-        else if (!strcmp(argv[i], "--context") && i + 1 < argc) plan_context = strtoll(argv[++i], NULL, 10);
-        else if (argv[i][0] != '-' && !path) path = argv[i];
-        else path = NULL, i = argc;
+        if (vkl_cli_is_help(argv[i])) return usage(stdout);
+        if (!strcmp(argv[i], "--plan")) {
+            if (!plan_context) plan_context = PLAN_CONTEXT_DEFAULT;
+        } else if (!strcmp(argv[i], "--context")) {
+            const char *v = vkl_cli_value(PROG, argc, argv, &i);
+            if (!v || vkl_cli_i64(PROG, "--context", v, 1, PLAN_CONTEXT_MAX, &plan_context)) return VKL_EXIT_USAGE;
+        } else if (argv[i][0] != '-' && !path) {
+            path = argv[i];
+        } else {
+            return vkl_cli_usage_error(PROG, "unexpected argument '%s'", argv[i]);
+        }
     }
-    if (!path || plan_context < 0) {
-        fprintf(stderr, "usage: vkllm info MODEL.vkm [--plan [--context N]]\n");
-        return 2;
-    }
+    if (!path) return vkl_cli_usage_error(PROG, "MODEL.vkm is required");
     vkl_vkm *m;
-    if (vkl_vkm_open(ctx, path, &m)) {
-        fprintf(stderr, "vkllm info: %s\n", vkl_context_error(ctx));
-        return 1;
-    }
+    vkl_status st = vkl_vkm_open(ctx, path, &m);
+    if (st) return vkl_cli_fail(PROG, ctx, st);
     const vkl_graph *g = vkl_vkm_graph(m);
     print_meta(m);
     printf("symbols:");

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "cmd_quant_report.h"
 #include "onnx_import.h"
 #include "ops.h"
@@ -23,11 +24,15 @@ typedef struct err_stats {
     double sum, max;
 } err_stats;
 
-static int usage(void) {
-    fprintf(stderr, "usage: vkllm quant-report MODEL.onnx [--group N] [--n 1|2]\n"
-                    "  --group N  elements per group along K, a multiple of 32 (default 128)\n"
-                    "  --n 1|2    E0M4 exponent: w1 in [2^n, 2^(n+1)) (default 1)\n");
-    return 2;
+#define PROG "vkllm quant-report"
+#define GROUP_MAX (1 << 20)
+
+static int usage(FILE *f) {
+    fprintf(f, "usage: vkllm quant-report MODEL.onnx [--group N] [--n 1|2]\n"
+               "  --group N  elements per group along K, a multiple of 32 from 32 to %d (default 128)\n"
+               "  --n 1|2    E0M4 exponent: w1 in [2^n, 2^(n+1)) (default 1)\n",
+            GROUP_MAX);
+    return f == stdout ? 0 : VKL_EXIT_USAGE;
 }
 
 /* A 2-D f32 weight with constant dims, or false. */
@@ -174,27 +179,30 @@ static int report(vkl_context *ctx, vkl_graph *g, const char *path, uint32_t gro
 
 int vkl_cmd_quant_report(vkl_context *ctx, int argc, char **argv) {
     const char *path = NULL;
-    long group = VKL_QUANT_GROUP_DEFAULT, n_exp = 1;
+    uint64_t group = VKL_QUANT_GROUP_DEFAULT, n_exp = 1;
     for (int i = 1; i < argc; i++) {
-        char *end;
-        if (!strcmp(argv[i], "--group") && i + 1 < argc) {
-            group = strtol(argv[++i], &end, 10);
-            if (*end || group < 32 || group % 32 || group > (1L << 20)) return usage();
-        } else if (!strcmp(argv[i], "--n") && i + 1 < argc) {
-            n_exp = strtol(argv[++i], &end, 10);
-            if (*end || (n_exp != 1 && n_exp != 2)) return usage();
+        if (vkl_cli_is_help(argv[i])) return usage(stdout);
+        if (!strcmp(argv[i], "--group") || !strcmp(argv[i], "--n")) {
+            const char *opt = argv[i], *v = vkl_cli_value(PROG, argc, argv, &i);
+            if (!v) return VKL_EXIT_USAGE;
+            if (!strcmp(opt, "--n")) {
+                if (vkl_cli_u64(PROG, opt, v, 1, 2, &n_exp)) return VKL_EXIT_USAGE;
+            } else if (vkl_cli_u64(PROG, opt, v, 32, GROUP_MAX, &group)) {
+                return VKL_EXIT_USAGE;
+            } else if (group % 32) {
+                fprintf(stderr, PROG ": --group '%s' is not a multiple of 32; expected 32, 64, 128, ...\n", v);
+                return VKL_EXIT_USAGE;
+            }
         } else if (argv[i][0] != '-' && !path) {
             path = argv[i];
         } else {
-            return usage();
+            return vkl_cli_usage_error(PROG, "unexpected argument '%s'", argv[i]);
         }
     }
-    if (!path) return usage();
+    if (!path) return vkl_cli_usage_error(PROG, "MODEL.onnx is required");
     vkl_onnx_model *m;
-    if (vkl_onnx_open(ctx, path, &m)) {
-        fprintf(stderr, "vkllm quant-report: %s\n", vkl_context_error(ctx));
-        return 1;
-    }
+    vkl_status st = vkl_onnx_open(ctx, path, &m);
+    if (st) return vkl_cli_fail(PROG, ctx, st);
     int rc = report(ctx, vkl_onnx_graph(m), path, (uint32_t)group, (uint32_t)n_exp);
     vkl_onnx_close(m);
     return rc;

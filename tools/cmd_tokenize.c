@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "cli.h"
 #include "cmd_tokenize.h"
 #include "tokenizer/tokenizer.h"
 
@@ -124,19 +125,16 @@ int vkl_cmd_tokenize(vkl_context *ctx, int argc, char **argv) {
     }
     if (!tok_path || (!jsonl == !prompt)) return tokenize_usage(stderr);
     vkl_tokenizer *t;
-    if (vkl_tokenizer_load_path(ctx, tok_path, &t)) {
-        fprintf(stderr, "vkllm tokenize: %s\n", vkl_context_error(ctx));
-        return 1;
-    }
+    vkl_status st = vkl_tokenizer_load_path(ctx, tok_path, &t);
+    if (st) return vkl_cli_fail("vkllm tokenize", ctx, st);
     int rc = 0;
     if (jsonl) {
         rc = run_jsonl(ctx, t, jsonl);
     } else {
         int32_t *ids = NULL;
         size_t n = 0;
-        if (vkl_tokenizer_encode(t, prompt, strlen(prompt), special, &ids, &n)) {
-            fprintf(stderr, "vkllm tokenize: %s\n", vkl_context_error(ctx));
-            rc = 1;
+        if ((st = vkl_tokenizer_encode(t, prompt, strlen(prompt), special, &ids, &n))) {
+            rc = vkl_cli_fail("vkllm tokenize", ctx, st);
         } else if (tokens) {
             for (size_t i = 0; i < n; i++) {
                 size_t l = 0;

@@ -16,12 +16,13 @@ int vkl_cmd_check(vkl_context *ctx, int argc, char **argv);
 typedef struct vkl_onnx_model vkl_onnx_model;
 bool vkl_tool_parse_passes(const char *arg, uint32_t *passes);
 vkl_status vkl_tool_import(vkl_context *ctx, const char *path, uint32_t passes, bool quiet, vkl_onnx_model **out);
-/* Quantization flags (--weights, --group, --lm-head, --embed) at argv[*i]:
- * 1 when it was one (its value consumed, *i advanced), 0 when not, -1 on a
- * missing or bad value (message printed). Import with that recipe (NULL:
+/* Quantization flags (--weights, --group, --lm-head, --embed, --kv) at
+ * argv[*i]: 1 when it was one (its value consumed, *i advanced), 0 when not,
+ * -1 on a missing or bad value (message printed, naming prog). Import with that recipe (NULL:
  * none) run last in the pipeline; prints its counts unless quiet. */
 typedef struct vkl_quant_recipe vkl_quant_recipe;
-int vkl_tool_parse_quant(vkl_context *ctx, int argc, char **argv, int *i, vkl_quant_recipe *r);
+#define VKL_TOOL_MAX_GROUP 65536 /* the recipe's own bound */
+int vkl_tool_parse_quant(vkl_context *ctx, const char *prog, int argc, char **argv, int *i, vkl_quant_recipe *r);
 vkl_status vkl_tool_import_recipe(vkl_context *ctx, const char *path, uint32_t passes, const vkl_quant_recipe *recipe,
                                   bool quiet, vkl_onnx_model **out);
 

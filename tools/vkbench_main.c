@@ -10,8 +10,12 @@
 #include "backend.h"
 #include "bench_quant.h"
 #include "bench_util.h"
+#include "cleanup.h"
+#include "cli.h"
 #include "context.h"
 #include "vkllm.h"
+
+#define PROG "vkbench"
 
 static void print_features(uint32_t f) {
     static const char *const names[] = {"fp16", "int8-dot", "coopmat", "fusion", "priority", "timestamps"};
@@ -51,7 +55,7 @@ static int decode(vkl_context *ctx, const char *path, const char *backend, size_
     int32_t tok = 1;
     if (!st) st = vkl_session_append(s, &tok, 1);
     if (st) {
-        fprintf(stderr, "vkbench: %s\n", vkl_context_error(ctx));
+        vkl_cli_fail(PROG, ctx, st);
         vkl_session_free(s);
         vkl_model_free(m);
         return 1;
@@ -90,39 +94,74 @@ static int decode(vkl_context *ctx, const char *path, const char *backend, size_
                "%llu bytes copied\n",
                (double)stats.kv_bytes_written / 1e6, (double)stats.kv_bytes_read / 1e6,
                (unsigned long long)stats.kv_bytes_copied);
-    } else
-        fprintf(stderr, "vkbench: %s\n", vkl_context_error(ctx));
+    } else {
+        vkl_cli_fail(PROG, ctx, st);
+    }
     vkl_session_free(s);
     vkl_model_free(m);
     return st ? 1 : 0;
 }
 
-static int usage(void) {
-    fprintf(stderr, "usage: vkbench --probe\n"
-                    "       vkbench --decode MODEL.vkm [--tokens N] [--window W] [--backend NAME]\n"
-                    "       vkbench --quant [--backend NAME] [--reps N] [--rotate-mb MB]\n");
-    return 2;
+#define TOKENS_MAX 1048576
+#define REPS_MAX 1000000
+#define ROTATE_MB_MAX (1u << 20)
+
+static int usage(FILE *f) {
+    fprintf(f,
+            "usage: vkbench --probe\n"
+            "       vkbench --decode MODEL.vkm [--tokens N] [--window W] [--backend NAME]\n"
+            "       vkbench --quant [--backend NAME] [--reps N] [--rotate-mb MB]\n"
+            "  --probe          what each backend reports\n"
+            "  --decode MODEL   greedy decode; the step time beside the memory-bound limit\n"
+            "  --tokens N       tokens to decode, 2 to %d (default 2000)\n"
+            "  --window W       print one line per W tokens, 1 to %d (default 250)\n"
+            "  --quant          E0M4 / int4 / int8 QuantMatMul on the paper's Table 1 shapes\n"
+            "  --reps N         timed executes per case, 1 to %d (default 20)\n"
+            "  --rotate-mb MB   weight copies per case total at least MB MiB, 0 to %u (default 256)\n"
+            "  --backend NAME   one backend (default: every compiled-in one for --quant, the first\n"
+            "                   that works for --decode)\n",
+            TOKENS_MAX, TOKENS_MAX, REPS_MAX, ROTATE_MB_MAX);
+    return f == stdout ? 0 : VKL_EXIT_USAGE;
 }
 
 int main(int argc, char **argv) {
     const char *model = NULL, *backend = NULL;
     size_t tokens = 2000, window = 250, rotate_mb = 256;
-    int do_probe = 0, do_quant = 0, reps = 20;
+    int32_t reps = 20;
+    int do_probe = 0, do_quant = 0;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--probe")) do_probe = 1;
-        else if (!strcmp(argv[i], "--quant")) do_quant = 1;
-        else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--rotate-mb") && i + 1 < argc) rotate_mb = strtoul(argv[++i], NULL, 10);
-        else if (!strcmp(argv[i], "--decode") && i + 1 < argc) model = argv[++i];
-        else if (!strcmp(argv[i], "--tokens") && i + 1 < argc) tokens = strtoul(argv[++i], NULL, 10);
-        else if (!strcmp(argv[i], "--window") && i + 1 < argc) window = strtoul(argv[++i], NULL, 10);
-        else if (!strcmp(argv[i], "--backend") && i + 1 < argc) backend = argv[++i];
-        else return usage();
+        const char *a = argv[i], *v;
+        int rc = 0;
+        if (vkl_cli_is_help(a)) return usage(stdout);
+        if (!strcmp(a, "--probe")) {
+            do_probe = 1;
+            continue;
+        }
+        if (!strcmp(a, "--quant")) {
+            do_quant = 1;
+            continue;
+        }
+        if (strcmp(a, "--reps") && strcmp(a, "--rotate-mb") && strcmp(a, "--decode") && strcmp(a, "--tokens") &&
+            strcmp(a, "--window") && strcmp(a, "--backend"))
+            return vkl_cli_usage_error(PROG, "unexpected argument '%s'", a);
+        if (!(v = vkl_cli_value(PROG, argc, argv, &i))) return VKL_EXIT_USAGE;
+        if (!strcmp(a, "--reps")) rc = vkl_cli_i32(PROG, a, v, 1, REPS_MAX, &reps);
+        else if (!strcmp(a, "--rotate-mb")) rc = vkl_cli_size(PROG, a, v, 0, ROTATE_MB_MAX, &rotate_mb);
+        else if (!strcmp(a, "--decode")) model = v;
+        else if (!strcmp(a, "--tokens")) rc = vkl_cli_size(PROG, a, v, 2, TOKENS_MAX, &tokens);
+        else if (!strcmp(a, "--window")) rc = vkl_cli_size(PROG, a, v, 1, TOKENS_MAX, &window);
+        else backend = v;
+        if (rc) return rc;
     }
-    if ((!do_probe && !do_quant && !model) || tokens < 2 || window < 1 || reps < 1 || rotate_mb > (1u << 20))
-        return usage();
+    if (do_probe + do_quant + (model != NULL) != 1)
+        return vkl_cli_usage_error(PROG, "give exactly one of --probe, --decode MODEL.vkm and --quant");
     vkl_context *ctx;
-    if (vkl_context_create(NULL, &ctx)) return 1;
+    if (vkl_context_create(NULL, &ctx)) {
+        fprintf(stderr, PROG ": cannot create a context (out of memory)\n");
+        return VKL_EXIT_FAILURE;
+    }
+    /* an interrupted write (import -o, a pipeline cache) leaves no temporary file */
+    vkl_tool_cleanup_on_signal(ctx);
     vkl_bench_quant_options qo = {backend, reps, rotate_mb << 20};
     int rc = do_probe ? probe(ctx) : do_quant ? vkl_bench_quant(ctx, &qo) : decode(ctx, model, backend, tokens, window);
     vkl_context_destroy(ctx);

@@ -6,11 +6,18 @@
  * workgroup and tile shapes are specialization constants, sizes are push
  * constants, so a new shape never makes a new pipeline — and kept for the
  * device's life. The VkPipelineCache is saved to and loaded from the file
- * named by VKL_VK_PIPELINE_CACHE, when set, so a driver compiles once. */
+ * named by VKL_VK_PIPELINE_CACHE, when set, so a driver compiles once; it is
+ * replaced atomically, and only when it is absent, empty or a cache. */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include "atomic_file.h"
+#include "file_open.h"
 #include "vk_internal.h"
 #include "vk_shaders.h"
 
@@ -22,23 +29,61 @@ static const vkl_vk_spirv *spirv_find(const char *name) {
     return NULL;
 }
 
-/* The cache file's bytes, or NULL (absent, unreadable: a cold start is no
- * error). The driver itself rejects data from another device or driver. */
-static void *read_cache_file(vkl_context *ctx, const char *path, size_t *size) {
+/* What VkPipelineCacheHeaderVersionOne starts with: its length (32 or
+ * more) and version 1. Anything else under the name is not ours to replace. */
+static bool looks_like_cache(const uint8_t *p, size_t n) {
+    uint32_t header_size, version;
+    if (n < 8) return false;
+    memcpy(&header_size, p, 4);
+    memcpy(&version, p + 4, 4);
+    return header_size >= 32 && header_size <= n && version == VK_PIPELINE_CACHE_HEADER_VERSION_ONE;
+}
+
+/* The cache file's bytes, or NULL: absent (a cold start is no error) or not
+ * usable. *writable: the file may be replaced at close — it is absent,
+ * empty or a pipeline cache; a FIFO, a device, a directory or some other
+ * file under that name is neither read nor written (a warning says why).
+ * The driver itself rejects data from another device or driver. */
+static void *read_cache_file(vkl_context *ctx, const char *path, size_t *size, bool *writable) {
     *size = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    void *data = NULL;
-    long n = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
-    if (n > 0 && n <= CACHE_FILE_MAX && fseek(f, 0, SEEK_SET) == 0 && (data = vkl_malloc(ctx, (size_t)n))) {
-        if (fread(data, 1, (size_t)n, f) == (size_t)n) *size = (size_t)n;
-        else {
+    *writable = false;
+    int fd;
+    struct stat sb;
+    vkl_status st = vkl_open_regular(ctx, path, "pipeline cache", &fd, &sb);
+    if (st == VKL_ERR_NOT_FOUND) {
+        *writable = true;
+        return NULL;
+    }
+    if (st) {
+        vkl_log(ctx, VKL_LOG_WARN, "vulkan: VKL_VK_PIPELINE_CACHE: %s; not used", vkl_context_error(ctx));
+        return NULL;
+    }
+    uint8_t *data = NULL;
+    size_t n = (size_t)sb.st_size, got = 0;
+    if (sb.st_size > 0 && sb.st_size <= CACHE_FILE_MAX && (data = vkl_malloc(ctx, n))) {
+        while (got < n) {
+            ssize_t r = read(fd, data + got, n - got);
+            if (r < 0 && errno == EINTR) continue;
+            if (r <= 0) break;
+            got += (size_t)r;
+        }
+    }
+    close(fd);
+    if (sb.st_size == 0 || (data && got == n && looks_like_cache(data, n))) {
+        *writable = true;
+        *size = sb.st_size ? n : 0;
+        if (!*size) {
             vkl_free(ctx, data);
             data = NULL;
         }
+        return data;
     }
-    fclose(f);
-    return data;
+    vkl_log(ctx, VKL_LOG_WARN,
+            "vulkan: VKL_VK_PIPELINE_CACHE names '%s', which is not a Vulkan pipeline cache (or is unreadable or "
+            "over %ld bytes); it is neither read nor replaced",
+            path, (long)CACHE_FILE_MAX);
+    vkl_free(ctx, data);
+    return NULL;
 }
 
 vkl_status vkl_vk_pipelines_init(vkl_backend_device *dev) {
@@ -46,8 +91,12 @@ vkl_status vkl_vk_pipelines_init(vkl_backend_device *dev) {
     size_t size = 0;
     void *data = NULL;
     if (path && *path) {
-        if (!(dev->cache_path = vkl_strdup(dev->ctx, path))) return VKL_ERR_OUT_OF_MEMORY;
-        data = read_cache_file(dev->ctx, path, &size);
+        bool writable;
+        data = read_cache_file(dev->ctx, path, &size, &writable);
+        if (writable && !(dev->cache_path = vkl_strdup(dev->ctx, path))) {
+            vkl_free(dev->ctx, data);
+            return VKL_ERR_OUT_OF_MEMORY;
+        }
     }
     VkPipelineCacheCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO,
                                     .initialDataSize = size,
@@ -57,18 +106,26 @@ vkl_status vkl_vk_pipelines_init(vkl_backend_device *dev) {
     return st;
 }
 
+/* Written whole or not at all (engine/atomic_file.c): never half a cache
+ * for the next run, never into a FIFO or device. A failure is a warning;
+ * the context's error message is kept for whoever reads it after close. */
 static void save_cache(vkl_backend_device *dev) {
     size_t size = 0;
     if (dev->vk.vkGetPipelineCacheData(dev->device, dev->cache, &size, NULL) != VK_SUCCESS || !size) return;
     void *data = vkl_malloc(dev->ctx, size);
     if (!data) return;
-    FILE *f = NULL;
-    if (dev->vk.vkGetPipelineCacheData(dev->device, dev->cache, &size, data) == VK_SUCCESS &&
-        (f = fopen(dev->cache_path, "wb"))) {
-        if (fwrite(data, 1, size, f) != size)
-            vkl_log(dev->ctx, VKL_LOG_WARN, "vulkan: could not write %s", dev->cache_path);
-        fclose(f);
+    char saved[VKL_ERROR_CAP];
+    memcpy(saved, dev->ctx->error, sizeof(saved));
+    vkl_atomic_file f;
+    vkl_status st = VKL_OK;
+    if (dev->vk.vkGetPipelineCacheData(dev->device, dev->cache, &size, data) == VK_SUCCESS) {
+        st = vkl_atomic_file_open(dev->ctx, dev->cache_path, &f);
+        if (!st) st = vkl_atomic_file_write(&f, data, size);
+        if (!st) st = vkl_atomic_file_commit(&f);
+        else if (f.tmp) vkl_atomic_file_abort(&f);
     }
+    if (st) vkl_log(dev->ctx, VKL_LOG_WARN, "vulkan: pipeline cache not saved: %s", vkl_context_error(dev->ctx));
+    memcpy(dev->ctx->error, saved, sizeof(saved));
     vkl_free(dev->ctx, data);
 }
 

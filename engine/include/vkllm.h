@@ -159,6 +159,8 @@ vkl_status vkl_session_rewind(vkl_session *session, size_t length);
 void vkl_session_reset(vkl_session *session); /* back to empty; reseeds the sampler */
 
 typedef struct vkl_session_stats {
+    /* prefill: vkl_session_generate's prompt (even of one token) and appends
+     * of several tokens; decode: every other single-token append */
     uint64_t prefill_tokens, decode_tokens;
     double prefill_seconds, decode_seconds;
     uint64_t prepares;        /* executables built (one per new padded shape) */

@@ -60,6 +60,9 @@ typedef struct jj_tok {
     size_t n;
     int64_t i;
     double f;
+    /* K_INT 9223372036854775808: only -9223372036854775808 (INT64_MIN) can
+     * use it, and only the parser knows whether a '-' is in front */
+    bool int_min_magnitude;
 } jj_tok;
 
 typedef struct jj_lexer {
@@ -282,12 +285,21 @@ static vkl_status lex_tag(jj_lexer *lx, bool block, size_t *pos, bool *strip_aft
                 t->kind = K_FLOAT;
                 t->f = strtod(num, NULL);
             } else {
+                /* digits and '_' only: accumulate, overflow-checked (num[] may
+                 * have cut a long literal short) */
                 t->kind = K_INT;
-                char *end;
-                unsigned long long v = strtoull(num, &end, 10);
-                if (k > 18 || v > (unsigned long long)INT64_MAX)
-                    return lex_error(lx, b, VKL_ERR_UNSUPPORTED, "integer literal beyond 64 bits");
-                t->i = (int64_t)v;
+                uint64_t v = 0;
+                bool over = false;
+                for (size_t p = b; p < i; p++)
+                    if (s[p] != '_')
+                        over |= __builtin_mul_overflow(v, 10u, &v) ||
+                                __builtin_add_overflow(v, (uint64_t)(s[p] - '0'), &v);
+                if (over || v > (uint64_t)INT64_MAX + 1u)
+                    return lex_error(lx, b, VKL_ERR_UNSUPPORTED,
+                                     "integer literal outside the 64-bit range (-9223372036854775808 to "
+                                     "9223372036854775807)");
+                t->int_min_magnitude = v == (uint64_t)INT64_MAX + 1u;
+                t->i = t->int_min_magnitude ? INT64_MIN : (int64_t)v;
             }
             continue;
         }
@@ -401,6 +413,11 @@ static vkl_status perr(jj_parser *p, const jj_tok *t, vkl_status st, const char 
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
     return vkl_fail(p->ctx, st, "chat template line %d, column %d: %s", t->line, t->col, msg);
+}
+
+static vkl_status int_too_large(jj_parser *p, const jj_tok *t) {
+    return perr(p, t, VKL_ERR_UNSUPPORTED,
+                "integer literal 9223372036854775808 is outside the 64-bit range (only its negation fits)");
 }
 
 static vkl_status expect_op(jj_parser *p, const char *op) {
@@ -555,6 +572,7 @@ static vkl_status parse_primary(jj_parser *p, jj_expr **out) {
         if ((st = new_expr(p, JE_CONST, t, out))) return st;
         (*out)->cval = (jj_value){.kind = JV_STR, .u.s = {s, o}};
     } else if (t->kind == K_INT || t->kind == K_FLOAT) {
+        if (t->int_min_magnitude) return int_too_large(p, t);
         p->i++;
         if ((st = new_expr(p, JE_CONST, t, out))) return st;
         (*out)->cval = t->kind == K_INT ? (jj_value){.kind = JV_INT, .u.i = t->i} : (jj_value){.kind = JV_FLOAT, .u.f = t->f};
@@ -629,6 +647,7 @@ static vkl_status parse_postfix(jj_parser *p, jj_expr **node) {
                 e->name_len = nt->n;
                 e->a = *node;
             } else if (nt->kind == K_INT) {
+                if (nt->int_min_magnitude) return int_too_large(p, nt);
                 if ((st = new_expr(p, JE_ITEM, t, &e))) return st;
                 e->a = *node;
                 if ((st = new_expr(p, JE_CONST, nt, &e->b))) return st;
@@ -762,7 +781,15 @@ static vkl_status parse_unary(jj_parser *p, bool with_filter, jj_expr **out) {
     const jj_tok *t = cur(p);
     vkl_status st;
     if (++p->depth > 200) return perr(p, t, VKL_ERR_UNSUPPORTED, "expression nested deeper than 200");
-    if (tok_is_op(t, "-") || tok_is_op(t, "+")) {
+    const jj_tok *n = t->kind == K_OP ? t + 1 : NULL; /* the token list ends with K_EOF */
+    if (tok_is_op(t, "-") && n->kind == K_INT && n->int_min_magnitude && !tok_is_op(n + 1, ".") &&
+        !tok_is_op(n + 1, "[") && !tok_is_op(n + 1, "(")) {
+        /* -9223372036854775808 as one constant; with a postfix the literal
+         * alone would be an operand, and it does not fit */
+        p->i += 2;
+        if ((st = new_expr(p, JE_CONST, n, out))) return st;
+        (*out)->cval = (jj_value){.kind = JV_INT, .u.i = INT64_MIN};
+    } else if (tok_is_op(t, "-") || tok_is_op(t, "+")) {
         p->i++;
         if ((st = new_expr(p, tok_is_op(t, "-") ? JE_NEG : JE_POS, t, out))) return st;
         if ((st = parse_unary(p, false, &(*out)->a))) return st;

@@ -96,6 +96,7 @@ T = [
  "{%- for m in messages -%}\n  {%- if loop.first %}[{% endif -%}\n  {{ m.role }}\n  {%- if not loop.last %}, {% else %}]{% endif -%}\n{%- endfor %}\n",
  "{{- bos_token }}\n{%- if messages[0]['role'] == 'system' %}\n    {%- set system_message = messages[0]['content']|trim %}\n    {%- set messages = messages[1:] %}\n{%- else %}\n    {%- set system_message = \"\" %}\n{%- endif %}\n{{- system_message }}|{{ messages|length }}\n",
  "{{ lst|sort(reverse=true)|join }} {{ messages|sort(attribute='role')|map(attribute='role')|join }} {{ 'ß'|upper }} {{ 'ǅ'|lower }}",
+ "{{ 9223372036854775807 }} {{ -9223372036854775808 }} {{ -9223372036854775807 - 1 }} {{ 9_223_372_036_854_775_807 }} {{ (-9223372036854775808) + 1 }}",
 ]
 def main():
     env = make_env()

@@ -222,6 +222,15 @@ static void test_errors(vkl_context *ctx) {
     const char *include = "a {% include 'x.j2' %}";
     CHECK(vkl_chat_template_create(ctx, include, strlen(include), NULL, NULL, &ct) == VKL_ERR_UNSUPPORTED);
     CHECK(error_has(ctx, "include"));
+    /* integer literals: the whole int64 range (jinja_cases.json) and no
+     * further, with a message; 9223372036854775808 only negated */
+    static const char *const too_big[] = {"{{ 9223372036854775808 }}", "{{ 99999999999999999999999 }}",
+                                          "{{ 1 - 9223372036854775808 }}", "{{ -9223372036854775809 }}",
+                                          "{{ x.9223372036854775808 }}", "{{ -9223372036854775808.x }}"};
+    for (size_t i = 0; i < VKL_ARRAY_LEN(too_big); i++) {
+        CHECK(vkl_chat_template_create(ctx, too_big[i], strlen(too_big[i]), NULL, NULL, &ct) == VKL_ERR_UNSUPPORTED);
+        CHECK(error_has(ctx, "line 1, column") && error_has(ctx, "outside the 64-bit range"));
+    }
     const char *raise = "{% if messages|length > 1 %}{{ raise_exception('only one message, please') }}{% endif %}ok";
     CHECK(vkl_chat_template_create(ctx, raise, strlen(raise), "<s>", NULL, &ct) == VKL_OK);
     vkl_chat_message two[] = {{"user", "a"}, {"assistant", "b"}};
