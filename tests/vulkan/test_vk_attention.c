@@ -38,6 +38,9 @@
 #include "quant/quant.h"
 #include "run_once.h"
 
+/* node_times answers only on a device opened for profiling */
+static const vkl_backend_options profiled = {.device_index = -1, .profile = true};
+
 #define BOUND 1e-5
 
 static int validation_messages;
@@ -441,7 +444,7 @@ static double time_attention(vkl_context *ctx, const vkl_backend_vtable *vk, rng
     setenv("VKL_VK_ATTN", kernel, 1);
     vkl_backend_device *dev = NULL;
     double ms = -1;
-    if (g) CHECK_OK(ctx, vk->open(ctx, NULL, &dev));
+    if (g) CHECK_OK(ctx, vk->open(ctx, &profiled, &dev));
     if (dev && run_manual(ctx, vk, dev, g, hin, reps, NULL, &ms)) ms = -1;
     if (dev) vk->close(dev);
     unsetenv("VKL_VK_ATTN");
@@ -515,7 +518,7 @@ int main(void) {
     rng r = {0x2545F4914F6CDD1Dull ^ (getenv("VKL_TEST_SEED") ? strtoull(getenv("VKL_TEST_SEED"), NULL, 10) : 0)};
     vkl_backend_device *ref_dev = NULL, *dev = NULL;
     if (!st) CHECK_OK(ctx, ref->open(ctx, NULL, &ref_dev));
-    if (!st) CHECK_OK(ctx, vk->open(ctx, NULL, &dev));
+    if (!st) CHECK_OK(ctx, vk->open(ctx, &profiled, &dev));
     const char *b = getenv("VKL_TEST_ATTN_BENCH");
     if (dev && b && strcmp(b, "0")) bench(ctx, vk, &r);
     else if (ref_dev && dev) {
