@@ -72,7 +72,10 @@ set(VKL_SHADER_VARIANTS
   "attn_prefill:f64:VKL_F64=1"
   "attn_decode:f64:VKL_F64=1"
   "attn_combine:f64:VKL_F64=1"
-  "rope:f64:VKL_F64=1")
+  "rope:f64:VKL_F64=1"
+  "ew_binary:f64:VKL_F64=1"
+  "ew_unary:f64:VKL_F64=1"
+  "range:f64:VKL_F64=1")
 
 # Vulkan 1.1 / SPIR-V 1.3: the oldest target with subgroup operations.
 set(VKL_SHADER_TARGET_ENV vulkan1.1)

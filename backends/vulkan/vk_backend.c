@@ -277,7 +277,7 @@ static vkl_status plan_nodes(vkl_backend_device *dev, const vkl_graph *g, const 
         for (uint32_t j = 0; !st && j < n->n_inputs + n->n_outputs; j++)
             st = bind_tensor(dev, g, w, mem, b, j < n->n_inputs ? n->inputs[j] : n->outputs[j - n->n_inputs],
                              &p->views[j]);
-        vkl_vk_node node = {dev, g, e->nodes[k], p->views, p->views + n->n_inputs, n->n_inputs, n->n_outputs, b};
+        vkl_vk_node node = {dev, g, e->nodes[k], p->views, p->views + n->n_inputs, n->n_inputs, n->n_outputs, b, w};
         vkl_vk_dispatch *d = &p->d[(size_t)k * VKL_VK_MAX_DISPATCHES];
         /* a view the planner gave its input's memory: nothing to dispatch */
         const bool viewed = !st && n->n_outputs && same_range(&p->views[0].at, &p->views[n->n_inputs].at) &&

@@ -254,6 +254,7 @@ typedef struct vkl_vk_node {
     const vkl_vk_tensor *in, *out;
     uint32_t n_in, n_out;
     const vkl_binding *binding;    /* the symbol values prepare was called with */
+    const vkl_backend_weights *weights; /* the graph's, for TENSOR attributes (Constant's value) */
 } vkl_vk_node;
 
 /* Checks what the op needs (dtypes, shapes, limits: VKL_ERR_UNSUPPORTED
@@ -317,6 +318,20 @@ vkl_status vkl_vk_record_softmax(const vkl_vk_node *node, vkl_vk_dispatch *out, 
 vkl_status vkl_vk_record_log_softmax(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
 vkl_status vkl_vk_record_rms_norm(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
 vkl_status vkl_vk_record_layer_normalization(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
+/* elementwise family: vk_elementwise.c (broadcasting binary ops, Where),
+ * vk_ew_unary.c (math, activations, Not, Clip, Identity, Dropout), vk_cast.c */
+vkl_status vkl_vk_record_binary(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
+vkl_status vkl_vk_record_where(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
+vkl_status vkl_vk_record_unary(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
+vkl_status vkl_vk_record_identity(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
+vkl_status vkl_vk_record_dropout(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
+vkl_status vkl_vk_record_cast(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
+/* generators family: vk_generators.c */
+vkl_status vkl_vk_record_shape(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
+vkl_status vkl_vk_record_size(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
+vkl_status vkl_vk_record_constant(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
+vkl_status vkl_vk_record_constant_of_shape(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
+vkl_status vkl_vk_record_range(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
 /* "vulkan: node 3 'name' (QuantMatMul): <why>" as VKL_ERR_UNSUPPORTED. */
 vkl_status vkl_vk_node_unsupported(const vkl_vk_node *node, const char *fmt, ...) VKL_PRINTF(2, 3);
 /* The same message with another status: VKL_ERR_SHAPE when the concrete
@@ -406,6 +421,29 @@ vkl_status vkl_vk_record_copy(const vkl_vk_node *nd, const vkl_vk_tensor *src, c
                               vkl_vk_dispatch *d, uint32_t *count);
 /* Output k has exactly these dims; VKL_ERR_SHAPE naming both otherwise. */
 vkl_status vkl_vk_check_dims(const vkl_vk_node *nd, uint32_t k, const int64_t *dims, uint32_t rank);
+/* ---- elementwise helpers (vk_elementwise.c), shared by the elementwise and generator recorders ---- */
+
+/* Workgroup size of the ew_* / range shaders on this device. */
+uint32_t vkl_vk_ew_wg(const vkl_backend_device *dev);
+/* Workgroups for `units` invocations of wg each: x up to the device's
+ * limit, then rows of y; VKL_ERR_UNSUPPORTED naming the node beyond it or
+ * beyond the shaders' 32-bit unit index. */
+vkl_status vkl_vk_ew_grid(const vkl_vk_node *nd, uint64_t units, uint32_t wg, uint32_t groups[3]);
+/* 32-bit units (tensor.glsl: 4 elements of 1 byte, 2 of 2 bytes, 1 of 4 or 8) of n elements of dtype t. */
+uint64_t vkl_vk_ew_units(vkl_dtype t, int64_t n);
+/* The domain a dtype computes in (0 f32: f32/f16/bf16; 1 int64: integers and
+ * bool; 2 f64), or -1 for dtypes with no arithmetic (fp8, quantized). */
+int vkl_vk_ew_domain(vkl_dtype t);
+/* VKL_ERR_UNSUPPORTED naming the node when an f64 kernel is needed and the
+ * device has no shaderFloat64 (or VKL_VK_NO_F64=1 masks it). */
+vkl_status vkl_vk_ew_need_f64(const vkl_vk_node *nd);
+/* A copy of `bytes` (whole words) from src to dst, or a fill of dst with
+ * `period` repeating words; one dispatch each. */
+vkl_status vkl_vk_ew_copy(const vkl_vk_node *nd, VkDescriptorBufferInfo src, VkDescriptorBufferInfo dst, size_t bytes,
+                          vkl_vk_dispatch *d);
+vkl_status vkl_vk_ew_fill(const vkl_vk_node *nd, VkDescriptorBufferInfo dst, size_t bytes, const uint32_t *pattern,
+                          uint32_t period, vkl_vk_dispatch *d);
+#define VKL_VK_EW_FILL_MAX 30 /* words of a fill's pattern (push constants) */
 
 /* ---- measurement (vk_measure.c) ----------------------------------------------------------------- */
 
