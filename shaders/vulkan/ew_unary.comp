@@ -40,6 +40,8 @@ VKL_EW_IN(hi, 2)
 VKL_TENSOR_OUT(o, 3)
 layout(push_constant) uniform Push { uint count; } pc;
 
+bool vkl_is_nan_bits(float v) { return (floatBitsToUint(v) & 0x7fffffffu) > 0x7f800000u; }
+
 // Each transcendental at one call site (spirv-opt inlines every call):
 // Sigmoid shares Exp's, Gelu Erf's, Gelu tanh Tanh's, Cos Sin's.
 // sqrt of a negative number is undefined in Vulkan: NaN, as C's.
@@ -63,8 +65,12 @@ float op_f(float v, float l, float h) {
         float t = vkl_tanh(OP == OP_TANH ? v : 0.797884561 * (v + 0.044715 * v * v * v));
         return OP == OP_TANH ? t : 0.5 * v * (1.0 + t);
     }
-    case OP_RELU: return v < 0.0 ? 0.0 : v; // NaN stays
+    // NaN stays NaN in Relu and Clip, tested on the bits: NVIDIA's compiler
+    // turns `v < 0 ? 0 : v` into a max() that drops NaN (seen on an H100,
+    // driver 580.159.04: relu_specials, clip_f32_nan)
+    case OP_RELU: return vkl_is_nan_bits(v) ? v : v < 0.0 ? 0.0 : v;
     case OP_CLIP:
+        if (vkl_is_nan_bits(v)) return v;
         if (HAS_LO) v = v < l ? l : v;
         if (HAS_HI) v = h < v ? h : v; // max wins when min > max, as ONNX
         return v;
@@ -108,8 +114,9 @@ double op_d(double v, double l, double h) {
         double t = vkl_tanh_d(OP == OP_TANH ? v : 0.79788456080286535588LF * (v + 0.044715LF * v * v * v));
         return OP == OP_TANH ? t : 0.5LF * v * (1.0LF + t);
     }
-    case OP_RELU: return v < 0.0LF ? 0.0LF : v;
+    case OP_RELU: return isnan(v) ? v : v < 0.0LF ? 0.0LF : v;
     case OP_CLIP:
+        if (isnan(v)) return v;
         if (HAS_LO) v = v < l ? l : v;
         if (HAS_HI) v = h < v ? h : v;
         return v;
