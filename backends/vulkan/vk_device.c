@@ -15,6 +15,24 @@ static bool env_on(const char *name) {
     return v && *v && strcmp(v, "0") != 0;
 }
 
+/* VKL_VK_DISABLE=fp16,int8-dot,coopmat,priority,timestamps: features
+ * masked as if the device lacked them (beside the options'
+ * disable_features), the one-line workaround for a driver bug in an
+ * optional path, and how the test suite runs every path's fallback. */
+static uint32_t env_disabled_features(void) {
+    static const struct { const char *name; uint32_t bit; } names[] = {
+        {"fp16", VKL_FEATURE_FP16},         {"int8-dot", VKL_FEATURE_INT8_DOT}, {"coopmat", VKL_FEATURE_COOPMAT},
+        {"fusion", VKL_FEATURE_FUSION},     {"priority", VKL_FEATURE_PRIORITY}, {"timestamps", VKL_FEATURE_TIMESTAMPS}};
+    const char *v = getenv("VKL_VK_DISABLE");
+    uint32_t mask = 0;
+    for (size_t i = 0; v && i < sizeof(names) / sizeof(names[0]); i++) {
+        size_t n = strlen(names[i].name);
+        for (const char *p = strstr(v, names[i].name); p; p = strstr(p + 1, names[i].name))
+            if ((p == v || p[-1] == ',') && (p[n] == 0 || p[n] == ',')) mask |= names[i].bit;
+    }
+    return mask;
+}
+
 /* Validation messages are counted (the next vtable call then fails, see
  * vkl_vk_validation_status) and logged through the context, so a test's log
  * callback also sees those emitted while objects are destroyed. The
@@ -238,7 +256,7 @@ static vkl_status describe(vkl_backend_device *dev, const vkl_backend_options *o
         f |= VKL_FEATURE_PRIORITY;
     if (dev->timestamp_bits && dev->props.limits.timestampPeriod > 0) f |= VKL_FEATURE_TIMESTAMPS;
     vkl_free(ctx, ext);
-    c->features = f & ~(opt ? opt->disable_features : 0u);
+    c->features = f & ~((opt ? opt->disable_features : 0u) | env_disabled_features());
     if (!(c->features & VKL_FEATURE_TIMESTAMPS)) dev->timestamp_bits = 0;
     dev->profile = opt && opt->profile && dev->timestamp_bits;
     for (uint32_t i = 0; i < dev->memory.memoryHeapCount; i++)
