@@ -211,8 +211,11 @@ vkl_status vkl_plan_create(const vkl_graph *g, vkl_plan **out) {
     return VKL_OK;
 }
 
+/* *out is written on every path: the compiler cannot see that vkl_fail never
+ * returns VKL_OK, and callers add the result to running totals. */
 static vkl_status eval_bytes(const vkl_plan *p, vkl_expr e, const int64_t *values, size_t n, size_t *out) {
     const vkl_graph *g = p->g;
+    *out = 0;
     int64_t v;
     vkl_status st = vkl_expr_eval(g->syms, e, values, n, &v);
     if (st) return st;
