@@ -54,7 +54,7 @@ static void widen(uint32_t *es, int64_t *sizes, uint32_t n, bool v4) {
 /* Concat: out row = the inputs' rows one after another. */
 vkl_status vkl_vk_record_concat(const vkl_vk_node *nd, vkl_vk_dispatch *out, uint32_t *count) {
     const vkl_vk_tensor *y = &nd->out[0];
-    uint32_t axis, es, live[VKL_VARIADIC], n_live = 0;
+    uint32_t axis = 0, es = 0, live[VKL_VARIADIC], n_live = 0; /* set by the checks below; -O3 cannot see it */
     int64_t len[VKL_VARIADIC + 1], sum = 0; /* last: the row length */
     *count = 0;
     vkl_status st = axis_of(nd, y->rank, &axis);
@@ -149,7 +149,7 @@ static vkl_status split_sizes(const vkl_vk_node *nd, int64_t dim, int64_t *sizes
 /* Split: output j = the input's rows at [off_j, off_j + size_j) along the axis. */
 vkl_status vkl_vk_record_split(const vkl_vk_node *nd, vkl_vk_dispatch *out, uint32_t *count) {
     const vkl_vk_tensor *in = &nd->in[0];
-    uint32_t axis, es, live[VKL_VARIADIC], n_live = 0;
+    uint32_t axis = 0, es = 0, live[VKL_VARIADIC], n_live = 0; /* set by the checks below; -O3 cannot see it */
     /* sizes, then offsets, then the row length, all widened together */
     int64_t v[2 * VKL_VARIADIC + 1], dims[VKL_MAX_RANK];
     *count = 0;

@@ -58,7 +58,7 @@ static void dispatch_init(const vkl_vk_node *nd, vkl_vk_dispatch *d, const char 
  * rows allow; others to gather (per element). */
 vkl_status vkl_vk_record_gather(const vkl_vk_node *nd, vkl_vk_dispatch *out, uint32_t *count) {
     const vkl_vk_tensor *data = &nd->in[0], *idx = &nd->in[1], *y = &nd->out[0];
-    uint32_t axis, es;
+    uint32_t axis = 0, es = 0; /* set by the checks below; -O3 cannot see it */
     int64_t dims[VKL_MAX_RANK];
     *count = 0;
     vkl_status st = axis_attr(nd, data->rank, &axis);
@@ -113,7 +113,7 @@ vkl_status vkl_vk_record_gather(const vkl_vk_node *nd, vkl_vk_dispatch *out, uin
 /* GatherElements: out[p] = data[p with p[axis] = idx[p]]; out has idx's shape. */
 vkl_status vkl_vk_record_gather_elements(const vkl_vk_node *nd, vkl_vk_dispatch *out, uint32_t *count) {
     const vkl_vk_tensor *data = &nd->in[0], *idx = &nd->in[1], *y = &nd->out[0];
-    uint32_t axis, es;
+    uint32_t axis = 0, es = 0; /* set by the checks below; -O3 cannot see it */
     int64_t strides[VKL_MAX_RANK];
     *count = 0;
     vkl_status st = axis_attr(nd, data->rank, &axis);

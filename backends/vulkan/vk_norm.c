@@ -122,7 +122,7 @@ static vkl_status record_rows(const vkl_vk_node *nd, uint32_t mode, uint32_t axi
 
 static vkl_status softmax(const vkl_vk_node *nd, bool log_out, vkl_vk_dispatch *out, uint32_t *count) {
     const vkl_vk_tensor *X = &nd->in[0], *Y = &nd->out[0];
-    uint32_t axis;
+    uint32_t axis = 0; /* set by the axis check; -O3 cannot see it */
     *count = 0;
     vkl_status st = need_float(nd, X, "input");
     if (!st) st = axis_attr(nd, X->rank, &axis);
@@ -164,7 +164,7 @@ vkl_status vkl_vk_record_log_softmax(const vkl_vk_node *nd, vkl_vk_dispatch *out
 
 static vkl_status norm(const vkl_vk_node *nd, uint32_t mode, vkl_vk_dispatch *out, uint32_t *count) {
     const vkl_vk_tensor *X = &nd->in[0];
-    uint32_t axis;
+    uint32_t axis = 0; /* set by the axis check; -O3 cannot see it */
     float eps;
     *count = 0;
     vkl_status st = need_float(nd, X, "X");

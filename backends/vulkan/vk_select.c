@@ -70,7 +70,7 @@ static vkl_status axis_attr(const vkl_vk_node *nd, uint32_t rank, uint32_t *axis
 vkl_status vkl_vk_record_arg_max(const vkl_vk_node *nd, vkl_vk_dispatch *out, uint32_t *count) {
     const vkl_vk_tensor *X = &nd->in[0], *Y = &nd->out[0];
     int64_t last;
-    uint32_t axis;
+    uint32_t axis = 0; /* set by the axis check; -O3 cannot see it */
     *count = 0;
     if (!is_numeric(X->dtype))
         return vkl_vk_node_unsupported(nd, "data dtype %s is not supported", vkl_dtype_name(X->dtype));
@@ -87,7 +87,7 @@ vkl_status vkl_vk_record_top_k(const vkl_vk_node *nd, vkl_vk_dispatch *out, uint
     const vkl_vk_tensor *values = nd->out[0].id != VKL_NONE ? &nd->out[0] : NULL;
     const vkl_vk_tensor *indices = nd->n_out > 1 && nd->out[1].id != VKL_NONE ? &nd->out[1] : NULL;
     int64_t largest, kc;
-    uint32_t axis, n;
+    uint32_t axis = 0, n = 0; /* set by the checks; -O3 cannot see it */
     *count = 0;
     if (!is_numeric(X->dtype))
         return vkl_vk_node_unsupported(nd, "X dtype %s is not supported", vkl_dtype_name(X->dtype));
