@@ -42,6 +42,8 @@ endif()
 # the embedded table. The _sg variants reduce with subgroup arithmetic; the
 # plain ones use shared memory only, for devices without it. The _f16 ones
 # compute in fp16 (needs shaderFloat16; choose_math in vk_device.c says when).
+# The elementwise _f64 ones compute in double (needs shaderFloat64: only f64
+# tensors run them).
 set(VKL_SHADER_VARIANTS
   "quant_matvec_e0m4:sg:VKL_SUBGROUP=1"
   "quant_matvec_int4:sg:VKL_SUBGROUP=1"
@@ -51,7 +53,10 @@ set(VKL_SHADER_VARIANTS
   "quant_matvec_int8:f16:VKL_F16=1"
   "quant_matvec_e0m4:sg_f16:VKL_SUBGROUP=1,VKL_F16=1"
   "quant_matvec_int4:sg_f16:VKL_SUBGROUP=1,VKL_F16=1"
-  "quant_matvec_int8:sg_f16:VKL_SUBGROUP=1,VKL_F16=1")
+  "quant_matvec_int8:sg_f16:VKL_SUBGROUP=1,VKL_F16=1"
+  "ew_binary:f64:VKL_F64=1"
+  "ew_unary:f64:VKL_F64=1"
+  "range:f64:VKL_F64=1")
 
 # Vulkan 1.1 / SPIR-V 1.3: the oldest target with subgroup operations.
 set(VKL_SHADER_TARGET_ENV vulkan1.1)

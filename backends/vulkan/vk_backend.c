@@ -214,7 +214,7 @@ static vkl_status plan_nodes(vkl_backend_device *dev, const vkl_graph *g, const 
         for (uint32_t j = 0; !st && j < n->n_inputs + n->n_outputs; j++)
             st = bind_tensor(dev, g, w, mem, b, j < n->n_inputs ? n->inputs[j] : n->outputs[j - n->n_inputs],
                              &p->views[j]);
-        vkl_vk_node node = {dev, g, e->nodes[k], p->views, p->views + n->n_inputs, n->n_inputs, n->n_outputs};
+        vkl_vk_node node = {dev, g, e->nodes[k], p->views, p->views + n->n_inputs, n->n_inputs, n->n_outputs, w};
         vkl_vk_dispatch *d = &p->d[(size_t)k * VKL_VK_MAX_DISPATCHES];
         if (!st) st = vkl_vk_recorder_for(n->op)(&node, d, &p->count[k]);
         for (uint32_t i = 0; !st && i < p->count[k]; i++) {

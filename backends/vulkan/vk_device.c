@@ -226,6 +226,8 @@ static vkl_status describe(vkl_backend_device *dev, const vkl_backend_options *o
                  VK_API_VERSION_PATCH(dev->props.apiVersion));
     uint32_t f = 0;
     dev->has_f16 = v12 && f16.shaderFloat16;
+    /* VKL_VK_NO_F64=1: refuse f64 arithmetic as a device without it does */
+    dev->has_f64 = f2.features.shaderFloat64 && !env_on("VKL_VK_NO_F64");
     if (dev->has_f16) f |= VKL_FEATURE_FP16;
     if (has_extension(ext, n_ext, "VK_KHR_shader_integer_dot_product")) f |= VKL_FEATURE_INT8_DOT;
     if (has_extension(ext, n_ext, "VK_KHR_cooperative_matrix") || has_extension(ext, n_ext, "VK_NV_cooperative_matrix"))
@@ -350,10 +352,13 @@ vkl_status vkl_vk_device_create(vkl_context *ctx, const vkl_backend_options *opt
      * (they keep f16 in registers and shared memory: no 16-bit storage). */
     VkPhysicalDeviceShaderFloat16Int8Features f16 = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES, .shaderFloat16 = VK_TRUE};
+    /* shaderFloat64 for the elementwise _f64 shaders, which only f64 tensors run */
+    VkPhysicalDeviceFeatures core = {.shaderFloat64 = dev->has_f64 ? VK_TRUE : VK_FALSE};
     VkDeviceCreateInfo info = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
                                .pNext = dev->f16_math ? &f16 : NULL,
                                .queueCreateInfoCount = 1,
-                               .pQueueCreateInfos = &q};
+                               .pQueueCreateInfos = &q,
+                               .pEnabledFeatures = &core};
     if ((st = VKL_VKI(ctx, vkCreateDevice, (dev->phys, &info, NULL, &dev->device)))) return st;
     volkLoadDeviceTable(&dev->vk, dev->device);
     dev->vk.vkGetDeviceQueue(dev->device, dev->queue_family, 0, &dev->queue);

@@ -9,6 +9,10 @@
  *   vk_weights.c       weights_load: every weight repacked into device memory
  *   vk_ops.c           op -> recorder table; node views for recorders
  *   vk_quant_matmul.c  QuantMatMul's recorder (matvec shaders)
+ *   vk_elementwise.c   broadcasting binary ops and Where; the elementwise helpers
+ *   vk_ew_unary.c      one-input math and activations, Clip, Identity, Dropout
+ *   vk_cast.c          Cast, CastLike
+ *   vk_generators.c    Shape, Size, Constant, ConstantOfShape, Range
  *   vk_dequant.c       GPU dequantization (the bit-exactness test's entry)
  *   vk_measure.c       device copy bandwidth (vkbench's roofline)
  *   vk_result.c        VkResult -> vkl_status with the call's name
@@ -96,6 +100,7 @@ struct vkl_backend_device {
     uint32_t timestamp_bits;        /* valid bits on our queue; 0: no timestamps */
     bool subgroup_arith;            /* compute shaders may use subgroupAdd */
     bool has_f16;                   /* shaderFloat16, before options mask VKL_FEATURE_FP16 */
+    bool has_f64;                   /* shaderFloat64 (enabled when present): the elementwise _f64 shaders */
     uint32_t subgroup_size;
     vkl_backend_caps caps;
     /* one-shot work (uploads, downloads, measurements), waited for at once */
@@ -222,6 +227,7 @@ typedef struct vkl_vk_node {
     uint32_t index;                /* node index in g */
     const vkl_vk_tensor *in, *out;
     uint32_t n_in, n_out;
+    const vkl_backend_weights *weights; /* the graph's, for TENSOR attributes (Constant's value) */
 } vkl_vk_node;
 
 /* Checks what the op needs (dtypes, shapes, limits: VKL_ERR_UNSUPPORTED
@@ -230,6 +236,20 @@ typedef vkl_status (*vkl_vk_recorder)(const vkl_vk_node *node, vkl_vk_dispatch *
 /* NULL: the op has no Vulkan kernel yet. */
 vkl_vk_recorder vkl_vk_recorder_for(uint32_t op);
 vkl_status vkl_vk_record_quant_mat_mul(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
+/* elementwise family: vk_elementwise.c (broadcasting binary ops, Where),
+ * vk_ew_unary.c (math, activations, Not, Clip, Identity, Dropout), vk_cast.c */
+vkl_status vkl_vk_record_binary(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
+vkl_status vkl_vk_record_where(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
+vkl_status vkl_vk_record_unary(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
+vkl_status vkl_vk_record_identity(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
+vkl_status vkl_vk_record_dropout(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
+vkl_status vkl_vk_record_cast(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
+/* generators family: vk_generators.c */
+vkl_status vkl_vk_record_shape(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
+vkl_status vkl_vk_record_size(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
+vkl_status vkl_vk_record_constant(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
+vkl_status vkl_vk_record_constant_of_shape(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
+vkl_status vkl_vk_record_range(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
 /* "vulkan: node 3 'name' (QuantMatMul): <why>" as VKL_ERR_UNSUPPORTED. */
 vkl_status vkl_vk_node_unsupported(const vkl_vk_node *node, const char *fmt, ...) VKL_PRINTF(2, 3);
 
@@ -258,6 +278,33 @@ vkl_status vkl_vk_view_make(const vkl_vk_node *nd, uint32_t rank, const int64_t 
                             const int64_t (*strides)[VKL_MAX_RANK], vkl_vk_view *v);
 /* count, dims, then each source's strides, as view.glsl reads them; returns words written. */
 uint32_t vkl_vk_view_push(const vkl_vk_view *v, uint32_t *push);
+
+/* ---- elementwise helpers (vk_elementwise.c), shared by the elementwise and generator recorders ---- */
+
+/* Workgroup size of the ew_* / range shaders on this device. */
+uint32_t vkl_vk_ew_wg(const vkl_backend_device *dev);
+/* Workgroups for `units` invocations of wg each: x up to the device's
+ * limit, then rows of y; VKL_ERR_UNSUPPORTED naming the node beyond it or
+ * beyond the shaders' 32-bit unit index. */
+vkl_status vkl_vk_ew_grid(const vkl_vk_node *nd, uint64_t units, uint32_t wg, uint32_t groups[3]);
+/* 32-bit units (tensor.glsl: 4 elements of 1 byte, 2 of 2 bytes, 1 of 4 or 8) of n elements of dtype t. */
+uint64_t vkl_vk_ew_units(vkl_dtype t, int64_t n);
+/* The domain a dtype computes in (0 f32: f32/f16/bf16; 1 int64: integers and
+ * bool; 2 f64), or -1 for dtypes with no arithmetic (fp8, quantized). */
+int vkl_vk_ew_domain(vkl_dtype t);
+/* VKL_ERR_UNSUPPORTED naming the node when an f64 kernel is needed and the
+ * device has no shaderFloat64 (or VKL_VK_NO_F64=1 masks it). */
+vkl_status vkl_vk_ew_need_f64(const vkl_vk_node *nd);
+/* A copy of `bytes` (whole words) from src to dst, or a fill of dst with
+ * `period` repeating words; one dispatch each. */
+vkl_status vkl_vk_ew_copy(const vkl_vk_node *nd, VkDescriptorBufferInfo src, VkDescriptorBufferInfo dst, size_t bytes,
+                          vkl_vk_dispatch *d);
+vkl_status vkl_vk_ew_fill(const vkl_vk_node *nd, VkDescriptorBufferInfo dst, size_t bytes, const uint32_t *pattern,
+                          uint32_t period, vkl_vk_dispatch *d);
+#define VKL_VK_EW_FILL_MAX 30 /* words of a fill's pattern (push constants) */
+/* `status` with "vulkan: node 3 'name' (Op): <why>": the errors ref raises
+ * for the same node (VKL_ERR_SHAPE for shapes only known at prepare...). */
+vkl_status vkl_vk_node_fail(const vkl_vk_node *node, vkl_status status, const char *fmt, ...) VKL_PRINTF(3, 4);
 
 /* ---- measurement (vk_measure.c) ----------------------------------------------------------------- */
 

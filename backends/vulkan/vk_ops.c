@@ -11,6 +11,48 @@
 vkl_vk_recorder vkl_vk_recorder_for(uint32_t op) {
     switch (op) {
     case VKL_OP_QUANT_MAT_MUL: return vkl_vk_record_quant_mat_mul;
+    /* elementwise */
+    case VKL_OP_ADD: return vkl_vk_record_binary;
+    case VKL_OP_SUB: return vkl_vk_record_binary;
+    case VKL_OP_MUL: return vkl_vk_record_binary;
+    case VKL_OP_DIV: return vkl_vk_record_binary;
+    case VKL_OP_POW: return vkl_vk_record_binary;
+    case VKL_OP_EQUAL: return vkl_vk_record_binary;
+    case VKL_OP_GREATER: return vkl_vk_record_binary;
+    case VKL_OP_GREATER_OR_EQUAL: return vkl_vk_record_binary;
+    case VKL_OP_LESS: return vkl_vk_record_binary;
+    case VKL_OP_LESS_OR_EQUAL: return vkl_vk_record_binary;
+    case VKL_OP_AND: return vkl_vk_record_binary;
+    case VKL_OP_OR: return vkl_vk_record_binary;
+    case VKL_OP_MAX: return vkl_vk_record_binary;
+    case VKL_OP_MIN: return vkl_vk_record_binary;
+    case VKL_OP_SILU_MUL: return vkl_vk_record_binary;
+    case VKL_OP_WHERE: return vkl_vk_record_where;
+    case VKL_OP_SQRT: return vkl_vk_record_unary;
+    case VKL_OP_RECIPROCAL: return vkl_vk_record_unary;
+    case VKL_OP_NEG: return vkl_vk_record_unary;
+    case VKL_OP_ABS: return vkl_vk_record_unary;
+    case VKL_OP_EXP: return vkl_vk_record_unary;
+    case VKL_OP_LOG: return vkl_vk_record_unary;
+    case VKL_OP_COS: return vkl_vk_record_unary;
+    case VKL_OP_SIN: return vkl_vk_record_unary;
+    case VKL_OP_ERF: return vkl_vk_record_unary;
+    case VKL_OP_TANH: return vkl_vk_record_unary;
+    case VKL_OP_SIGMOID: return vkl_vk_record_unary;
+    case VKL_OP_RELU: return vkl_vk_record_unary;
+    case VKL_OP_GELU: return vkl_vk_record_unary;
+    case VKL_OP_NOT: return vkl_vk_record_unary;
+    case VKL_OP_CLIP: return vkl_vk_record_unary;
+    case VKL_OP_IDENTITY: return vkl_vk_record_identity;
+    case VKL_OP_DROPOUT: return vkl_vk_record_dropout;
+    case VKL_OP_CAST: return vkl_vk_record_cast;
+    case VKL_OP_CAST_LIKE: return vkl_vk_record_cast;
+    /* generators */
+    case VKL_OP_SHAPE: return vkl_vk_record_shape;
+    case VKL_OP_SIZE: return vkl_vk_record_size;
+    case VKL_OP_CONSTANT_OF_SHAPE: return vkl_vk_record_constant_of_shape;
+    case VKL_OP_CONSTANT: return vkl_vk_record_constant;
+    case VKL_OP_RANGE: return vkl_vk_record_range;
     default: return NULL;
     }
 }

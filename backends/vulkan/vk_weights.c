@@ -3,7 +3,9 @@
  * engine/quant's GPU packer (16-byte vector loads along K, codes and block
  * parameters in two planes); other weights keep their bytes. The graph's
  * canonical bytes (often a read-only mmap of the .vkm) are only read.
- * Every weight a live node reads is loaded, whatever its op. */
+ * Every weight a live node reads is loaded, whatever its op, and every
+ * weight a live node's TENSOR attribute names (Constant's value: its
+ * kernel copies it). */
 #include <string.h>
 
 #include "vk_internal.h"
@@ -61,14 +63,15 @@ static vkl_status load_one(vkl_backend_device *dev, const vkl_graph *g, uint32_t
     }
     memset(w, 0, sizeof(*w));
     if ((st = check_range(dev, tt->nbytes, "a weight"))) return vkl_fail_prefix(dev->ctx, st, "'%s'", tt->name);
-    /* whole words: kernels read tensors as uint[] (shaders/vulkan/tensor.glsl) */
-    st = vkl_vk_buffer_alloc(dev, VKL_BUFFER_DEVICE, (size_t)round_up(tt->nbytes, 16), &w->buf);
-    if (!st) st = vkl_vk_buffer_upload(dev, &w->buf, 0, tt->data, tt->nbytes);
+    /* whole words: kernels read tensors as uint[] (shaders/vulkan/tensor.glsl);
+     * an empty weight still gets a word, so that it can be bound */
+    st = vkl_vk_buffer_alloc(dev, VKL_BUFFER_DEVICE, tt->nbytes ? (size_t)round_up(tt->nbytes, 16) : 16, &w->buf);
+    if (!st && tt->nbytes) st = vkl_vk_buffer_upload(dev, &w->buf, 0, tt->data, tt->nbytes);
     if (st) {
         vkl_vk_weight_free(dev, w);
         return vkl_fail_prefix(dev->ctx, st, "vulkan: weight '%s'", tt->name);
     }
-    w->qs_range = round_up(tt->nbytes, 4);
+    w->qs_range = tt->nbytes ? round_up(tt->nbytes, 4) : 4;
     return VKL_OK;
 }
 
@@ -83,9 +86,16 @@ vkl_status vkl_vk_weights_load(vkl_backend_device *dev, const vkl_graph *g, vkl_
     for (uint32_t i = 0; !st && i < g->n_nodes; i++) {
         const vkl_node *n = &g->nodes[i];
         if (n->dead) continue;
-        for (uint32_t j = 0; !st && j < n->n_inputs; j++) {
-            uint32_t t = n->inputs[j];
-            if (t == VKL_NONE || g->tensors[t].kind != VKL_TENSOR_WEIGHT || ws->w[t].buf.buf || !g->tensors[t].nbytes)
+        /* its inputs, then the weights its TENSOR attributes name (Constant's value) */
+        for (uint32_t j = 0; !st && j < n->n_inputs + n->n_attrs; j++) {
+            uint32_t t = j < n->n_inputs ? n->inputs[j] : VKL_NONE;
+            if (j >= n->n_inputs) {
+                const vkl_attr *a = &n->attrs[j - n->n_inputs];
+                if (a->kind != VKL_ATTR_TENSOR || a->i < 0 || a->i >= (int64_t)g->n_tensors) continue;
+                t = (uint32_t)a->i;
+            }
+            if (t == VKL_NONE || g->tensors[t].kind != VKL_TENSOR_WEIGHT || ws->w[t].buf.buf ||
+                (!g->tensors[t].nbytes && vkl_dtype_is_quantized(g->tensors[t].dtype)))
                 continue;
             st = load_one(dev, g, t, &ws->w[t]);
             if (!st) ws->bytes += ws->w[t].buf.size;

@@ -22,7 +22,8 @@
  *      and rows) in f32 math, five in fp16 math (both forms); the math asked
  *      for is the math the device runs (vkl_vk_f16_math); VKL_VK_MATH=f16
  *      with VKL_FEATURE_FP16 disabled, and VKL_VK_MATH=f64, fail open;
- *  (c) a node without a Vulkan kernel is refused at prepare, naming it.
+ *  (c) a node the Vulkan kernels refuse (f64 Relu without f64 arithmetic,
+ *      VKL_VK_NO_F64=1) is refused at prepare, naming it.
  * Validation (VKL_VK_VALIDATION=1 unless the environment says 0) is on:
  * any validation message fails the test. No Vulkan at all: prints why and
  * exits 77 (ctest: skipped). */
@@ -358,8 +359,10 @@ static double test_matmul(vkl_context *ctx, rng *r, bool f16, bool center) {
     return worst;
 }
 
-/* ---- (c) an op without a kernel ---------------------------------------------------------------------- */
+/* ---- (c) a node the kernels refuse ------------------------------------------------------------------ */
 
+/* Refused at prepare, naming the node and its op: an f64 Relu on a device
+ * without f64 arithmetic (VKL_VK_NO_F64=1 makes this one such a device). */
 static void test_unsupported(vkl_context *ctx) {
     vkl_graph *g = NULL;
     CHECK_OK(ctx, vkl_graph_create(ctx, &g));
@@ -367,20 +370,22 @@ static void test_unsupported(vkl_context *ctx) {
     vkl_shape s = {.rank = 1};
     s.dims[0] = cexpr(g, 8);
     uint32_t x = VKL_NONE, y = VKL_NONE;
-    vkl_status st = vkl_graph_add_tensor(g, "x", VKL_DTYPE_F32, VKL_TENSOR_INPUT, &s, &x);
+    vkl_status st = vkl_graph_add_tensor(g, "x", VKL_DTYPE_F64, VKL_TENSOR_INPUT, &s, &x);
     if (!st) st = vkl_graph_add_input(g, x);
-    if (!st) st = vkl_graph_add_tensor(g, "y", VKL_DTYPE_F32, VKL_TENSOR_ACTIVATION, NULL, &y);
+    if (!st) st = vkl_graph_add_tensor(g, "y", VKL_DTYPE_F64, VKL_TENSOR_ACTIVATION, NULL, &y);
     if (!st) st = vkl_graph_add_node(g, VKL_OP_RELU, "the_relu", &x, 1, &y, 1, NULL, 0, NULL);
     if (!st) st = vkl_graph_add_output(g, y);
     if (!st) st = vkl_graph_validate(g);
     if (!st) st = vkl_graph_infer_shapes(g);
     CHECK_OK(ctx, st);
-    float data[8] = {1, -2, 3, -4, 5, -6, 7, -8};
-    vkl_host_tensor in = {.dtype = VKL_DTYPE_F32, .rank = 1, .dims = {8}, .data = data, .nbytes = sizeof(data)};
+    double data[8] = {1, -2, 3, -4, 5, -6, 7, -8};
+    vkl_host_tensor in = {.dtype = VKL_DTYPE_F64, .rank = 1, .dims = {8}, .data = data, .nbytes = sizeof(data)};
     vkl_host_tensor out = {0};
     if (!st) {
+        setenv("VKL_VK_NO_F64", "1", 1);
         CHECK_ERR(ctx, vkl_run_once(ctx, vkl_backend_find("vulkan"), g, &in, &out), VKL_ERR_UNSUPPORTED, "the_relu");
         CHECK_MSG(ctx, "Relu");
+        unsetenv("VKL_VK_NO_F64");
     }
     vkl_free(ctx, out.data);
     vkl_graph_destroy(g);
