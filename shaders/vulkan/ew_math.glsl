@@ -3,18 +3,19 @@
 // (sin: 2^-11 absolute on [-pi, pi] and nothing promised outside; exp:
 // 3 + 2|x| ulp), and some GPUs reduce sin/cos arguments poorly, while
 // rotary tables take sin/cos of position * frequency up to ~1e4 radians.
-// f32: exp, log, sin, cos within ~1-2 ulp (sin/cos for every finite
-// argument: Cody-Waite reduction by pi/2 in five parts below 2^16 * pi/2,
-// Payne-Hanek with the bits of 2/pi above), erf and tanh within a few ulp.
-// The polynomial coefficients are least-squares fits on Chebyshev nodes,
-// checked in f32 arithmetic (scripts/fit_ew_math.py). With VKL_F64 (the
-// _f64 shader variants; Float64 capability) the same functions in double,
-// from Taylor series and an erfc continued fraction, to ~1e-15.
+// f32: exp, log, sin, cos within 2 ulp (sin/cos for every finite argument:
+// an exact integer reduction by pi/2, vkl_pio2_frac says why not Cody-Waite),
+// erf and tanh within a few ulp (tests/vulkan/test_vk_ew_math.c measures
+// them; docs/vulkan.md has the table). The polynomial coefficients are
+// least-squares fits on Chebyshev nodes, checked in f32 arithmetic
+// (scripts/fit_ew_math.py). With VKL_F64 (the _f64 shader variants; Float64
+// capability) the same functions in double, from Taylor series and an erfc
+// continued fraction, to a few double ulp.
 #ifndef VKL_EW_MATH_GLSL
 #define VKL_EW_MATH_GLSL
 
-// `precise` marks the steps whose rounding is the algorithm (Cody-Waite
-// reductions, split products): without it a compiler may reassociate
+// `precise` marks the steps whose rounding is the algorithm (reductions,
+// split products): without it a compiler may reassociate
 // (x - k a) - k b into x - k (a + b) (Mesa's NIR does), undoing them.
 
 float vkl_nan() { return uintBitsToFloat(0x7fc00000u); }
@@ -150,7 +151,7 @@ uint vkl_bits6(uint p0, uint p1, uint p2, uint p3, uint p4, uint p5, int pos) {
 // not promise one) needs parts of 24 - log2(k) bits: five 8-bit parts up to
 // 1e5, and even then near multiples of pi/2 (sin(x) ~ 1e-9) f32 results
 // were off by 1e4 ulp (measured, tests/vulkan/test_vk_ew_math.c). Four
-// 32x32 multiplies do it exactly.
+// 32x32 multiplies (eight for f64) do it exactly.
 uint vkl_pio2_frac(uvec2 m, int sh, out uvec3 frac, out bool neg) {
     uint w0 = 0xA2F9836Eu, w1 = 0x4E441529u, w2 = 0xFC2757D1u, w3 = 0xF534DDC0u;
     int pt = 128 - sh; // the binary point of m * window
