@@ -9,9 +9,9 @@ extern const vkl_backend_vtable vkl_backend_ref;
 extern const vkl_backend_vtable vkl_backend_vulkan;
 #endif
 
-/* "auto" takes the first whose probe succeeds. Vulkan stays after ref until
- * it runs every op (it runs QuantMatMul only so far): models keep ref, and
- * vulkan is asked for by name. */
+/* "auto" takes the first whose probe succeeds. Vulkan runs every op but
+ * stays after ref until auto-choice can tell a real GPU from a software
+ * rasterizer (lavapipe) and knows the driver quirks: it is asked for by name. */
 static const vkl_backend_vtable *const backends[] = {
     &vkl_backend_ref,
 #ifdef VKL_HAVE_VULKAN
