@@ -57,20 +57,25 @@ static vkl_status turn(chat *c, const vkl_chat_template *ct, vkl_chat_message *m
 
 int vkl_cmd_chat(vkl_context *ctx, int argc, char **argv) {
     const char *path = getenv("VKLLM_MODEL") ? getenv("VKLLM_MODEL") : VKL_BUNDLED_MODEL;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "-m") && i + 1 < argc) path = argv[++i];
-        else {
-            fprintf(stderr, "usage: vkllm chat [-m MODEL.vkm]   (one message per line; end with Ctrl-D)\n");
-            return 2;
-        }
-    }
+    vkl_model_options mo;
+    vkl_model_options_init(&mo);
     vkl_session_options so;
     vkl_session_options_init(&so);
     so.max_context = 1024;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-m") && i + 1 < argc) path = argv[++i];
+        else if (!strcmp(argv[i], "--no-verify")) mo.no_verify = 1;
+        else if (!strcmp(argv[i], "--check-finite")) so.check_finite = 1;
+        else {
+            fprintf(stderr, "usage: vkllm chat [-m MODEL.vkm] [--no-verify] [--check-finite]   (one message per line; "
+                            "end with Ctrl-D)\n");
+            return 2;
+        }
+    }
     chat c = {0};
     c.cap = so.max_context;
     vkl_model *m = NULL;
-    vkl_status st = vkl_model_load(ctx, path, NULL, &m);
+    vkl_status st = vkl_model_load(ctx, path, &mo, &m);
     if (!st) st = vkl_tool_model_tokenizer(ctx, m, &c.tok);
     const vkl_chat_template *ct = c.tok ? vkl_tokenizer_chat_template(c.tok) : NULL;
     if (!st && !ct) st = vkl_fail(ctx, VKL_ERR_NOT_FOUND, "the model's tokenizer has no chat template");

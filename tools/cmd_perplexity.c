@@ -53,7 +53,7 @@ static vkl_status score_windows(vkl_session *s, vkl_tokenizer *tok, int32_t bos,
 }
 
 static int usage(void) {
-    fprintf(stderr, "usage: vkllm perplexity MODEL.vkm TEXT [--lines N] [--window W]\n"
+    fprintf(stderr, "usage: vkllm perplexity MODEL.vkm TEXT [--lines N] [--window W] [--no-verify] [--check-finite]\n"
                     "  per line (default): each line on its own, its special tokens added\n"
                     "  --window W: the lines joined by newlines as one text, scored in windows of\n"
                     "              W tokens (each starting with the BOS token): long-context error\n");
@@ -63,8 +63,13 @@ static int usage(void) {
 int vkl_cmd_perplexity(vkl_context *ctx, int argc, char **argv) {
     if (argc < 3) return usage();
     long max_lines = -1, window = 0;
+    vkl_model_options mo;
+    vkl_model_options_init(&mo);
+    int check_finite = 0;
     for (int i = 3; i < argc; i++) {
-        if (!strcmp(argv[i], "--lines") && i + 1 < argc) max_lines = strtol(argv[++i], NULL, 10);
+        if (!strcmp(argv[i], "--no-verify")) mo.no_verify = 1;
+        else if (!strcmp(argv[i], "--check-finite")) check_finite = 1;
+        else if (!strcmp(argv[i], "--lines") && i + 1 < argc) max_lines = strtol(argv[++i], NULL, 10);
         else if (!strcmp(argv[i], "--window") && i + 1 < argc) window = strtol(argv[++i], NULL, 10);
         else return usage();
     }
@@ -81,7 +86,8 @@ int vkl_cmd_perplexity(vkl_context *ctx, int argc, char **argv) {
     vkl_session_options_init(&so);
     so.max_context = window ? (size_t)window : 512;
     so.prefill_chunk = so.max_context;
-    vkl_status st = vkl_model_load(ctx, argv[1], NULL, &m);
+    so.check_finite = check_finite;
+    vkl_status st = vkl_model_load(ctx, argv[1], &mo, &m);
     if (!st) st = vkl_tool_model_tokenizer(ctx, m, &tok);
     if (!st) st = vkl_session_create(m, &so, &s);
     size_t vocab = m ? vkl_model_vocab_size(m) : 0;

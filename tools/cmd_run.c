@@ -18,12 +18,16 @@ typedef struct run_opts {
     size_t n_new, context;
     vkl_sampling_options sampling;
     int raw; /* do not add the tokenizer's special tokens to the prompt */
+    int no_verify, check_finite;
 } run_opts;
 
 static int usage(void) {
     fprintf(stderr, "usage: vkllm run [-m MODEL.vkm] -p PROMPT [-n N] [--temperature T] [--top-k K] [--top-p P]\n"
                     "                 [--min-p P] [--repeat-penalty R] [--seed S] [--backend NAME] [--context N] [--raw]\n"
-                    "  without -m: the bundled model (%s, or $VKLLM_MODEL)\n",
+                    "                 [--no-verify] [--check-finite]\n"
+                    "  without -m: the bundled model (%s, or $VKLLM_MODEL)\n"
+                    "  --no-verify     load without checking the weights against their checksum\n"
+                    "  --check-finite  debugging: name the first node whose output held a NaN/inf (slow)\n",
             VKL_BUNDLED_MODEL);
     return 2;
 }
@@ -36,6 +40,8 @@ static int parse(int argc, char **argv, run_opts *o) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--raw")) { o->raw = 1; continue; }
+        if (!strcmp(a, "--no-verify")) { o->no_verify = 1; continue; }
+        if (!strcmp(a, "--check-finite")) { o->check_finite = 1; continue; }
         if (!v) return usage();
         i++;
         if (!strcmp(a, "-m")) o->model = v;
@@ -61,9 +67,11 @@ int vkl_cmd_run(vkl_context *ctx, int argc, char **argv) {
     vkl_model_options mo;
     vkl_model_options_init(&mo);
     mo.backend = o.backend;
+    mo.no_verify = o.no_verify;
     vkl_session_options so;
     vkl_session_options_init(&so);
     so.max_context = o.context;
+    so.check_finite = o.check_finite;
     so.sampling = o.sampling;
     vkl_model *m = NULL;
     vkl_session *s = NULL;
