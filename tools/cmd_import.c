@@ -1,6 +1,7 @@
 /* `vkllm import MODEL.onnx -o MODEL.vkm`: read the ONNX export, run the
- * optimization pipeline (quantizing per --weights/--group/--lm-head/--embed/--kv),
- * write the model file atomically, print a summary. */
+ * optimization pipeline (quantizing per --weights/--group/--lm-head/--embed/--kv,
+ * on --threads threads, with progress on stderr), write the model file
+ * atomically, print a summary. */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 #include "onnx_import.h"
 #include "ops.h"
 #include "passes/pipeline.h"
+#include "progress.h"
 #include "vkm.h"
 
 static const struct {
@@ -29,7 +31,9 @@ static const struct {
 
 static int usage(void) {
     fprintf(stderr, "usage: vkllm import MODEL.onnx -o OUT.vkm [--tokenizer DIR] [quantization]\n"
-                    "                    [--no-fuse] [--no-<pass>]\n"
+                    "                    [--threads N] [--quiet] [--no-fuse] [--no-<pass>]\n"
+                    "  --threads N   threads converting weights (default: one per CPU; the output is the same)\n"
+                    "  --quiet       no progress (shown on stderr after 2 s) and no summary\n"
                     "quantization (docs/quant.md; the recipe is stored in the .vkm as import.recipe):\n"
                     "  --weights e0m4|int4|int8|f16|f32  projection weights (default f32: unchanged)\n"
                     "  --group N                         elements per block along K, 32/64/128 (default 128)\n"
@@ -102,11 +106,41 @@ vkl_status vkl_tool_import(vkl_context *ctx, const char *path, uint32_t passes, 
 
 vkl_status vkl_tool_import_recipe(vkl_context *ctx, const char *path, uint32_t passes, const vkl_quant_recipe *recipe,
                                   bool quiet, vkl_onnx_model **out) {
+    return vkl_tool_import_opts(ctx, path, passes, recipe, 0, NULL, quiet, out);
+}
+
+typedef struct import_hooks {
+    vkl_onnx_model *model;
+    vkl_progress *progress;
+} import_hooks;
+
+static void release_hook(void *user, const void *data, size_t bytes) {
+    vkl_onnx_release(((import_hooks *)user)->model, data, bytes);
+}
+
+static int progress_hook(void *user, uint64_t done, uint64_t total) {
+    vkl_progress *p = ((import_hooks *)user)->progress;
+    if (p) vkl_progress_update(p, done, total);
+    return 0;
+}
+
+vkl_status vkl_tool_import_opts(vkl_context *ctx, const char *path, uint32_t passes, const vkl_quant_recipe *recipe,
+                                uint32_t threads, vkl_progress *progress, bool quiet, vkl_onnx_model **out) {
+    if (progress) vkl_progress_phase(progress, "read");
     vkl_status st = vkl_onnx_open(ctx, path, out);
     if (st) return st;
     vkl_graph *g = vkl_onnx_graph(*out);
     vkl_pipeline_report r;
-    st = vkl_pipeline_run_recipe(g, passes, recipe, &r);
+    import_hooks hooks = {*out, progress};
+    vkl_quantize_options qo;
+    vkl_quantize_options_init(&qo);
+    qo.threads = threads;
+    qo.release = release_hook;
+    qo.progress = progress_hook;
+    qo.user = &hooks;
+    if (progress) vkl_progress_phase(progress, "optimize");
+    st = vkl_pipeline_run_opts(g, passes, recipe, &qo, &r);
+    if (progress) vkl_progress_end(progress);
     if (st) {
         vkl_onnx_close(*out);
         *out = NULL;
@@ -143,7 +177,8 @@ static void *slurp(vkl_context *ctx, const char *path, size_t *size) {
 
 int vkl_cmd_import(vkl_context *ctx, int argc, char **argv) {
     const char *in = NULL, *out = NULL, *tok_dir = NULL;
-    uint32_t passes = VKL_PASS_ALL;
+    uint32_t passes = VKL_PASS_ALL, threads = 0;
+    bool quiet = false;
     vkl_quant_recipe recipe;
     vkl_quant_recipe_init(&recipe);
     struct timespec t0, t1;
@@ -154,13 +189,22 @@ int vkl_cmd_import(vkl_context *ctx, int argc, char **argv) {
         if (q > 0) continue;
         if (!strcmp(argv[i], "-o") && i + 1 < argc) out = argv[++i];
         else if (!strcmp(argv[i], "--tokenizer") && i + 1 < argc) tok_dir = argv[++i];
+        else if (!strcmp(argv[i], "--quiet")) quiet = true;
+        else if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
+            char *end;
+            unsigned long n = strtoul(argv[++i], &end, 10);
+            if (*end || n < 1 || n > 256) return usage();
+            threads = (uint32_t)n;
+        }
         else if (vkl_tool_parse_passes(argv[i], &passes)) continue;
         else if (argv[i][0] != '-' && !in) in = argv[i];
         else return usage();
     }
     if (!in || !out) return usage();
     vkl_onnx_model *m;
-    if (vkl_tool_import_recipe(ctx, in, passes, &recipe, false, &m)) {
+    vkl_progress progress;
+    vkl_progress_init(&progress, "import", quiet);
+    if (vkl_tool_import_opts(ctx, in, passes, &recipe, threads, &progress, quiet, &m)) {
         fprintf(stderr, "vkllm import: %s\n", vkl_context_error(ctx));
         return 1;
     }
@@ -189,11 +233,15 @@ int vkl_cmd_import(vkl_context *ctx, int argc, char **argv) {
         }
         if (blobs[k]) meta[n_meta++] = (vkl_vkm_meta){tok_files[k], blobs[k], size};
     }
+    vkl_progress_phase(&progress, "write");
+    double t_write = vkl_progress_elapsed(&progress);
     if (!rc && vkl_vkm_write(ctx, vkl_onnx_graph(m), meta, n_meta, out)) {
+        vkl_progress_end(&progress);
         fprintf(stderr, "vkllm import: %s\n", vkl_context_error(ctx));
         rc = 1;
     }
-    if (!rc) {
+    vkl_progress_end(&progress);
+    if (!rc && !quiet) {
         const vkl_graph *g = vkl_onnx_graph(m);
         printf("symbols:");
         for (size_t i = 0; i < vkl_symtab_symbol_count(g->syms); i++) printf(" %s", vkl_symtab_symbol_name(g->syms, i));
@@ -205,8 +253,9 @@ int vkl_cmd_import(vkl_context *ctx, int argc, char **argv) {
         struct rusage ru;
         clock_gettime(CLOCK_MONOTONIC, &t1);
         getrusage(RUSAGE_SELF, &ru);
-        printf("import took %.2f s, peak RSS %.1f MiB\n",
-               (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec), (double)ru.ru_maxrss / 1024.0);
+        printf("import took %.2f s (writing %.2f s), peak RSS %.1f MiB\n",
+               (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec),
+               vkl_progress_elapsed(&progress) - t_write, (double)ru.ru_maxrss / 1024.0);
     }
     for (int k = 0; k < 2; k++) vkl_free(ctx, blobs[k]);
     vkl_onnx_close(m);
