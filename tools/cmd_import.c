@@ -138,7 +138,7 @@ vkl_status vkl_tool_import_opts(vkl_context *ctx, const char *path, uint32_t pas
     qo.release = release_hook;
     qo.progress = progress_hook;
     qo.user = &hooks;
-    if (progress) vkl_progress_phase(progress, "optimize");
+    if (progress) vkl_progress_phase(progress, "quantize");
     st = vkl_pipeline_run_opts(g, passes, recipe, &qo, &r);
     if (progress) vkl_progress_end(progress);
     if (st) {
