@@ -116,6 +116,17 @@ typedef struct vkl_state_traffic {
     uint64_t written, read, copied;
 } vkl_state_traffic;
 
+/* Where NaN or infinity first appeared during one checked execute: the
+ * first node, in the executable's execution order, one of whose
+ * floating-point outputs held a non-finite element after it ran. */
+typedef struct vkl_nonfinite {
+    bool found;
+    uint32_t node;   /* graph node index */
+    uint32_t output; /* which of its outputs */
+    int64_t element; /* row-major index of the first non-finite element */
+    double value;    /* NaN, +inf or -inf */
+} vkl_nonfinite;
+
 typedef struct vkl_backend_vtable {
     const char *name; /* "ref", "vulkan", ... */
 
@@ -157,6 +168,16 @@ typedef struct vkl_backend_vtable {
     vkl_status (*execute)(vkl_backend_device *dev, vkl_backend_exec *exec, const vkl_binding *actual);
     /* Block until the executable's last submission has completed. */
     vkl_status (*wait)(vkl_backend_device *dev, vkl_backend_exec *exec);
+    /* Optional (NULL when unsupported): execute as above, and after each node
+     * check its floating-point outputs for NaN and infinity (a debugging aid:
+     * sessions with check_finite). The first offender goes to *first (found =
+     * false when none), valid once wait() returns. Every node still runs: an
+     * infinity is not always a fault (an additive attention mask holds -inf),
+     * so the caller decides from the outputs whether it matters. A GPU backend
+     * can follow with a reduction after each dispatch into a small readback
+     * buffer; the check must not change what the kernels compute. */
+    vkl_status (*execute_checked)(vkl_backend_device *dev, vkl_backend_exec *exec, const vkl_binding *actual,
+                                  vkl_nonfinite *first);
 
     /* Optional (NULL when unsupported): milliseconds per live node of the last
      * execute, in the executable's node order; count = entries written. */

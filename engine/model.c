@@ -101,7 +101,7 @@ vkl_status vkl_model_load(vkl_context *ctx, const char *path, const vkl_model_op
     vkl_model *m = vkl_calloc(ctx, 1, sizeof(*m));
     if (!m) return VKL_ERR_OUT_OF_MEMORY;
     m->ctx = ctx;
-    vkl_status st = vkl_vkm_open(ctx, path, &m->vkm);
+    vkl_status st = vkl_vkm_open_flags(ctx, path, options->no_verify ? VKL_VKM_NO_DATA_CHECK : 0, &m->vkm);
     if (!st) {
         m->g = vkl_vkm_graph(m->vkm);
         m->be = choose_backend(ctx, options);

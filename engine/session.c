@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "model.h"
+#include "nonfinite.h"
 #include "plan.h"
 #include "sampler.h"
 
@@ -186,6 +187,11 @@ vkl_status vkl_session_create(vkl_model *m, const vkl_session_options *options, 
     if (s->opt.max_context < 1 || s->opt.prefill_chunk < 1 || s->opt.pad_multiple < 1) {
         vkl_free(ctx, s);
         return vkl_fail(ctx, VKL_ERR_INVALID_ARGUMENT, "session: max_context, prefill_chunk and pad_multiple must be >= 1");
+    }
+    if (s->opt.check_finite && !m->be->execute_checked) {
+        vkl_free(ctx, s);
+        return vkl_fail(ctx, VKL_ERR_UNSUPPORTED, "session: backend '%s' cannot check outputs for NaN (check_finite); "
+                        "the ref backend can", m->be->name);
     }
     if (s->opt.prefill_chunk > s->opt.max_context) s->opt.prefill_chunk = s->opt.max_context;
     size_t chunk = s->opt.prefill_chunk, maxc = s->opt.max_context;
@@ -365,7 +371,9 @@ static vkl_status step(vkl_session *s, const int32_t *tokens, size_t n, float *a
     if (!st) st = write_input(s, 1, m->in_pos, s->pos, (size_t)seq);
     if (!st) st = write_input(s, 2, m->in_mask, s->mask, (size_t)padded);
     vkl_binding actual = {s->values, s->n_values};
-    if (!st) st = m->be->execute(m->dev, e->exec, &actual);
+    vkl_nonfinite first = {0};
+    if (!st && s->opt.check_finite) st = m->be->execute_checked(m->dev, e->exec, &actual, &first);
+    else if (!st) st = m->be->execute(m->dev, e->exec, &actual);
     if (!st) st = m->be->wait(m->dev, e->exec);
     vkl_state_traffic traffic;
     if (!st && m->be->state_traffic && !m->be->state_traffic(m->dev, e->exec, &traffic)) {
@@ -381,6 +389,9 @@ static vkl_status step(vkl_session *s, const int32_t *tokens, size_t n, float *a
         st = seq == 1 ? m->be->buffer_read(m->dev, s->io_out, 0, s->logits, row)
                       : m->be->buffer_read(m->dev, s->arena, e->offsets[t] + (n - 1) * row, s->logits, row);
         if (!st && all_logits) st = m->be->buffer_read(m->dev, s->arena, e->offsets[t], all_logits, n * row);
+        if (!st && s->opt.check_finite)
+            st = vkl_nonfinite_check_logits(s->ctx, m->g, &first, all_logits ? all_logits : s->logits,
+                                            all_logits ? n * m->vocab : m->vocab);
     }
     if (st) {
         /* the cache rows of this step may be written: forget them */

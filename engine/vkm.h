@@ -29,7 +29,7 @@ typedef enum vkl_vkm_section_id {
     VKL_VKM_SECTION_META = 1,    /* key -> bytes entries */
     VKL_VKM_SECTION_TENSORS = 2, /* symbol list, then the tensor table */
     VKL_VKM_SECTION_GRAPH = 3,   /* nodes, graph inputs and outputs */
-    VKL_VKM_SECTION_DATA = 4     /* tensor bytes; checksum verified on request */
+    VKL_VKM_SECTION_DATA = 4     /* tensor bytes; checksum verified at open unless skipped */
 } vkl_vkm_section_id;
 
 /* Tensor record flags. */
@@ -59,25 +59,36 @@ typedef struct vkl_vkm_meta {
 vkl_status vkl_vkm_write(vkl_context *ctx, const vkl_graph *g, const vkl_vkm_meta *meta, size_t n_meta,
                          const char *path);
 
-/* Maps the file read-only and validates everything but the data checksum
- * (header, section table, metadata, tensor table and graph are always
- * checksummed and bounds-checked), then builds the graph with every weight
- * pointing into the mapping. Errors: VKL_ERR_IO (open/stat/mmap, not a
- * regular file), VKL_ERR_FORMAT (malformed; the message names the section
- * and byte offset), VKL_ERR_UNSUPPORTED (newer major version, unknown op,
- * big-endian host), VKL_ERR_OUT_OF_MEMORY. *out stays NULL on failure. */
+/* Maps the file read-only, validates it (header, section table, metadata,
+ * tensor table and graph are checksummed and bounds-checked; the data
+ * section's checksum too, unless VKL_VKM_NO_DATA_CHECK), then builds the
+ * graph with every weight pointing into the mapping. Errors: VKL_ERR_IO
+ * (open/stat/mmap, not a regular file), VKL_ERR_FORMAT (malformed or corrupt;
+ * the message names the section and byte offset), VKL_ERR_UNSUPPORTED (newer
+ * major version, unknown op, big-endian host), VKL_ERR_OUT_OF_MEMORY. *out
+ * stays NULL on failure. */
 vkl_status vkl_vkm_open(vkl_context *ctx, const char *path, vkl_vkm **out);
 /* Same over a caller's buffer, which must outlive the vkm (weights point
  * into it; give it 4096-byte alignment to keep the weights' alignment). */
 vkl_status vkl_vkm_open_memory(vkl_context *ctx, const void *data, size_t size, vkl_vkm **out);
+
+/* Open flags. Hashing the data section reads every weight byte (the whole
+ * file, and every page of the mapping) at each load: about 0.25 s per GB from
+ * the page cache (docs/perf.md). A flipped weight byte otherwise loads and
+ * surfaces much later, if at all, as NaN logits or plausible wrong text. */
+#define VKL_VKM_NO_DATA_CHECK 1u /* skip the data checksum (vkl_vkm_verify_data can run it later) */
+
+vkl_status vkl_vkm_open_flags(vkl_context *ctx, const char *path, uint32_t flags, vkl_vkm **out);
+vkl_status vkl_vkm_open_memory_flags(vkl_context *ctx, const void *data, size_t size, uint32_t flags, vkl_vkm **out);
 void vkl_vkm_close(vkl_vkm *m); /* accepts NULL */
 
-/* Hashes the whole data section and compares it with its stored checksum.
- * Separate from open because it reads every weight byte (GBs for a real
- * model, and faults in every page of the mapping); tools run it on
- * `vkllm import`/a `--verify` flag, sessions do not. VKL_ERR_FORMAT naming
- * the data section on a mismatch; the error goes to the vkm's context. */
+/* Hashes the whole data section and compares it with its stored checksum:
+ * what open does unless VKL_VKM_NO_DATA_CHECK. VKL_ERR_FORMAT naming the data
+ * section and saying the file is corrupt on a mismatch; the error goes to
+ * the vkm's context. */
 vkl_status vkl_vkm_verify_data(const vkl_vkm *m);
+/* Bytes of the data section (what vkl_vkm_verify_data hashes). */
+size_t vkl_vkm_data_bytes(const vkl_vkm *m);
 
 /* The file's bytes (the mapping, or the caller's buffer): weights point
  * into them, so a backend may import this range instead of copying. */

@@ -355,6 +355,24 @@ vkl_status vkl_onnx_open(vkl_context *ctx, const char *path, vkl_onnx_model **ou
 
 vkl_graph *vkl_onnx_graph(vkl_onnx_model *m) { return m ? m->graph : NULL; }
 
+void vkl_onnx_release(vkl_onnx_model *m, const void *data, size_t bytes) {
+    if (!m || !data || !bytes) return;
+    uintptr_t lo = (uintptr_t)data, hi = lo + bytes;
+    for (const onnx_extfile *f = m->extfiles; f; f = f->next) {
+        uintptr_t base = (uintptr_t)f->map;
+        if (!f->map || lo < base || hi > base + f->size) continue;
+        /* whole pages only: a partial page may hold bytes still to be read */
+        const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+        uintptr_t a = (lo + page - 1) / page * page, b = hi / page * page;
+#ifdef MADV_DONTNEED
+        /* Private, read-only and never written: dropped pages refault from
+         * the file with the same bytes. */
+        if (a < b) madvise((void *)a, b - a, MADV_DONTNEED);
+#endif
+        return;
+    }
+}
+
 const vkl_onnx_stats *vkl_onnx_stats_get(const vkl_onnx_model *m) { return m ? &m->stats : NULL; }
 
 void vkl_onnx_close(vkl_onnx_model *m) {

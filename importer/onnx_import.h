@@ -41,6 +41,11 @@ vkl_status vkl_onnx_open_opts(vkl_context *ctx, const char *path, const vkl_onnx
 vkl_status vkl_onnx_open_memory_opts(vkl_context *ctx, const void *data, size_t size, const char *base_dir,
                                      const vkl_onnx_options *opts, vkl_onnx_model **out);
 vkl_graph *vkl_onnx_graph(vkl_onnx_model *m);
+/* A hint that [data, data + bytes) will not be read soon: when it lies in a
+ * mapped external data file, its whole pages leave the process's memory
+ * (they are read again from the file if needed, so the graph's weights stay
+ * valid). Anything else is left alone. For vkl_quantize_options.release. */
+void vkl_onnx_release(vkl_onnx_model *m, const void *data, size_t bytes);
 const vkl_onnx_stats *vkl_onnx_stats_get(const vkl_onnx_model *m);
 void vkl_onnx_close(vkl_onnx_model *m);
 

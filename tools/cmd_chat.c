@@ -66,11 +66,13 @@ static vkl_status turn(chat *c, const vkl_chat_template *ct, vkl_chat_message *m
 
 static int usage(FILE *f) {
     fprintf(f,
-            "usage: vkllm chat [-m MODEL.vkm] [--context N]\n"
+            "usage: vkllm chat [-m MODEL.vkm] [--context N] [--no-verify] [--check-finite]\n"
             "  one message per line on stdin; replies on stdout; end with Ctrl-D\n"
-            "  -m MODEL.vkm   default: the bundled model (%s, or $VKLLM_MODEL)\n"
-            "  --context N    tokens the conversation may hold, 1 to %u (default %u, or the\n"
-            "                 tokenizer's model_max_length when smaller)\n",
+            "  -m MODEL.vkm    default: the bundled model (%s, or $VKLLM_MODEL)\n"
+            "  --context N     tokens the conversation may hold, 1 to %u (default %u, or the\n"
+            "                  tokenizer's model_max_length when smaller)\n"
+            "  --no-verify     load without checking the weights against their checksum\n"
+            "  --check-finite  debugging: name the first node whose output held a NaN/inf (slow)\n",
             VKL_BUNDLED_MODEL, VKL_TOOL_MAX_TOKENS, VKL_TOOL_DEFAULT_CONTEXT);
     return f == stdout ? 0 : VKL_EXIT_USAGE;
 }
@@ -78,6 +80,10 @@ static int usage(FILE *f) {
 int vkl_cmd_chat(vkl_context *ctx, int argc, char **argv) {
     const char *path = getenv("VKLLM_MODEL") ? getenv("VKLLM_MODEL") : VKL_BUNDLED_MODEL, *v;
     size_t context = 0;
+    vkl_model_options mo;
+    vkl_model_options_init(&mo);
+    vkl_session_options so;
+    vkl_session_options_init(&so);
     for (int i = 1; i < argc; i++) {
         if (vkl_cli_is_help(argv[i])) return usage(stdout);
         if (!strcmp(argv[i], "-m")) {
@@ -87,16 +93,18 @@ int vkl_cmd_chat(vkl_context *ctx, int argc, char **argv) {
             if (!(v = vkl_cli_value(PROG, argc, argv, &i))) return VKL_EXIT_USAGE;
             int rc = vkl_cli_size(PROG, "--context", v, 1, VKL_TOOL_MAX_TOKENS, &context);
             if (rc) return rc;
+        } else if (!strcmp(argv[i], "--no-verify")) {
+            mo.no_verify = 1;
+        } else if (!strcmp(argv[i], "--check-finite")) {
+            so.check_finite = 1;
         } else {
             return vkl_cli_usage_error(PROG, "unexpected argument '%s'", argv[i]);
         }
     }
-    vkl_session_options so;
-    vkl_session_options_init(&so);
     chat c = {0};
     c.ctx = ctx;
     vkl_model *m = NULL;
-    vkl_status st = vkl_model_load(ctx, path, NULL, &m);
+    vkl_status st = vkl_model_load(ctx, path, &mo, &m);
     if (!st) st = vkl_tool_model_tokenizer(ctx, m, &c.tok);
     size_t tok_max = 0;
     so.max_context = context ? context : m ? vkl_tool_default_context(m, VKL_TOOL_DEFAULT_CONTEXT, &tok_max) : 1;

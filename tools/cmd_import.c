@@ -1,6 +1,7 @@
 /* `vkllm import MODEL.onnx -o MODEL.vkm`: read the ONNX export, run the
- * optimization pipeline (quantizing per --weights/--group/--lm-head/--embed/--kv),
- * write the model file atomically, print a summary. */
+ * optimization pipeline (quantizing per --weights/--group/--lm-head/--embed/--kv,
+ * on --threads threads, with progress on stderr), write the model file
+ * atomically, print a summary. */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <errno.h>
 #include <stdio.h>
@@ -19,6 +20,7 @@
 #include "onnx_import.h"
 #include "ops.h"
 #include "passes/pipeline.h"
+#include "progress.h"
 #include "vkm.h"
 
 static const struct {
@@ -34,14 +36,18 @@ static const struct {
 };
 
 #define PROG "vkllm import"
+#define IMPORT_THREADS_MAX 256
 
 static int usage(FILE *f) {
     fprintf(f, "usage: vkllm import MODEL.onnx -o OUT.vkm [--tokenizer DIR] [quantization]\n"
-               "                    [--no-fuse] [--no-<pass>]\n"
+               "                    [--threads N] [--quiet] [--no-fuse] [--no-<pass>]\n"
                "  -o OUT.vkm      written whole or not at all (a temporary file beside it, renamed);\n"
                "                  it must be a regular file or absent, and not the input\n"
                "  --tokenizer DIR stores DIR/tokenizer.json (and tokenizer_config.json) in the model,\n"
                "                  after checking that they load and that every id fits the logits\n"
+               "  --threads N     threads converting weights, 1 to %d (default: one per CPU; the\n"
+               "                  output is the same)\n"
+               "  --quiet         no progress (shown on stderr after 2 s) and no summary\n"
                "quantization (docs/quant.md; the recipe is stored in the .vkm as import.recipe):\n"
                "  --weights e0m4|int4|int8|f16|f32  projection weights (default f32: unchanged)\n"
                "  --group N                         elements per block along K: a multiple of 32 from\n"
@@ -51,7 +57,7 @@ static int usage(FILE *f) {
                "  --kv f32|f16|int8-fp8|int8-e5m2   KV cache: keys/values f32, f16, or int8 keys (one scale\n"
                "                                    per token and head) with fp8 e4m3 / e5m2 values (default f32)\n"
                "passes:",
-            VKL_TOOL_MAX_GROUP);
+            IMPORT_THREADS_MAX, VKL_TOOL_MAX_GROUP);
     for (size_t i = 0; i < sizeof(pass_flags) / sizeof(pass_flags[0]); i++) fprintf(f, " %s", pass_flags[i].flag);
     fprintf(f, " --no-fuse\n");
     return f == stdout ? 0 : VKL_EXIT_USAGE;
@@ -122,11 +128,41 @@ vkl_status vkl_tool_import(vkl_context *ctx, const char *path, uint32_t passes, 
 
 vkl_status vkl_tool_import_recipe(vkl_context *ctx, const char *path, uint32_t passes, const vkl_quant_recipe *recipe,
                                   bool quiet, vkl_onnx_model **out) {
+    return vkl_tool_import_opts(ctx, path, passes, recipe, 0, NULL, quiet, out);
+}
+
+typedef struct import_hooks {
+    vkl_onnx_model *model;
+    vkl_progress *progress;
+} import_hooks;
+
+static void release_hook(void *user, const void *data, size_t bytes) {
+    vkl_onnx_release(((import_hooks *)user)->model, data, bytes);
+}
+
+static int progress_hook(void *user, uint64_t done, uint64_t total) {
+    vkl_progress *p = ((import_hooks *)user)->progress;
+    if (p) vkl_progress_update(p, done, total);
+    return 0;
+}
+
+vkl_status vkl_tool_import_opts(vkl_context *ctx, const char *path, uint32_t passes, const vkl_quant_recipe *recipe,
+                                uint32_t threads, vkl_progress *progress, bool quiet, vkl_onnx_model **out) {
+    if (progress) vkl_progress_phase(progress, "read");
     vkl_status st = vkl_onnx_open(ctx, path, out);
     if (st) return st;
     vkl_graph *g = vkl_onnx_graph(*out);
     vkl_pipeline_report r;
-    st = vkl_pipeline_run_recipe(g, passes, recipe, &r);
+    import_hooks hooks = {*out, progress};
+    vkl_quantize_options qo;
+    vkl_quantize_options_init(&qo);
+    qo.threads = threads;
+    qo.release = release_hook;
+    qo.progress = progress_hook;
+    qo.user = &hooks;
+    if (progress) vkl_progress_phase(progress, "quantize");
+    st = vkl_pipeline_run_opts(g, passes, recipe, &qo, &r);
+    if (progress) vkl_progress_end(progress);
     if (st) {
         vkl_onnx_close(*out);
         *out = NULL;
@@ -225,7 +261,8 @@ static vkl_status check_output(vkl_context *ctx, const char *out, const char *in
 
 int vkl_cmd_import(vkl_context *ctx, int argc, char **argv) {
     const char *in = NULL, *out = NULL, *tok_dir = NULL;
-    uint32_t passes = VKL_PASS_ALL;
+    uint32_t passes = VKL_PASS_ALL, threads = 0;
+    bool quiet = false;
     vkl_quant_recipe recipe;
     vkl_quant_recipe_init(&recipe);
     struct timespec t0, t1;
@@ -235,11 +272,21 @@ int vkl_cmd_import(vkl_context *ctx, int argc, char **argv) {
         int q = vkl_tool_parse_quant(ctx, PROG, argc, argv, &i, &recipe);
         if (q < 0) return VKL_EXIT_USAGE;
         if (q > 0) continue;
-        if (!strcmp(argv[i], "-o") || !strcmp(argv[i], "--tokenizer")) {
+        if (!strcmp(argv[i], "-o") || !strcmp(argv[i], "--tokenizer") || !strcmp(argv[i], "--threads")) {
             const char *opt = argv[i], *v = vkl_cli_value(PROG, argc, argv, &i);
             if (!v) return VKL_EXIT_USAGE;
-            if (!strcmp(opt, "-o")) out = v;
-            else tok_dir = v;
+            if (!strcmp(opt, "-o")) {
+                out = v;
+            } else if (!strcmp(opt, "--tokenizer")) {
+                tok_dir = v;
+            } else {
+                uint64_t n;
+                int rc = vkl_cli_u64(PROG, opt, v, 1, IMPORT_THREADS_MAX, &n);
+                if (rc) return rc;
+                threads = (uint32_t)n;
+            }
+        } else if (!strcmp(argv[i], "--quiet")) {
+            quiet = true;
         } else if (vkl_tool_parse_passes(argv[i], &passes)) {
             continue;
         } else if (argv[i][0] != '-' && !in) {
@@ -254,7 +301,9 @@ int vkl_cmd_import(vkl_context *ctx, int argc, char **argv) {
     vkl_status st = check_output(ctx, out, in, tok_dir);
     if (st) return vkl_cli_fail(PROG, ctx, st);
     vkl_onnx_model *m;
-    st = vkl_tool_import_recipe(ctx, in, passes, &recipe, false, &m);
+    vkl_progress progress;
+    vkl_progress_init(&progress, "import", quiet);
+    st = vkl_tool_import_opts(ctx, in, passes, &recipe, threads, &progress, quiet, &m);
     if (st) return vkl_cli_fail(PROG, ctx, st);
     vkl_vkm_meta meta[5];
     size_t n_meta = 0;
@@ -271,9 +320,12 @@ int vkl_cmd_import(vkl_context *ctx, int argc, char **argv) {
     if (tok_dir) st = read_tokenizer(ctx, tok_dir, vkl_onnx_graph(m), blobs, sizes);
     if (!st && blobs[0]) meta[n_meta++] = (vkl_vkm_meta){"tokenizer.json", blobs[0], sizes[0]};
     if (!st && blobs[1]) meta[n_meta++] = (vkl_vkm_meta){"tokenizer_config.json", blobs[1], sizes[1]};
+    vkl_progress_phase(&progress, "write");
+    double t_write = vkl_progress_elapsed(&progress);
     if (!st) st = vkl_vkm_write(ctx, vkl_onnx_graph(m), meta, n_meta, out);
+    vkl_progress_end(&progress);
     int rc = st ? vkl_cli_fail(PROG, ctx, st) : 0;
-    if (!rc) {
+    if (!rc && !quiet) {
         const vkl_graph *g = vkl_onnx_graph(m);
         printf("symbols:");
         for (size_t i = 0; i < vkl_symtab_symbol_count(g->syms); i++) printf(" %s", vkl_symtab_symbol_name(g->syms, i));
@@ -285,8 +337,9 @@ int vkl_cmd_import(vkl_context *ctx, int argc, char **argv) {
         struct rusage ru;
         clock_gettime(CLOCK_MONOTONIC, &t1);
         getrusage(RUSAGE_SELF, &ru);
-        printf("import took %.2f s, peak RSS %.1f MiB\n",
-               (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec), (double)ru.ru_maxrss / 1024.0);
+        printf("import took %.2f s (writing %.2f s), peak RSS %.1f MiB\n",
+               (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec),
+               vkl_progress_elapsed(&progress) - t_write, (double)ru.ru_maxrss / 1024.0);
     }
     for (int k = 0; k < 2; k++) vkl_free(ctx, blobs[k]);
     vkl_onnx_close(m);

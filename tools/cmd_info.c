@@ -1,8 +1,11 @@
 /* `vkllm info MODEL.vkm`: what a model file holds — metadata, symbols,
- * inputs and outputs, ops, weight bytes by format. */
+ * inputs and outputs, ops, weight bytes by format. Like every load it checks
+ * the weights' checksum unless --no-verify; --verify reports that check. */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli.h"
 #include "commands.h"
@@ -96,17 +99,40 @@ static int print_plan(vkl_context *ctx, const vkl_graph *g, int64_t context) {
 #define PLAN_CONTEXT_MAX 1048576
 
 static int usage(FILE *f) {
-    fprintf(f, "usage: vkllm info MODEL.vkm [--plan] [--context N]\n"
+    fprintf(f, "usage: vkllm info MODEL.vkm [--plan] [--context N] [--verify | --no-verify]\n"
                "  metadata, symbols, inputs and outputs, KV cache states, ops and weight bytes\n"
                "  --plan       the planned arena for a decode step and a full prefill (context %d)\n"
-               "  --context N  --plan at this context, 1 to %d\n",
+               "  --context N  --plan at this context, 1 to %d\n"
+               "  --verify     check every checksum and report it (the data's is timed)\n"
+               "  --no-verify  skip the weights' checksum (the default checks it)\n",
             PLAN_CONTEXT_DEFAULT, PLAN_CONTEXT_MAX);
     return f == stdout ? 0 : VKL_EXIT_USAGE;
+}
+
+static double seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* --verify: the data checksum, timed; the other sections' checksums were
+ * checked by the open that got here. */
+static int report_verify(vkl_context *ctx, const vkl_vkm *m, const char *path) {
+    double t0 = seconds();
+    vkl_status st = vkl_vkm_verify_data(m);
+    double dt = seconds() - t0;
+    if (st) return vkl_cli_fail(PROG, ctx, st);
+    size_t bytes = vkl_vkm_data_bytes(m);
+    printf("verify: %s: every section matches its XXH3 checksum (header, section table, metadata, tensor table, "
+           "graph; data: %zu bytes hashed in %.3f s, %.2f GB/s)\n",
+           path, bytes, dt, dt > 0 ? (double)bytes / dt / 1e9 : 0.0);
+    return 0;
 }
 
 int vkl_cmd_info(vkl_context *ctx, int argc, char **argv) {
     const char *path = NULL;
     int64_t plan_context = 0;
+    bool verify = false, no_verify = false;
     for (int i = 1; i < argc; i++) {
         if (vkl_cli_is_help(argv[i])) return usage(stdout);
         if (!strcmp(argv[i], "--plan")) {
@@ -114,6 +140,10 @@ int vkl_cmd_info(vkl_context *ctx, int argc, char **argv) {
         } else if (!strcmp(argv[i], "--context")) {
             const char *v = vkl_cli_value(PROG, argc, argv, &i);
             if (!v || vkl_cli_i64(PROG, "--context", v, 1, PLAN_CONTEXT_MAX, &plan_context)) return VKL_EXIT_USAGE;
+        } else if (!strcmp(argv[i], "--verify")) {
+            verify = true;
+        } else if (!strcmp(argv[i], "--no-verify")) {
+            no_verify = true;
         } else if (argv[i][0] != '-' && !path) {
             path = argv[i];
         } else {
@@ -121,9 +151,15 @@ int vkl_cmd_info(vkl_context *ctx, int argc, char **argv) {
         }
     }
     if (!path) return vkl_cli_usage_error(PROG, "MODEL.vkm is required");
+    if (verify && no_verify) return vkl_cli_usage_error(PROG, "--verify and --no-verify exclude each other");
     vkl_vkm *m;
-    vkl_status st = vkl_vkm_open(ctx, path, &m);
+    /* --verify hashes the data itself, to time it */
+    vkl_status st = vkl_vkm_open_flags(ctx, path, verify || no_verify ? VKL_VKM_NO_DATA_CHECK : 0, &m);
     if (st) return vkl_cli_fail(PROG, ctx, st);
+    if (verify && report_verify(ctx, m, path)) {
+        vkl_vkm_close(m);
+        return VKL_EXIT_FAILURE;
+    }
     const vkl_graph *g = vkl_vkm_graph(m);
     print_meta(m);
     printf("symbols:");

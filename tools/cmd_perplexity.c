@@ -69,14 +69,16 @@ static vkl_status score_stream(scorer *c, const int32_t *ids, size_t count) {
 
 static int usage(FILE *f) {
     fprintf(f,
-            "usage: vkllm perplexity MODEL.vkm TEXT [--lines N] [--window W]\n"
+            "usage: vkllm perplexity MODEL.vkm TEXT [--lines N] [--window W] [--no-verify] [--check-finite]\n"
             "  per line (default): each line on its own, its special tokens added; a line\n"
             "              longer than %d tokens is scored whole in windows of %d (each\n"
             "              later window starts again from BOS), so every byte counted is scored\n"
             "  --lines N   only the first N lines that have a token to score, 1 to %u\n"
             "  --window W: the lines joined by newlines as one text, scored in windows of\n"
             "              W tokens (each starting with the BOS token): long-context error;\n"
-            "              2 to %u\n",
+            "              2 to %u\n"
+            "  --no-verify     load without checking the weights against their checksum\n"
+            "  --check-finite  debugging: name the first node whose output held a NaN/inf (slow)\n",
             LINE_CONTEXT, LINE_CONTEXT, UINT32_MAX, VKL_TOOL_MAX_TOKENS);
     return f == stdout ? 0 : VKL_EXIT_USAGE;
 }
@@ -84,6 +86,9 @@ static int usage(FILE *f) {
 int vkl_cmd_perplexity(vkl_context *ctx, int argc, char **argv) {
     const char *model_path = NULL, *text_path = NULL, *v;
     size_t max_lines = 0, window = 0; /* 0: all lines; per-line mode */
+    vkl_model_options mo;
+    vkl_model_options_init(&mo);
+    int check_finite = 0;
     for (int i = 1; i < argc; i++) {
         int rc = 0;
         if (vkl_cli_is_help(argv[i])) return usage(stdout);
@@ -93,6 +98,10 @@ int vkl_cmd_perplexity(vkl_context *ctx, int argc, char **argv) {
             if (!strcmp(opt, "--lines")) rc = vkl_cli_size(PROG, opt, v, 1, UINT32_MAX, &max_lines);
             else rc = vkl_cli_size(PROG, opt, v, 2, VKL_TOOL_MAX_TOKENS, &window);
             if (rc) return rc;
+        } else if (!strcmp(argv[i], "--no-verify")) {
+            mo.no_verify = 1;
+        } else if (!strcmp(argv[i], "--check-finite")) {
+            check_finite = 1;
         } else if (argv[i][0] != '-' && !model_path) {
             model_path = argv[i];
         } else if (argv[i][0] != '-' && !text_path) {
@@ -108,8 +117,9 @@ int vkl_cmd_perplexity(vkl_context *ctx, int argc, char **argv) {
     vkl_session_options_init(&so);
     so.max_context = window ? window : LINE_CONTEXT;
     so.prefill_chunk = so.max_context;
+    so.check_finite = check_finite;
     scorer c = {.window = so.max_context, .bos = -1};
-    vkl_status st = vkl_model_load(ctx, model_path, NULL, &m);
+    vkl_status st = vkl_model_load(ctx, model_path, &mo, &m);
     if (!st) st = vkl_tool_model_tokenizer(ctx, m, &tok);
     if (!st) st = vkl_session_create(m, &so, &c.s);
     c.vocab = m ? vkl_model_vocab_size(m) : 0;

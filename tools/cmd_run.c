@@ -21,12 +21,14 @@ typedef struct run_opts {
     size_t n_new, context; /* context 0: the default (vkl_tool_default_context) */
     vkl_sampling_options sampling;
     int raw; /* do not add the tokenizer's special tokens to the prompt */
+    int no_verify, check_finite;
 } run_opts;
 
 static int usage(FILE *f) {
     fprintf(f,
             "usage: vkllm run [-m MODEL.vkm] -p PROMPT [-n N] [--temperature T] [--top-k K] [--top-p P]\n"
             "                 [--min-p P] [--repeat-penalty R] [--seed S] [--backend NAME] [--context N] [--raw]\n"
+            "                 [--no-verify] [--check-finite]\n"
             "  -m MODEL.vkm        default: the bundled model (%s, or $VKLLM_MODEL)\n"
             "  -p PROMPT           the text to continue\n"
             "  -n N                tokens to generate, 0 to %u (default 64); generation also ends at the\n"
@@ -40,7 +42,9 @@ static int usage(FILE *f) {
             "  --backend NAME      ref, vulkan, ... (default: the first that works here)\n"
             "  --context N         tokens the KV cache holds, prompt included, 1 to %u (default %u, or\n"
             "                      the tokenizer's model_max_length when smaller)\n"
-            "  --raw               do not add the tokenizer's special tokens (BOS) to the prompt\n",
+            "  --raw               do not add the tokenizer's special tokens (BOS) to the prompt\n"
+            "  --no-verify         load without checking the weights against their checksum\n"
+            "  --check-finite      debugging: name the first node whose output held a NaN/inf (slow)\n",
             VKL_BUNDLED_MODEL, VKL_TOOL_MAX_TOKENS, VKL_TOOL_MAX_TOKENS, VKL_TOOL_DEFAULT_CONTEXT);
     return f == stdout ? 0 : VKL_EXIT_USAGE;
 }
@@ -59,6 +63,14 @@ static int parse(int argc, char **argv, run_opts *o, int *done) {
         }
         if (!strcmp(a, "--raw")) {
             o->raw = 1;
+            continue;
+        }
+        if (!strcmp(a, "--no-verify")) {
+            o->no_verify = 1;
+            continue;
+        }
+        if (!strcmp(a, "--check-finite")) {
+            o->check_finite = 1;
             continue;
         }
         if (a[0] != '-') return vkl_cli_usage_error(PROG, "unexpected argument '%s'", a);
@@ -94,8 +106,10 @@ int vkl_cmd_run(vkl_context *ctx, int argc, char **argv) {
     vkl_model_options mo;
     vkl_model_options_init(&mo);
     mo.backend = o.backend;
+    mo.no_verify = o.no_verify;
     vkl_session_options so;
     vkl_session_options_init(&so);
+    so.check_finite = o.check_finite;
     so.sampling = o.sampling;
     vkl_model *m = NULL;
     vkl_session *s = NULL;

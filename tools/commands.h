@@ -25,5 +25,11 @@ typedef struct vkl_quant_recipe vkl_quant_recipe;
 int vkl_tool_parse_quant(vkl_context *ctx, const char *prog, int argc, char **argv, int *i, vkl_quant_recipe *r);
 vkl_status vkl_tool_import_recipe(vkl_context *ctx, const char *path, uint32_t passes, const vkl_quant_recipe *recipe,
                                   bool quiet, vkl_onnx_model **out);
+/* The same on `threads` threads (0: all CPUs), reporting to `progress`
+ * (NULL: none); the f32 weights' mapped pages are dropped as they are
+ * converted. */
+typedef struct vkl_progress vkl_progress;
+vkl_status vkl_tool_import_opts(vkl_context *ctx, const char *path, uint32_t passes, const vkl_quant_recipe *recipe,
+                                uint32_t threads, vkl_progress *progress, bool quiet, vkl_onnx_model **out);
 
 #endif

@@ -42,16 +42,20 @@ static int probe(vkl_context *ctx) {
 /* Greedy decode of `tokens` tokens after a BOS-like token 1; prints the step
  * time per window of `window` tokens and the bytes each step reads: all
  * weights once plus the KV rows attended (the padded length). */
-static int decode(vkl_context *ctx, const char *path, const char *backend, size_t tokens, size_t window) {
+static int decode(vkl_context *ctx, const char *path, const char *backend, size_t tokens, size_t window,
+                  int no_verify) {
     vkl_model_options mo;
     vkl_model_options_init(&mo);
     mo.backend = backend;
+    mo.no_verify = no_verify;
     vkl_session_options so;
     vkl_session_options_init(&so);
     so.max_context = tokens + 1;
     vkl_model *m = NULL;
     vkl_session *s = NULL;
+    double t_load = vkl_bench_now();
     vkl_status st = vkl_model_load(ctx, path, &mo, &m);
+    t_load = vkl_bench_now() - t_load;
     if (!st) st = vkl_session_create(m, &so, &s);
     int32_t tok = 1;
     if (!st) st = vkl_session_append(s, &tok, 1);
@@ -71,6 +75,7 @@ static int decode(vkl_context *ctx, const char *path, const char *backend, size_
     size_t weights = vkl_model_weight_bytes(m), kv_row = stats.kv_bytes / so.max_context;
     printf("model %s on %s: %zu weight bytes, %zu KV bytes per token; %s copy bandwidth %.2f GB/s\n", path,
            vkl_model_backend_name(m), weights, kv_row, device_bw ? "device" : "host", copy_bw / 1e9);
+    printf("load: %.3f s (%s)\n", t_load, no_verify ? "weights not verified: --no-verify" : "weights verified");
     printf("%10s %12s %14s %14s %10s\n", "tokens", "ms/step", "bytes/step", "GB/s", "of limit");
     double t_window = 0, bytes_window = 0;
     for (size_t i = 1; i < tokens && !st; i++) {
@@ -118,12 +123,13 @@ static int decode(vkl_context *ctx, const char *path, const char *backend, size_
 static int usage(FILE *f) {
     fprintf(f,
             "usage: vkbench --probe\n"
-            "       vkbench --decode MODEL.vkm [--tokens N] [--window W] [--backend NAME]\n"
+            "       vkbench --decode MODEL.vkm [--tokens N] [--window W] [--backend NAME] [--no-verify]\n"
             "       vkbench --quant [--backend NAME] [--reps N] [--rotate-mb MB]\n"
             "  --probe          what each backend reports\n"
             "  --decode MODEL   greedy decode; the step time beside the memory-bound limit\n"
             "  --tokens N       tokens to decode, 2 to %d (default 2000)\n"
             "  --window W       print one line per W tokens, 1 to %d (default 250)\n"
+            "  --no-verify      load without checking the weights against their checksum\n"
             "  --quant          E0M4 / int4 / int8 QuantMatMul on the paper's Table 1 shapes\n"
             "  --reps N         timed executes per case, 1 to %d (default 20)\n"
             "  --rotate-mb MB   weight copies per case total at least MB MiB, 0 to %u (default 256)\n"
@@ -137,7 +143,7 @@ int main(int argc, char **argv) {
     const char *model = NULL, *backend = NULL;
     size_t tokens = 2000, window = 250, rotate_mb = 256;
     int32_t reps = 20;
-    int do_probe = 0, do_quant = 0;
+    int do_probe = 0, do_quant = 0, no_verify = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
         int rc = 0;
@@ -148,6 +154,10 @@ int main(int argc, char **argv) {
         }
         if (!strcmp(a, "--quant")) {
             do_quant = 1;
+            continue;
+        }
+        if (!strcmp(a, "--no-verify")) {
+            no_verify = 1;
             continue;
         }
         if (strcmp(a, "--reps") && strcmp(a, "--rotate-mb") && strcmp(a, "--decode") && strcmp(a, "--tokens") &&
@@ -172,7 +182,7 @@ int main(int argc, char **argv) {
     /* an interrupted write (import -o, a pipeline cache) leaves no temporary file */
     vkl_tool_cleanup_on_signal(ctx);
     vkl_bench_quant_options qo = {backend, reps, rotate_mb << 20};
-    int rc = do_probe ? probe(ctx) : do_quant ? vkl_bench_quant(ctx, &qo) : decode(ctx, model, backend, tokens, window);
+    int rc = do_probe ? probe(ctx) : do_quant ? vkl_bench_quant(ctx, &qo) : decode(ctx, model, backend, tokens, window, no_verify);
     vkl_context_destroy(ctx);
     return rc;
 }

@@ -321,11 +321,13 @@ static vkl_status ref_prepare(vkl_backend_device *dev, const vkl_graph *g, vkl_b
     return VKL_OK;
 }
 
-static vkl_status ref_execute(vkl_backend_device *dev, vkl_backend_exec *e, const vkl_binding *actual) {
-    (void)actual; /* ref prepares for exact values; nothing varies per run */
+/* Runs the kernels in order; with `first`, records the first node whose
+ * output holds a NaN or infinity (vkl_ref_first_nonfinite). */
+static vkl_status run(vkl_backend_device *dev, vkl_backend_exec *e, vkl_nonfinite *first) {
     const vkl_graph *g = e->g;
     vkl_binding prepared = {e->binding, e->n_binding};
     memset(&e->last, 0, sizeof(e->last));
+    if (first) memset(first, 0, sizeof(*first));
     for (size_t k = 0; k < e->n_up; k++) memcpy(e->io[k].dst, e->io[k].src, e->io[k].bytes);
     for (uint32_t k = 0; k < e->n_values; k++) {
         vkl_status st = materialize_value(dev, g, &prepared, &g->tensors[e->values[k]], &e->tensors[e->values[k]]);
@@ -348,10 +350,28 @@ static vkl_status ref_execute(vkl_backend_device *dev, vkl_backend_exec *e, cons
             char buf[160];
             return vkl_fail_prefix(dev->ctx, st, "ref: %s", vkl_node_str(g, ni, buf, sizeof(buf)));
         }
+        for (uint32_t j = 0; first && !first->found && j < n->n_outputs; j++) {
+            if (!e->out[j].data || !vkl_ref_first_nonfinite(&e->out[j], &first->element, &first->value)) continue;
+            first->found = true;
+            first->node = ni;
+            first->output = j;
+        }
     }
     for (size_t k = e->n_up; k < e->n_up + e->n_down; k++) memcpy(e->io[k].dst, e->io[k].src, e->io[k].bytes);
     e->last = e->traffic;
     return VKL_OK;
+}
+
+static vkl_status ref_execute(vkl_backend_device *dev, vkl_backend_exec *e, const vkl_binding *actual) {
+    (void)actual; /* ref prepares for exact values; nothing varies per run */
+    return run(dev, e, NULL);
+}
+
+static vkl_status ref_execute_checked(vkl_backend_device *dev, vkl_backend_exec *e, const vkl_binding *actual,
+                                      vkl_nonfinite *first) {
+    (void)actual;
+    if (!first) return vkl_fail(dev->ctx, VKL_ERR_INVALID_ARGUMENT, "ref: execute_checked without a result");
+    return run(dev, e, first);
 }
 
 static vkl_status ref_state_traffic(vkl_backend_device *dev, vkl_backend_exec *e, vkl_state_traffic *out) {
@@ -382,6 +402,7 @@ const vkl_backend_vtable vkl_backend_ref = {
     .exec_release = ref_exec_release,
     .execute = ref_execute,
     .wait = ref_wait,
+    .execute_checked = ref_execute_checked,
     .node_times = NULL,
     .state_traffic = ref_state_traffic,
 };

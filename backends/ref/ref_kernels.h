@@ -58,6 +58,11 @@ int64_t vkl_ref_get_i(const vkl_ref_tensor *t, int64_t i);
 void vkl_ref_set_f(vkl_ref_tensor *t, int64_t i, double v);
 void vkl_ref_set_i(vkl_ref_tensor *t, int64_t i, int64_t v);
 
+/* The first NaN or infinity in a floating-point tensor (f32, f64, f16,
+ * bf16, fp8): true with its index and value; false for other dtypes (integers
+ * cannot hold one; block formats keep their scales to themselves). */
+bool vkl_ref_first_nonfinite(const vkl_ref_tensor *t, int64_t *index, double *value);
+
 /* Row-major strides of a tensor (elements). */
 void vkl_ref_strides(const vkl_ref_tensor *t, int64_t *strides);
 /* For numpy broadcasting: offset in `src` of the element at multi-index

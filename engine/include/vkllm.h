@@ -77,6 +77,10 @@ typedef struct vkl_model_options {
     const char *backend;        /* "ref", ...; NULL: the first backend that probes OK */
     uint32_t disable_features;  /* backend features to turn off (engine/backend.h VKL_FEATURE_*) */
     const void *external_device;/* the app's device (e.g. Vulkan handles), borrowed; NULL: own */
+    int no_verify;              /* 0 (default): loading hashes the weights and fails with VKL_ERR_FORMAT,
+                                   naming the data section, when they do not match the checksum written
+                                   with them (a corrupt file); costs one read of the file (docs/perf.md).
+                                   1: skip that check */
 } vkl_model_options;
 
 void vkl_model_options_init(vkl_model_options *options);
@@ -124,6 +128,11 @@ typedef struct vkl_session_options {
                                  padded first-prompt length is prepared at session creation; default
                                  64, 1: off */
     vkl_sampling_options sampling;
+    int check_finite;         /* debugging, default 0. 1: every step checks each node's outputs as it runs
+                                 (slow), and when the logits hold a NaN or infinity the step fails with
+                                 VKL_ERR_INVALID_ARGUMENT naming the first node, in execution order, whose
+                                 output did, instead of the sampler failing later without a culprit. The
+                                 backend must support it (ref does); VKL_ERR_UNSUPPORTED otherwise */
 } vkl_session_options;
 
 void vkl_session_options_init(vkl_session_options *options);

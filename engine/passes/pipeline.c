@@ -54,6 +54,11 @@ vkl_status vkl_pipeline_run(vkl_graph *g, uint32_t passes, vkl_pipeline_report *
 
 vkl_status vkl_pipeline_run_recipe(vkl_graph *g, uint32_t passes, const vkl_quant_recipe *recipe,
                                    vkl_pipeline_report *r) {
+    return vkl_pipeline_run_opts(g, passes, recipe, NULL, r);
+}
+
+vkl_status vkl_pipeline_run_opts(vkl_graph *g, uint32_t passes, const vkl_quant_recipe *recipe,
+                                 const vkl_quantize_options *quant, vkl_pipeline_report *r) {
     memset(r, 0, sizeof(*r));
     r->nodes_before = live_nodes(g);
     r->shape_ops_before = vkl_count_shape_ops(g);
@@ -69,7 +74,7 @@ vkl_status vkl_pipeline_run_recipe(vkl_graph *g, uint32_t passes, const vkl_quan
         vkl_pipeline_step *s = &r->steps[r->n_steps++];
         s->name = "quantize";
         r->quantized = true;
-        st = vkl_pass_quantize(g, recipe, &r->quant, &s->fired);
+        st = vkl_pass_quantize_opts(g, recipe, quant, &r->quant, &s->fired);
         if (st) vkl_fail_prefix(g->ctx, st, "pass %s", s->name);
     }
     if (!st) {

@@ -52,5 +52,9 @@ vkl_status vkl_pipeline_run(vkl_graph *g, uint32_t passes, vkl_pipeline_report *
  * (vkl_quant_recipe_active); recipe NULL is vkl_pipeline_run. */
 vkl_status vkl_pipeline_run_recipe(vkl_graph *g, uint32_t passes, const vkl_quant_recipe *recipe,
                                    vkl_pipeline_report *report);
+/* The same, the quantize pass run with `quant` (threads, release and
+ * progress hooks; NULL: defaults). */
+vkl_status vkl_pipeline_run_opts(vkl_graph *g, uint32_t passes, const vkl_quant_recipe *recipe,
+                                 const vkl_quantize_options *quant, vkl_pipeline_report *report);
 
 #endif

@@ -10,6 +10,7 @@
 #include "../quant/quant.h"
 #include "match.h"
 #include "quantize.h"
+#include "quantize_convert.h"
 
 /* ---- the recipe ------------------------------------------------------------------------------ */
 
@@ -185,41 +186,8 @@ typedef struct qpass {
     vkl_quantize_report *rep;
     converted *done;
     uint32_t n_done, cap_done;
+    vkl_qconv conv;
 } qpass;
-
-#define STRIPE_ROWS 64 /* rows of W^T made at a time: the only f32 scratch */
-
-/* W^T rows [n0, n0 + rows) of b into stripe (rows x K, row-major). */
-static void fill_stripe(const float *src, const bsrc *b, int64_t n0, int64_t rows, float *stripe) {
-    if (b->nk) {
-        memcpy(stripe, src + n0 * b->K, (size_t)(rows * b->K) * sizeof(float));
-        return;
-    }
-    for (int64_t k = 0; k < b->K; k++) {
-        const float *s = src + k * b->N + n0;
-        for (int64_t r = 0; r < rows; r++) stripe[r * b->K + k] = s[r];
-    }
-}
-
-/* Converts dst's rows stripe by stripe. */
-static vkl_status convert_rows(vkl_context *ctx, const float *src, const bsrc *b, vkl_dtype dt, uint32_t group,
-                               size_t row_bytes, float *stripe, uint8_t *dst) {
-    vkl_quant_spec spec;
-    vkl_quant_spec_init(&spec, dt);
-    spec.group = group;
-    vkl_status st = VKL_OK;
-    for (int64_t n0 = 0; n0 < b->N && !st; n0 += STRIPE_ROWS) {
-        int64_t rows = b->N - n0 < STRIPE_ROWS ? b->N - n0 : STRIPE_ROWS;
-        uint8_t *out = dst + (size_t)n0 * row_bytes;
-        size_t count = (size_t)(rows * b->K);
-        fill_stripe(src, b, n0, rows, stripe);
-        if (dt == VKL_DTYPE_F16) st = vkl_quant_f32_to_f16(ctx, stripe, count, (uint16_t *)(void *)out);
-        else if (dt == VKL_DTYPE_BF16) st = vkl_quant_f32_to_bf16(ctx, stripe, count, (uint16_t *)(void *)out);
-        else st = vkl_quant_quantize(ctx, &spec, stripe, rows, b->K, out, (size_t)rows * row_bytes);
-        if (st) vkl_fail_prefix(ctx, st, "rows %lld..%lld", (long long)n0, (long long)(n0 + rows - 1));
-    }
-    return st;
-}
 
 /* The weight holding b as W^T [N, K] (b as stored when b->nk) in format
  * (dt, group): made on first use, shared after. *id = VKL_NONE when the
@@ -249,12 +217,13 @@ static vkl_status converted_weight(qpass *q, const bsrc *b, vkl_dtype dt, uint32
     if (!st && !vkl_mul_size(row_bytes, (size_t)b->N, &bytes)) st = VKL_ERR_OVERFLOW;
     if (st) return vkl_fail(g->ctx, st, "%lld x %lld %s elements are too large", (long long)b->N, (long long)b->K,
                             vkl_dtype_name(dt));
-    int64_t stripe_rows = b->N < STRIPE_ROWS ? b->N : STRIPE_ROWS;
-    float *stripe = vkl_malloc(g->ctx, (size_t)(stripe_rows * b->K) * sizeof(float));
-    uint8_t *dst = vkl_malloc(g->ctx, bytes);
-    if (!stripe || !dst) st = VKL_ERR_OUT_OF_MEMORY;
+    /* Straight into the graph's arena: no second copy of the converted bytes
+     * (a matrix the format cannot hold leaves its bytes there unused). */
+    uint8_t *dst = vkl_arena_alloc(&g->arena, bytes ? bytes : 1);
+    if (!dst) st = VKL_ERR_OUT_OF_MEMORY;
     if (!st) {
-        st = convert_rows(g->ctx, g->tensors[b->tensor].data, b, dt, group, row_bytes, stripe, dst);
+        const vkl_qconv_job job = {g->tensors[b->tensor].data, b->nk, b->K, b->N, dt, group, row_bytes, dst};
+        st = vkl_qconv_run(&q->conv, &job);
         if (st == VKL_ERR_UNSUPPORTED || st == VKL_ERR_INVALID_ARGUMENT) st = VKL_OK; /* stays f32 */
         else if (!st) {
             uint32_t t;
@@ -268,7 +237,7 @@ static vkl_status converted_weight(qpass *q, const bsrc *b, vkl_dtype dt, uint32
                 w->dtype = dt;
                 w->shape = s;
                 w->group = vkl_dtype_is_quantized(dt) ? group : 0;
-                st = vkl_graph_set_data(g, t, dst, bytes, true);
+                st = vkl_graph_set_data(g, t, dst, bytes, false);
             }
             if (!st) {
                 *id = t;
@@ -278,8 +247,6 @@ static vkl_status converted_weight(qpass *q, const bsrc *b, vkl_dtype dt, uint32
             }
         }
     }
-    vkl_free(g->ctx, stripe);
-    vkl_free(g->ctx, dst);
     if (!st) q->done[q->n_done++] = (converted){b->tensor, b->nk, dt, group, *id};
     return st;
 }
@@ -429,7 +396,25 @@ static vkl_status retype_kv(qpass *q, uint32_t i, uint32_t *fired) {
     return VKL_OK;
 }
 
+/* Upper bound of the source bytes the pass converts, for progress: every
+ * 2-D f32 weight it could read. */
+static uint64_t candidate_bytes(const vkl_graph *g) {
+    uint64_t total = 0;
+    for (uint32_t t = 0; t < g->n_tensors; t++) {
+        int64_t rows, cols;
+        if (weight_2d(g, t, &rows, &cols)) total += g->tensors[t].nbytes;
+    }
+    return total;
+}
+
+void vkl_quantize_options_init(vkl_quantize_options *o) { memset(o, 0, sizeof(*o)); }
+
 vkl_status vkl_pass_quantize(vkl_graph *g, const vkl_quant_recipe *r, vkl_quantize_report *report, uint32_t *fired) {
+    return vkl_pass_quantize_opts(g, r, NULL, report, fired);
+}
+
+vkl_status vkl_pass_quantize_opts(vkl_graph *g, const vkl_quant_recipe *r, const vkl_quantize_options *options,
+                                  vkl_quantize_report *report, uint32_t *fired) {
     vkl_quantize_report scratch_report;
     vkl_quantize_report *rep = report ? report : &scratch_report;
     memset(rep, 0, sizeof(*rep));
@@ -437,13 +422,17 @@ vkl_status vkl_pass_quantize(vkl_graph *g, const vkl_quant_recipe *r, vkl_quanti
     if (!vkl_quant_recipe_active(r)) return VKL_OK;
     if (vkl_dtype_is_quantized(r->weights) && (r->group < 32 || r->group % 32))
         return vkl_fail(g->ctx, VKL_ERR_INVALID_ARGUMENT, "quantize: group %u is not a multiple of 32", r->group);
-    qpass q = {g, r, rep, NULL, 0, 0};
+    vkl_quantize_options defaults;
+    vkl_quantize_options_init(&defaults);
+    const vkl_quantize_options *o = options ? options : &defaults;
+    qpass q = {g, r, rep, NULL, 0, 0, {g->ctx, NULL, o, 0, candidate_bytes(g)}};
+    vkl_status st = vkl_pool_create(g->ctx, o->threads, &q.conv.pool);
+    if (st) return st;
     const uint32_t lm = find_lm_head(g), n_nodes = g->n_nodes; /* nodes added here are not revisited */
     /* embed=same: tables follow f16 weights; a Gather cannot read blocks, so 4-bit/int8 leave them f32 */
     const vkl_dtype embed = r->embed_bf16                    ? VKL_DTYPE_BF16
                             : r->weights == VKL_DTYPE_F16 ? VKL_DTYPE_F16
                                                           : VKL_DTYPE_F32;
-    vkl_status st = VKL_OK;
     for (uint32_t i = 0; i < n_nodes && !st; i++) {
         if (g->nodes[i].dead) continue;
         uint32_t op = g->nodes[i].op;
@@ -451,6 +440,9 @@ vkl_status vkl_pass_quantize(vkl_graph *g, const vkl_quant_recipe *r, vkl_quanti
         else if (op == VKL_OP_GATHER && embed != VKL_DTYPE_F32) st = rewrite_embedding(&q, i, embed, fired);
         else if (op == VKL_OP_KV_APPEND && r->kv != VKL_KV_F32) st = retype_kv(&q, i, fired);
     }
+    if (!st && o->progress && o->progress(o->user, q.conv.total, q.conv.total))
+        st = vkl_fail(g->ctx, VKL_ERR_STATE, "quantize: stopped by the caller");
+    vkl_pool_destroy(q.conv.pool);
     vkl_free(g->ctx, q.done);
     return st;
 }

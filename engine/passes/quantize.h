@@ -82,10 +82,32 @@ typedef struct vkl_quantize_report {
  *     made (written by a KvAppend whose output is an Attention's K or V)
  *     takes the recipe's key / value dtype (Q_INT8 keys: group = D), and
  *     so does the KvAppend's output.
- * Converts one matrix at a time (scratch: one 64-row stripe of f32 and the
- * converted bytes) into the graph's arena; weights read by several nodes
- * are converted once. The old f32 weights stay until vkl_graph_compact
- * drops the unreferenced ones. *fired = nodes rewritten. */
+ * Converts one matrix at a time, its row stripes spread over threads
+ * (scratch: one stripe of f32 per thread), straight into the graph's arena;
+ * weights read by several nodes are converted once. The old f32 weights stay
+ * until vkl_graph_compact drops the unreferenced ones. *fired = nodes
+ * rewritten. The output does not depend on the thread count. */
 vkl_status vkl_pass_quantize(vkl_graph *g, const vkl_quant_recipe *r, vkl_quantize_report *report, uint32_t *fired);
+
+/* How the pass runs (never what it makes). Hooks are called on the calling
+ * thread, between rounds of about 64 MB of source. */
+typedef struct vkl_quantize_options {
+    uint32_t threads; /* threads converting, the caller's included; 0 (default): one per online CPU */
+    /* Optional: the pass will not read these f32 source bytes again (others
+     * may: the memory must stay readable). An importer that mapped them from
+     * a file drops their pages, so that an import's peak RSS is about its
+     * output, not its f32 input. */
+    void (*release)(void *user, const void *data, size_t bytes);
+    /* Optional: source bytes converted so far, of about `total` (an upper
+     * bound until the end, when done == total). A nonzero return stops the
+     * pass: VKL_ERR_STATE, the graph half converted. */
+    int (*progress)(void *user, uint64_t done, uint64_t total);
+    void *user;
+} vkl_quantize_options;
+
+void vkl_quantize_options_init(vkl_quantize_options *o); /* all zero: defaults, no hooks */
+/* vkl_pass_quantize with options (NULL: defaults). */
+vkl_status vkl_pass_quantize_opts(vkl_graph *g, const vkl_quant_recipe *r, const vkl_quantize_options *options,
+                                  vkl_quantize_report *report, uint32_t *fired);
 
 #endif

@@ -27,27 +27,90 @@ static void wr_f32(uint8_t *p, float f) {
     vkl_quant_wr32(p, u);
 }
 
-static void quantize_group(const float *w, uint32_t group, uint8_t *blk) {
+#if defined(__GNUC__)
+#define INT8_INLINE static inline __attribute__((always_inline))
+#else
+#define INT8_INLINE static inline
+#endif
+
+/* roundf (half away from zero) without the library call: x − trunc(x) is
+ * exact, so comparing it with 0.5 decides exactly as roundf does. */
+INT8_INLINE float round_half_away(float x) {
+    const float t = truncf(x), f = fabsf(x - t);
+    return f >= 0.5f ? t + copysignf(1.0f, x) : t;
+}
+
+INT8_INLINE int8_t code_of(float w, float d) {
+    float p = round_half_away(w / d);
+    p = p < -127.0f ? -127.0f : p > 127.0f ? 127.0f : p;
+    return (int8_t)(int)p;
+}
+
+INT8_INLINE void quantize_group(const float *w, uint32_t group, uint8_t *blk) {
+    /* compares, not fmaxf (a library call); finite input: the same max. Eight
+     * partial maxima in fixed-length chunks vectorize (max is exact, so the
+     * order does not matter). */
+    float m[8] = {0};
+    uint32_t i = 0;
+    for (; i + 8 <= group; i += 8)
+        for (uint32_t k = 0; k < 8; k++) m[k] = fabsf(w[i + k]) > m[k] ? fabsf(w[i + k]) : m[k];
     float amax = 0.0f;
-    for (uint32_t i = 0; i < group; i++) amax = fmaxf(amax, fabsf(w[i]));
+    for (uint32_t k = 0; k < 8; k++) amax = m[k] > amax ? m[k] : amax;
+    for (; i < group; i++) amax = fabsf(w[i]) > amax ? fabsf(w[i]) : amax;
     const float d = amax / 127.0f;
     wr_f32(blk, d);
     int8_t *qs = (int8_t *)(blk + VKL_Q8_HEADER_BYTES);
-    for (uint32_t i = 0; i < group; i++) {
-        float p = d > 0.0f ? roundf(w[i] / d) : 0.0f;
-        qs[i] = (int8_t)(p < -127.0f ? -127 : p > 127.0f ? 127 : (int)p);
+    if (!(d > 0.0f)) {
+        memset(qs, 0, group);
+        return;
     }
+    /* fixed-length chunks: loops the compiler vectorizes at -O2 */
+    i = 0;
+    for (; i + 32 <= group; i += 32)
+        for (uint32_t k = 0; k < 32; k++) qs[i + k] = code_of(w[i + k], d);
+    for (; i < group; i++) qs[i] = code_of(w[i], d);
 }
 
-vkl_status vkl_int8_quantize(vkl_context *ctx, const float *src, int64_t rows, int64_t cols, uint32_t group,
-                             uint8_t *dst) {
-    (void)ctx; /* every finite group is representable */
+INT8_INLINE void quantize_rows(const float *src, int64_t rows, int64_t cols, uint32_t group, uint8_t *dst) {
     const size_t block = vkl_quant_block_bytes(VKL_DTYPE_Q_INT8, group);
     const int64_t groups = cols / group;
     for (int64_t r = 0; r < rows; r++)
         for (int64_t g = 0; g < groups; g++)
             quantize_group(src + r * cols + g * group, group, dst + (size_t)(r * groups + g) * block);
+}
+
+/* Compiled twice, like e0m4.c's codes: the AVX2 build divides, rounds and
+ * clamps eight weights at a time; the bytes are the same. */
+static void quantize_rows_portable(const float *src, int64_t rows, int64_t cols, uint32_t group, uint8_t *dst) {
+    quantize_rows(src, rows, cols, group, dst);
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define INT8_HAVE_AVX2_PATH 1
+__attribute__((target("avx2,fma"))) static void quantize_rows_avx2(const float *src, int64_t rows, int64_t cols,
+                                                                   uint32_t group, uint8_t *dst) {
+    quantize_rows(src, rows, cols, group, dst);
+}
+#endif
+
+vkl_status vkl_int8_quantize_path(vkl_context *ctx, const float *src, int64_t rows, int64_t cols, uint32_t group,
+                                  uint8_t *dst, bool fast) {
+    (void)ctx; /* every finite group is representable */
+#ifdef INT8_HAVE_AVX2_PATH
+    if (fast && vkl_quant_cpu_avx2_fma()) {
+        quantize_rows_avx2(src, rows, cols, group, dst);
+        return VKL_OK;
+    }
+#else
+    (void)fast;
+#endif
+    quantize_rows_portable(src, rows, cols, group, dst);
     return VKL_OK;
+}
+
+vkl_status vkl_int8_quantize(vkl_context *ctx, const float *src, int64_t rows, int64_t cols, uint32_t group,
+                             uint8_t *dst) {
+    return vkl_int8_quantize_path(ctx, src, rows, cols, group, dst, true);
 }
 
 vkl_status vkl_int8_check_header(vkl_context *ctx, float d, int64_t r, int64_t g) {

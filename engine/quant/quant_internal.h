@@ -22,15 +22,29 @@ uint16_t vkl_quant_f16_ceil(double x);
 static inline bool vkl_quant_f16_scale_ok(uint16_t d) { return !(d & 0x8000) && (d & 0x7C00) != 0x7C00; }
 
 /* min and max of w[0..n) and 0: both 4-bit formats need 0 inside the range
- * they cover, so that w = 0 lands on a code. */
+ * they cover, so that w = 0 lands on a code. Compares, not fminf/fmaxf:
+ * without -ffast-math those are library calls, a sixth of an import's time.
+ * Like them a NaN is passed over; unlike them a -0 never replaces the
+ * starting +0, which no caller can tell apart (lo = 0 is tested with ==, and
+ * 0·s + b = -0·s + b). */
 static inline void vkl_quant_range0(const float *w, uint32_t n, float *lo, float *hi) {
     float a = 0.0f, b = 0.0f;
     for (uint32_t i = 0; i < n; i++) {
-        a = fminf(a, w[i]);
-        b = fmaxf(b, w[i]);
+        a = w[i] < a ? w[i] : a;
+        b = w[i] > b ? w[i] : b;
     }
     *lo = a;
     *hi = b;
+}
+
+/* Whether this CPU runs the AVX2 + FMA builds of the quantizers' inner loops
+ * (x86-64 only; chosen at run time, the portable loops everywhere else). */
+static inline bool vkl_quant_cpu_avx2_fma(void) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+    return false;
+#endif
 }
 
 /* 4-bit code i of a canonical qs array (byte i/2, low nibble for even i). */
@@ -40,6 +54,11 @@ static inline unsigned vkl_quant_nibble(const uint8_t *qs, size_t i) {
 
 vkl_status vkl_e0m4_quantize(vkl_context *ctx, const float *src, int64_t rows, int64_t cols, uint32_t group,
                              uint32_t n, uint8_t *dst);
+/* The same on the portable path (fast = false) or the fastest this CPU has
+ * (true: what vkl_e0m4_quantize runs); the bytes must be equal, which
+ * tests/quant checks. */
+vkl_status vkl_e0m4_quantize_path(vkl_context *ctx, const float *src, int64_t rows, int64_t cols, uint32_t group,
+                                  uint32_t n, uint8_t *dst, bool fast);
 /* Header check for one block (row r, group g named in the error). */
 vkl_status vkl_e0m4_check_header(vkl_context *ctx, uint16_t d, uint16_t b, int64_t r, int64_t g);
 
@@ -57,6 +76,9 @@ vkl_status vkl_int4_table(vkl_context *ctx, uint16_t d, uint16_t z, int64_t r, i
 
 vkl_status vkl_int8_quantize(vkl_context *ctx, const float *src, int64_t rows, int64_t cols, uint32_t group,
                              uint8_t *dst);
+/* The same on the portable path or the fastest (as vkl_e0m4_quantize_path). */
+vkl_status vkl_int8_quantize_path(vkl_context *ctx, const float *src, int64_t rows, int64_t cols, uint32_t group,
+                                  uint8_t *dst, bool fast);
 vkl_status vkl_int8_dequantize(vkl_context *ctx, const uint8_t *src, int64_t rows, int64_t cols, uint32_t group,
                                float *dst);
 vkl_status vkl_int8_check_header(vkl_context *ctx, float d, int64_t r, int64_t g);

@@ -67,6 +67,7 @@ bad_values int "0 1 1048577" "$vkllm" perplexity M.vkm T.txt --window
 bad_values float "1e7" "$vkllm" check DIR --tol
 bad_values int "0 16 65568" "$vkllm" check DIR --group
 bad_values int "0 16 65568" "$vkllm" import M.onnx -o O.vkm --group
+bad_values int "0 257" "$vkllm" import M.onnx -o O.vkm --threads
 bad_values int "0" "$vkllm" info M.vkm --context
 bad_values int "0 16 1048608" "$vkllm" quant-report M.onnx --group
 bad_values int "0 3" "$vkllm" quant-report M.onnx --n
@@ -102,6 +103,7 @@ expect 2 "unexpected argument '--nosuch'" "$vkllm" import M.onnx -o O.vkm --nosu
 expect 2 "unexpected argument '--nosuch'" "$vkbench" --nosuch
 expect 2 "exactly one of" "$vkbench"
 expect 2 "-o needs a value" "$vkllm" import M.onnx -o
+expect 2 "exclude each other" "$vkllm" info M.vkm --verify --no-verify
 expect 2 "no backend 'nosuch'" "$vkllm" check DIR --backend nosuch
 
 echo "$passed passed, $failed failed"

@@ -13,6 +13,7 @@
 #include "context.h"
 #include "graph.h"
 #include "quant/quant.h"
+#include "quant/quant_internal.h"
 
 
 /* Fill `n` floats with one of several shapes of weight group. */
@@ -288,6 +289,53 @@ static void test_e0m4_codes(vkl_context *ctx) {
         for (size_t i = 0; i < 128; i++) seen |= 1u << ((b.q[k * 68 + 4 + i / 2] >> (4 * (i & 1))) & 15u);
     CHECK(seen == 0xFFFFu);
     qbuf_free(&b);
+    free(w);
+}
+
+/* The portable E0M4 and int8 loops and the fastest ones this CPU runs
+ * (AVX2 + FMA on x86) make the same bytes: on Gaussian groups of many
+ * magnitudes, on values that land exactly on rounding ties, E0M4 with n = 1
+ * and 2, int8 per channel and in blocks. */
+static void test_e0m4_paths(vkl_context *ctx) {
+    rng r = {777};
+    const int64_t rows = 64, cols = 512;
+    const size_t n = (size_t)(rows * cols);
+    float *w = falloc(n);
+    for (int64_t i = 0; i < rows; i++) fill(&r, w + i * cols, (size_t)cols, (int)(i % 5), powf(10.0f, (float)(i % 7) - 4));
+    /* ties: multiples of 2^-k that w1 = w·s + b can hit exactly */
+    for (int64_t i = 0; i < cols; i++) w[i] = (float)((int)(i % 33) - 16) / 16.0f;
+    size_t bytes = 0;
+    CHECK_OK(ctx, vkl_quant_canonical_bytes(ctx, VKL_DTYPE_Q_E0M4, 128, rows, cols, &bytes));
+    uint8_t *a = malloc(bytes), *b = malloc(bytes);
+    for (uint32_t e = 1; e <= 2 && a && b; e++) {
+        memset(a, 0xAA, bytes);
+        memset(b, 0x55, bytes);
+        CHECK_OK(ctx, vkl_e0m4_quantize_path(ctx, w, rows, cols, 128, e, a, false));
+        CHECK_OK(ctx, vkl_e0m4_quantize_path(ctx, w, rows, cols, 128, e, b, true));
+        CHECKF(!memcmp(a, b, bytes), "e0m4 n=%u: the fast path's bytes differ from the portable path's", e);
+    }
+    free(a);
+    free(b);
+    /* int8: per channel (an odd group) and in blocks; halves (x.5 after the
+     * division) exercise the rounding */
+    for (int k = 0; k < 32; k++) w[k] = (float)(k - 16) * 0.5f;
+    const uint32_t groups[2] = {(uint32_t)cols - 1, 32};
+    for (int gi = 0; gi < 2; gi++) {
+        int64_t c = groups[gi] == 32 ? cols : cols - 1;
+        CHECK_OK(ctx, vkl_quant_canonical_bytes(ctx, VKL_DTYPE_Q_INT8, groups[gi], rows, c, &bytes));
+        a = malloc(bytes);
+        b = malloc(bytes);
+        if (a && b) {
+            memset(a, 0xAA, bytes);
+            memset(b, 0x55, bytes);
+            CHECK_OK(ctx, vkl_int8_quantize_path(ctx, w, rows, c, groups[gi], a, false));
+            CHECK_OK(ctx, vkl_int8_quantize_path(ctx, w, rows, c, groups[gi], b, true));
+            CHECKF(!memcmp(a, b, bytes), "int8 group %u: the fast path's bytes differ from the portable path's",
+                   groups[gi]);
+        }
+        free(a);
+        free(b);
+    }
     free(w);
 }
 
@@ -790,6 +838,7 @@ int main(void) {
     test_exact_zero(ctx);
     test_e0m4_by_hand(ctx);
     test_e0m4_codes(ctx);
+    test_e0m4_paths(ctx);
     test_int8_per_channel(ctx);
     test_edges(ctx);
     test_bad_blocks(ctx);

@@ -554,9 +554,9 @@ static void test_truncation(env *e) {
     free(sizes);
 }
 
-/* One flipped bit anywhere outside the weights fails the load, naming the
- * section (checksums, or the zero-padding check); in the weights,
- * vkl_vkm_verify_data catches it. */
+/* One flipped bit anywhere fails the load, naming the section (checksums,
+ * or the zero-padding check); in the weights, unless the load skips the
+ * data checksum, and then vkl_vkm_verify_data catches it. */
 static void test_bit_flips(env *e) {
     REQUIRE(e->file, "no model");
 #ifdef VKL_FUZZING
@@ -591,13 +591,17 @@ static void test_bit_flips(env *e) {
                "flip in the middle of %s: %s", r[k].name, vkl_context_error(e->ctx));
         f[b] ^= 0x10;
     }
-    /* Data: the load does not hash the weights; verify_data does. */
+    /* Data: the load hashes the weights unless told not to; verify_data
+     * then does it on request. */
     size_t samples[] = {data->off, data->off + (data->end - data->off) / 2, data->end - 1};
     for (unsigned i = 0; i < 3; i++) {
         vkl_vkm *m = NULL;
         f[samples[i]] ^= 0x01;
-        CHECKF(vkl_vkm_open_memory(e->ctx, f, e->size, &m) == VKL_OK, "flip in data fails the load: %s",
-               vkl_context_error(e->ctx));
+        CHECKF(vkl_vkm_open_memory(e->ctx, f, e->size, &m) == VKL_ERR_FORMAT && !m && has(e->ctx, "data") &&
+                   has(e->ctx, "checksum") && has(e->ctx, "corrupt"),
+               "flip in data at %zu loads: %s", samples[i], vkl_context_error(e->ctx));
+        CHECKF(vkl_vkm_open_memory_flags(e->ctx, f, e->size, VKL_VKM_NO_DATA_CHECK, &m) == VKL_OK,
+               "flip in data fails an unverified load: %s", vkl_context_error(e->ctx));
         if (m) {
             CHECKF(vkl_vkm_verify_data(m) == VKL_ERR_FORMAT && has(e->ctx, "data") && has(e->ctx, "checksum"),
                    "verify_data missed a flip at %zu: %s", samples[i], vkl_context_error(e->ctx));
