@@ -12,16 +12,6 @@
 
 #define PIECES 7 /* per dispatch: one binding is the other side */
 
-static vkl_status axis_of(const vkl_vk_node *nd, uint32_t rank, uint32_t *axis) {
-    int64_t a;
-    vkl_status st = vkl_op_attr_int(nd->g, nd->index, "axis", &a);
-    if (st) return st;
-    if (a < -(int64_t)rank || a >= (int64_t)rank)
-        return vkl_vk_node_fail(nd, VKL_ERR_SHAPE, "axis %lld is out of range for rank %u", (long long)a, rank);
-    *axis = (uint32_t)(a < 0 ? a + rank : a);
-    return VKL_OK;
-}
-
 static int64_t span(const int64_t *dims, uint32_t from, uint32_t to) {
     int64_t n = 1;
     for (uint32_t d = from; d < to; d++) n *= dims[d];
@@ -57,7 +47,7 @@ vkl_status vkl_vk_record_concat(const vkl_vk_node *nd, vkl_vk_dispatch *out, uin
     uint32_t axis = 0, es = 0, live[VKL_VARIADIC], n_live = 0; /* set by the checks below; -O3 cannot see it */
     int64_t len[VKL_VARIADIC + 1], sum = 0; /* last: the row length */
     *count = 0;
-    vkl_status st = axis_of(nd, y->rank, &axis);
+    vkl_status st = vkl_vk_axis_attr(nd, y->rank, &axis);
     if (!st) st = vkl_vk_elem_bytes(nd, y, &es);
     if (st) return st;
     if (nd->n_in > VKL_VARIADIC) return vkl_vk_node_unsupported(nd, "%u inputs", nd->n_in);
@@ -155,7 +145,7 @@ vkl_status vkl_vk_record_split(const vkl_vk_node *nd, vkl_vk_dispatch *out, uint
     *count = 0;
     if (nd->n_out == 0 || nd->n_out > VKL_VARIADIC) return vkl_vk_node_unsupported(nd, "%u outputs", nd->n_out);
     const uint32_t n = nd->n_out;
-    vkl_status st = axis_of(nd, in->rank, &axis);
+    vkl_status st = vkl_vk_axis_attr(nd, in->rank, &axis);
     if (!st) st = vkl_vk_elem_bytes(nd, in, &es);
     if (!st) st = split_sizes(nd, in->dims[axis], v);
     if (st) return st;

@@ -21,16 +21,6 @@ static vkl_status index_tensor(const vkl_vk_node *nd, const vkl_vk_tensor *idx) 
     return vkl_vk_node_fail(nd, VKL_ERR_SHAPE, "indices must be i32 or i64, not %s", vkl_dtype_name(idx->dtype));
 }
 
-static vkl_status axis_attr(const vkl_vk_node *nd, uint32_t rank, uint32_t *axis) {
-    int64_t a;
-    vkl_status st = vkl_op_attr_int(nd->g, nd->index, "axis", &a);
-    if (st) return st;
-    if (a < -(int64_t)rank || a >= (int64_t)rank)
-        return vkl_vk_node_fail(nd, VKL_ERR_SHAPE, "axis %lld is out of range for rank %u", (long long)a, rank);
-    *axis = (uint32_t)(a < 0 ? a + rank : a);
-    return VKL_OK;
-}
-
 /* The kernels index in 32 bits and wrap negative indices as int. */
 static vkl_status index_limits(const vkl_vk_node *nd, const vkl_vk_tensor *data, const vkl_vk_tensor *idx,
                                const vkl_vk_tensor *y) {
@@ -61,7 +51,7 @@ vkl_status vkl_vk_record_gather(const vkl_vk_node *nd, vkl_vk_dispatch *out, uin
     uint32_t axis = 0, es = 0; /* set by the checks below; -O3 cannot see it */
     int64_t dims[VKL_MAX_RANK];
     *count = 0;
-    vkl_status st = axis_attr(nd, data->rank, &axis);
+    vkl_status st = vkl_vk_axis_attr(nd, data->rank, &axis);
     if (!st) st = vkl_vk_elem_bytes(nd, data, &es);
     if (!st) st = index_tensor(nd, idx);
     if (st) return st;
@@ -116,7 +106,7 @@ vkl_status vkl_vk_record_gather_elements(const vkl_vk_node *nd, vkl_vk_dispatch 
     uint32_t axis = 0, es = 0; /* set by the checks below; -O3 cannot see it */
     int64_t strides[VKL_MAX_RANK];
     *count = 0;
-    vkl_status st = axis_attr(nd, data->rank, &axis);
+    vkl_status st = vkl_vk_axis_attr(nd, data->rank, &axis);
     if (!st) st = vkl_vk_elem_bytes(nd, data, &es);
     if (!st) st = index_tensor(nd, idx);
     if (!st) st = vkl_vk_check_dims(nd, 0, idx->dims, idx->rank);

@@ -337,6 +337,9 @@ vkl_status vkl_vk_node_unsupported(const vkl_vk_node *node, const char *fmt, ...
 /* The same message with another status: VKL_ERR_SHAPE when the concrete
  * dims contradict the op (what ref's kernel reports at run time). */
 vkl_status vkl_vk_node_fail(const vkl_vk_node *node, vkl_status st, const char *fmt, ...) VKL_PRINTF(3, 4);
+/* The node's `axis` attribute within [-rank, rank), made non-negative;
+ * VKL_ERR_SHAPE naming the node otherwise (ref's status). */
+vkl_status vkl_vk_axis_attr(const vkl_vk_node *nd, uint32_t rank, uint32_t *axis);
 /* The integer values of input k at prepare: a known value (shape-value
  * tensors and constants, evaluated under node->binding) or a plain weight's
  * data. Run-time data: VKL_ERR_UNSUPPORTED naming the input (`what`). */

@@ -32,16 +32,6 @@ static vkl_status need_float(const vkl_vk_node *nd, const vkl_vk_tensor *t, cons
     return vkl_vk_node_unsupported(nd, "%s dtype %s is not supported", what, vkl_dtype_name(t->dtype));
 }
 
-static vkl_status axis_attr(const vkl_vk_node *nd, uint32_t rank, uint32_t *axis) {
-    int64_t a;
-    vkl_status st = vkl_op_attr_int(nd->g, nd->index, "axis", &a);
-    if (st) return st;
-    if (a < -(int64_t)rank || a >= (int64_t)rank)
-        return vkl_vk_node_fail(nd, VKL_ERR_SHAPE, "axis %lld out of range for rank %u", (long long)a, rank);
-    *axis = (uint32_t)(a < 0 ? a + rank : a);
-    return VKL_OK;
-}
-
 /* Right-aligned numpy broadcast of t onto dims [0, rank): VKL_ERR_SHAPE as
  * the ref kernel's check, else t's element strides over that index space. */
 static vkl_status broadcast(const vkl_vk_node *nd, const vkl_vk_tensor *t, uint32_t rank, const int64_t *dims,
@@ -125,7 +115,7 @@ static vkl_status softmax(const vkl_vk_node *nd, bool log_out, vkl_vk_dispatch *
     uint32_t axis = 0; /* set by the axis check; -O3 cannot see it */
     *count = 0;
     vkl_status st = need_float(nd, X, "input");
-    if (!st) st = axis_attr(nd, X->rank, &axis);
+    if (!st) st = vkl_vk_axis_attr(nd, X->rank, &axis);
     if (st) return st;
     const int64_t inner = prod(X->dims, axis + 1, X->rank);
     if (inner == 1) return record_rows(nd, log_out ? MODE_LOG_SOFTMAX : MODE_SOFTMAX, axis, 0.0f, out, count);
@@ -168,7 +158,7 @@ static vkl_status norm(const vkl_vk_node *nd, uint32_t mode, vkl_vk_dispatch *ou
     float eps;
     *count = 0;
     vkl_status st = need_float(nd, X, "X");
-    if (!st) st = axis_attr(nd, X->rank, &axis);
+    if (!st) st = vkl_vk_axis_attr(nd, X->rank, &axis);
     if (!st) st = vkl_op_attr_float(nd->g, nd->index, "epsilon", &eps);
     return st ? st : record_rows(nd, mode, axis, eps, out, count);
 }

@@ -150,3 +150,13 @@ vkl_status vkl_vk_input_ints(const vkl_vk_node *node, uint32_t k, const char *wh
     *count = (uint32_t)n;
     return VKL_OK;
 }
+
+vkl_status vkl_vk_axis_attr(const vkl_vk_node *nd, uint32_t rank, uint32_t *axis) {
+    int64_t a;
+    vkl_status st = vkl_op_attr_int(nd->g, nd->index, "axis", &a);
+    if (st) return st;
+    if (a < -(int64_t)rank || a >= (int64_t)rank)
+        return vkl_vk_node_fail(nd, VKL_ERR_SHAPE, "axis %lld is out of range for rank %u", (long long)a, rank);
+    *axis = (uint32_t)(a < 0 ? a + rank : a);
+    return VKL_OK;
+}

@@ -57,16 +57,6 @@ static vkl_status record_select(const vkl_vk_node *nd, uint32_t axis, int64_t K,
     return VKL_OK;
 }
 
-static vkl_status axis_attr(const vkl_vk_node *nd, uint32_t rank, uint32_t *axis) {
-    int64_t a;
-    vkl_status st = vkl_op_attr_int(nd->g, nd->index, "axis", &a);
-    if (st) return st;
-    if (a < -(int64_t)rank || a >= (int64_t)rank)
-        return vkl_vk_node_fail(nd, VKL_ERR_SHAPE, "axis %lld out of range for rank %u", (long long)a, rank);
-    *axis = (uint32_t)(a < 0 ? a + rank : a);
-    return VKL_OK;
-}
-
 vkl_status vkl_vk_record_arg_max(const vkl_vk_node *nd, vkl_vk_dispatch *out, uint32_t *count) {
     const vkl_vk_tensor *X = &nd->in[0], *Y = &nd->out[0];
     int64_t last;
@@ -74,7 +64,7 @@ vkl_status vkl_vk_record_arg_max(const vkl_vk_node *nd, vkl_vk_dispatch *out, ui
     *count = 0;
     if (!is_numeric(X->dtype))
         return vkl_vk_node_unsupported(nd, "data dtype %s is not supported", vkl_dtype_name(X->dtype));
-    vkl_status st = axis_attr(nd, X->rank, &axis);
+    vkl_status st = vkl_vk_axis_attr(nd, X->rank, &axis);
     if (!st) st = vkl_op_attr_int(nd->g, nd->index, "select_last_index", &last);
     if (st) return st;
     if (X->dims[axis] == 0 && X->count == 0 && Y->count > 0)
@@ -93,7 +83,7 @@ vkl_status vkl_vk_record_top_k(const vkl_vk_node *nd, vkl_vk_dispatch *out, uint
         return vkl_vk_node_unsupported(nd, "X dtype %s is not supported", vkl_dtype_name(X->dtype));
     if (nd->in[1].count != 1)
         return vkl_vk_node_fail(nd, VKL_ERR_SHAPE, "K has %lld elements; 1 expected", (long long)nd->in[1].count);
-    vkl_status st = axis_attr(nd, X->rank, &axis);
+    vkl_status st = vkl_vk_axis_attr(nd, X->rank, &axis);
     if (!st) st = vkl_op_attr_int(nd->g, nd->index, "largest", &largest);
     if (st) return st;
     const vkl_vk_tensor *first = values ? values : indices;
