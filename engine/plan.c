@@ -206,7 +206,10 @@ vkl_status vkl_plan_create(const vkl_graph *g, vkl_plan **out) {
 
 static size_t round_up(size_t n) { return (n + PLAN_ALIGN - 1) & ~(size_t)(PLAN_ALIGN - 1); }
 
+/* *out is written on every path: the compiler cannot see that vkl_fail never
+ * returns VKL_OK, and callers add the result to running totals. */
 static vkl_status eval_bytes(const vkl_graph *g, vkl_expr e, const int64_t *values, size_t n, size_t *out) {
+    *out = 0;
     int64_t v;
     vkl_status st = vkl_expr_eval(g->syms, e, values, n, &v);
     if (st) return st;

@@ -253,7 +253,7 @@ static void run_kv_steps(vkl_graph *plain, vkl_graph *fused, bool bshd, const ch
         snprintf(label, sizeof(label), "%s step%d out", name, step);
         if (ok) CHECK(fu_close(label, &fout[0], &pout[0], 1e-5));
         for (uint32_t k = 0; ok && k < 2; k++) {
-            vkl_host_tensor got;
+            vkl_host_tensor got = {0}; /* freed below even when read_cache is not reached */
             const vkl_host_tensor *want = &pout[1 + k];
             uint32_t st = state_of(fused, plain->tensors[plain->outputs[1 + k]].name);
             vkl_host_tensor bhtd = *want;
