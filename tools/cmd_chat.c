@@ -10,8 +10,8 @@
 #include "cmd_run.h"
 #include "context.h"
 #include "stream.h"
-#include "tokenizer/tokenizer.h"
 #include "vkllm.h"
+#include "vkllm_tokenizer.h"
 
 #ifndef VKL_BUNDLED_MODEL
 #define VKL_BUNDLED_MODEL "model/vkllm-kjv.vkm"
@@ -29,21 +29,23 @@ typedef struct chat {
 } chat;
 
 /* One turn: render, keep the common prefix, append the rest, generate. */
-static vkl_status turn(chat *c, const vkl_chat_template *ct, vkl_chat_message *msgs, size_t n, char **reply_text) {
+static vkl_status turn(chat *c, const vkl_chat_message *msgs, size_t n, char **reply_text) {
     char *rendered = NULL;
     size_t len = 0, n_ids = 0, keep = 0;
     int32_t *ids = NULL;
-    vkl_status st = vkl_chat_template_render(ct, msgs, n, true, &rendered, &len);
+    vkl_status st = vkl_tokenizer_apply_chat_template(c->tok, msgs, n, NULL, &rendered, &len);
     if (!st) st = vkl_tokenizer_encode(c->tok, rendered, len, false, &ids, &n_ids);
-    if (rendered) vkl_chat_template_free_buffer(ct, rendered);
+    vkl_tokenizer_free_buffer(c->tok, rendered);
     if (st) return st;
     while (keep < n_ids && keep < c->n_hist && ids[keep] == c->hist[keep]) keep++;
     if (n_ids + CHAT_REPLY_TOKENS > c->cap) st = VKL_ERR_INVALID_ARGUMENT; /* conversation too long */
     if (!st && keep == n_ids) keep--; /* recompute the last token for fresh logits */
     if (!st) st = vkl_session_rewind(c->s, keep);
-    vkl_text_stream_reset(&c->reply);
+    if (!st) st = vkl_text_stream_begin(&c->reply, ids, n_ids);
     if (!st) st = vkl_session_generate(c->s, ids + keep, n_ids - keep, CHAT_REPLY_TOKENS, c->reply.stop,
                                   vkl_text_stream_on_token, &c->reply);
+    vkl_status finished = vkl_text_stream_finish(&c->reply);
+    if (!st) st = finished;
     if (!st) {
         memcpy(c->hist, ids, n_ids * sizeof(int32_t));
         memcpy(c->hist + n_ids, c->reply.ids, c->reply.n * sizeof(int32_t));
@@ -71,13 +73,12 @@ int vkl_cmd_chat(vkl_context *ctx, int argc, char **argv) {
     c.cap = so.max_context;
     vkl_model *m = NULL;
     vkl_status st = vkl_model_load(ctx, path, NULL, &m);
-    if (!st) st = vkl_tool_model_tokenizer(ctx, m, &c.tok);
-    const vkl_chat_template *ct = c.tok ? vkl_tokenizer_chat_template(c.tok) : NULL;
-    if (!st && !ct) st = vkl_fail(ctx, VKL_ERR_NOT_FOUND, "the model's tokenizer has no chat template");
+    if (!st) st = vkl_tokenizer_load_model(ctx, m, &c.tok);
+    if (!st && !vkl_tokenizer_has_chat_template(c.tok))
+        st = vkl_fail(ctx, VKL_ERR_NOT_FOUND, "the model's tokenizer has no chat template");
     if (!st) st = vkl_session_create(m, &so, &c.s);
+    if (!st) st = vkl_text_stream_init(&c.reply, c.tok, CHAT_REPLY_TOKENS);
     c.hist = calloc(c.cap, sizeof(int32_t));
-    c.reply = (vkl_text_stream){c.tok, calloc(CHAT_REPLY_TOKENS, sizeof(int32_t)), 0, CHAT_REPLY_TOKENS, 0,
-                                c.tok ? vkl_tokenizer_eos_id(c.tok) : -1};
     vkl_chat_message msgs[CHAT_MAX_MESSAGES];
     char *owned[CHAT_MAX_MESSAGES];
     size_t n = 0;
@@ -90,7 +91,7 @@ int vkl_cmd_chat(vkl_context *ctx, int argc, char **argv) {
         msgs[n] = (vkl_chat_message){"user", owned[n]};
         n++;
         char *reply = NULL;
-        st = turn(&c, ct, msgs, n, &reply);
+        st = turn(&c, msgs, n, &reply);
         fputc('\n', stdout);
         if (st == VKL_ERR_INVALID_ARGUMENT) fprintf(stderr, "vkllm chat: the conversation no longer fits the context\n");
         if (st) break;
@@ -103,7 +104,7 @@ int vkl_cmd_chat(vkl_context *ctx, int argc, char **argv) {
         fprintf(stderr, "vkllm chat: %s\n", vkl_context_error(ctx));
     for (size_t i = 0; i < n; i++) free(owned[i]);
     free(c.hist);
-    free(c.reply.ids);
+    vkl_text_stream_free(&c.reply);
     vkl_session_free(c.s);
     vkl_tokenizer_free(c.tok);
     vkl_model_free(m);

@@ -9,9 +9,8 @@
 #include <string.h>
 
 #include "cmd_run.h"
-#include "stream.h"
-#include "tokenizer/tokenizer.h"
 #include "vkllm.h"
+#include "vkllm_tokenizer.h"
 
 /* log softmax(row)[target], in double. */
 static double log_prob(const float *row, size_t vocab, int32_t target) {
@@ -82,7 +81,7 @@ int vkl_cmd_perplexity(vkl_context *ctx, int argc, char **argv) {
     so.max_context = window ? (size_t)window : 512;
     so.prefill_chunk = so.max_context;
     vkl_status st = vkl_model_load(ctx, argv[1], NULL, &m);
-    if (!st) st = vkl_tool_model_tokenizer(ctx, m, &tok);
+    if (!st) st = vkl_tokenizer_load_model(ctx, m, &tok);
     if (!st) st = vkl_session_create(m, &so, &s);
     size_t vocab = m ? vkl_model_vocab_size(m) : 0;
     float *logits = st ? NULL : malloc(so.max_context * vocab * sizeof(float));

@@ -100,7 +100,8 @@ static int decode(vkl_context *ctx, const char *path, const char *backend, size_
 static int usage(void) {
     fprintf(stderr, "usage: vkbench --probe\n"
                     "       vkbench --decode MODEL.vkm [--tokens N] [--window W] [--backend NAME]\n"
-                    "       vkbench --quant [--backend NAME] [--reps N] [--rotate-mb MB]\n");
+                    "       vkbench --quant [--backend NAME] [--reps N] [--rotate-mb MB]\n"
+                    "       vkbench --version\n");
     return 2;
 }
 
@@ -109,7 +110,8 @@ int main(int argc, char **argv) {
     size_t tokens = 2000, window = 250, rotate_mb = 256;
     int do_probe = 0, do_quant = 0, reps = 20;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--probe")) do_probe = 1;
+        if (!strcmp(argv[i], "--version")) return printf("vkbench %s\n", vkl_version_string()) < 0;
+        else if (!strcmp(argv[i], "--probe")) do_probe = 1;
         else if (!strcmp(argv[i], "--quant")) do_quant = 1;
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--rotate-mb") && i + 1 < argc) rotate_mb = strtoul(argv[++i], NULL, 10);

@@ -9,6 +9,7 @@
 #include "cmd_tokenize.h"
 #include "commands.h"
 #include "context.h"
+#include "vkm.h"
 
 static int usage(FILE *f) {
     fprintf(f,
@@ -24,7 +25,7 @@ static int usage(FILE *f) {
             "  check FIXTURE_DIR   compare a fixture's ONNX Runtime outputs with a backend\n"
             "  info MODEL.vkm      what a model file holds: metadata, inputs, ops, weights\n"
             "  quant-report MODEL.onnx [--group N]   E0M4 vs int4 error per weight matrix\n"
-            "  version             print the version\n");
+            "  version, --version print the version of vkllm and of the .vkm format it reads\n");
     return f == stderr ? 2 : 0;
 }
 
@@ -40,6 +41,11 @@ static int cmd_backends(vkl_context *ctx) {
         printf("%-8s %s (%s)\n", be->name, caps.device_name, caps.driver);
     }
     return 0;
+}
+
+static int print_version(void) {
+    return printf("vkllm %s (.vkm format %u.%u)\n", vkl_version_string(), VKL_VKM_VERSION_MAJOR,
+                  VKL_VKM_VERSION_MINOR) < 0;
 }
 
 int main(int argc, char **argv) {
@@ -60,7 +66,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[1], "import")) rc = vkl_cmd_import(ctx, argc - 1, argv + 1);
     else if (!strcmp(argv[1], "check")) rc = vkl_cmd_check(ctx, argc - 1, argv + 1);
     else if (!strcmp(argv[1], "quant-report")) rc = vkl_cmd_quant_report(ctx, argc - 1, argv + 1);
-    else if (!strcmp(argv[1], "version")) rc = printf("vkllm 0.1.0\n") < 0;
+    else if (!strcmp(argv[1], "version") || !strcmp(argv[1], "--version")) rc = print_version();
     else if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) rc = usage(stdout);
     else {
         fprintf(stderr, "vkllm: unknown command '%s'\n", argv[1]);
