@@ -69,19 +69,22 @@ vkl_status vkl_decode_stream_set_context(vkl_decode_stream *s, const int32_t *id
      * byte tokens into U+FFFD when the run does not start on a character.
      * Ids that leave a character incomplete (at most three: UTF-8 has four
      * bytes at most) stay pending: the character comes whole with the push
-     * that completes it. A text that really ends in U+FFFD stays as it is. */
-    size_t shown = 0, mark = n, full = 0;
+     * that completes it. A text that ends in U+FFFD however many ids are
+     * dropped really does, and stays as it is. */
+    size_t text_len = 0;
     vkl_status st = tok_ids_append(s->t->ctx, &s->window, ids, n);
-    for (size_t back = 0; !st && mark && back < 4; back++, mark--) {
-        s->window.n = mark;
-        if ((st = decode_window(s, &shown)) || !ends_incomplete(s->last, shown)) break;
-        if (!back) full = shown;
-    }
-    if (!st && mark && ends_incomplete(s->last, shown)) {
-        mark = n;
-        shown = full;
-    } else if (!mark) {
-        shown = 0;
+    if (!st) st = decode_window(s, &text_len);
+    size_t mark = n, shown = text_len;
+    bool incomplete = !st && ends_incomplete(s->last, text_len);
+    for (size_t m = n; incomplete && m-- > 0 && m + 3 >= n;) {
+        size_t len;
+        s->window.n = m;
+        if ((st = decode_window(s, &len))) break;
+        if (!ends_incomplete(s->last, len)) {
+            mark = m;
+            shown = len;
+            break;
+        }
     }
     s->window.n = n;
     if (st) {
