@@ -94,6 +94,10 @@ size_t vkl_vkm_data_bytes(const vkl_vkm *m);
  * into them, so a backend may import this range instead of copying. */
 const void *vkl_vkm_bytes(const vkl_vkm *m, size_t *size);
 
+/* The format version the file declares (its major is VKL_VKM_VERSION_MAJOR;
+ * its minor may be older or newer than this build's). */
+void vkl_vkm_version(const vkl_vkm *m, uint32_t *major, uint32_t *minor);
+
 /* The graph, owned by the vkm; its weights are valid until vkl_vkm_close. */
 const vkl_graph *vkl_vkm_graph(const vkl_vkm *m);
 

@@ -38,6 +38,7 @@ struct vkl_vkm {
     size_t n_meta;
     size_t data_off, data_size;
     uint64_t data_sum;
+    uint32_t version_major, version_minor; /* as the header declares them */
     char *path; /* for messages */
 };
 
@@ -697,6 +698,8 @@ static vkl_status open_common(vkl_context *ctx, const char *path, const uint8_t 
         vkl_vkm_close(m);
         return st;
     }
+    m->version_major = ld32(m->base + 8); /* read_header checked them */
+    m->version_minor = ld32(m->base + 12);
     *out = m;
     return VKL_OK;
 #endif
@@ -795,6 +798,11 @@ vkl_status vkl_vkm_verify_data(const vkl_vkm *m) {
 size_t vkl_vkm_data_bytes(const vkl_vkm *m) { return m ? m->data_size : 0; }
 
 const vkl_graph *vkl_vkm_graph(const vkl_vkm *m) { return m ? m->graph : NULL; }
+
+void vkl_vkm_version(const vkl_vkm *m, uint32_t *major, uint32_t *minor) {
+    *major = m ? m->version_major : 0;
+    *minor = m ? m->version_minor : 0;
+}
 
 const void *vkl_vkm_bytes(const vkl_vkm *m, size_t *size) {
     if (size) *size = m ? m->size : 0;

@@ -11,8 +11,8 @@
 #include "cmd_run.h"
 #include "context.h"
 #include "stream.h"
-#include "tokenizer/tokenizer.h"
 #include "vkllm.h"
+#include "vkllm_tokenizer.h"
 
 #ifndef VKL_BUNDLED_MODEL
 #define VKL_BUNDLED_MODEL "model/vkllm-kjv.vkm"
@@ -34,13 +34,13 @@ typedef struct chat {
 /* One turn: render, keep the common prefix, append the rest, generate.
  * Every failure leaves its own message in the context: the template's
  * (raise_exception included), the tokenizer's, the session's. */
-static vkl_status turn(chat *c, const vkl_chat_template *ct, vkl_chat_message *msgs, size_t n, char **reply_text) {
+static vkl_status turn(chat *c, const vkl_chat_message *msgs, size_t n, char **reply_text) {
     char *rendered = NULL;
     size_t len = 0, n_ids = 0, keep = 0;
     int32_t *ids = NULL;
-    vkl_status st = vkl_chat_template_render(ct, msgs, n, true, &rendered, &len);
+    vkl_status st = vkl_tokenizer_apply_chat_template(c->tok, msgs, n, NULL, &rendered, &len);
     if (!st) st = vkl_tokenizer_encode(c->tok, rendered, len, false, &ids, &n_ids);
-    if (rendered) vkl_chat_template_free_buffer(ct, rendered);
+    vkl_tokenizer_free_buffer(c->tok, rendered);
     if (st) return st;
     while (keep < n_ids && keep < c->n_hist && ids[keep] == c->hist[keep]) keep++;
     if (n_ids + CHAT_REPLY_TOKENS > c->cap)
@@ -50,9 +50,11 @@ static vkl_status turn(chat *c, const vkl_chat_template *ct, vkl_chat_message *m
                       n_ids, CHAT_REPLY_TOKENS, c->cap);
     if (!st && keep == n_ids) keep--; /* recompute the last token for fresh logits */
     if (!st) st = vkl_session_rewind(c->s, keep);
-    vkl_text_stream_reset(&c->reply);
+    if (!st) st = vkl_text_stream_begin(&c->reply, ids, n_ids);
     if (!st) st = vkl_session_generate(c->s, ids + keep, n_ids - keep, CHAT_REPLY_TOKENS, c->reply.stop,
                                   vkl_text_stream_on_token, &c->reply);
+    vkl_status finished = vkl_text_stream_finish(&c->reply);
+    if (!st) st = finished;
     if (!st) {
         memcpy(c->hist, ids, n_ids * sizeof(int32_t));
         memcpy(c->hist + n_ids, c->reply.ids, c->reply.n * sizeof(int32_t));
@@ -105,19 +107,16 @@ int vkl_cmd_chat(vkl_context *ctx, int argc, char **argv) {
     c.ctx = ctx;
     vkl_model *m = NULL;
     vkl_status st = vkl_model_load(ctx, path, &mo, &m);
-    if (!st) st = vkl_tool_model_tokenizer(ctx, m, &c.tok);
+    if (!st) st = vkl_tokenizer_load_model(ctx, m, &c.tok);
     size_t tok_max = 0;
     so.max_context = context ? context : m ? vkl_tool_default_context(m, VKL_TOOL_DEFAULT_CONTEXT, &tok_max) : 1;
     c.cap = so.max_context;
-    const vkl_chat_template *ct = c.tok ? vkl_tokenizer_chat_template(c.tok) : NULL;
-    if (!st && !ct) st = vkl_fail(ctx, VKL_ERR_NOT_FOUND, "the model's tokenizer has no chat template");
+    if (!st && !vkl_tokenizer_has_chat_template(c.tok))
+        st = vkl_fail(ctx, VKL_ERR_NOT_FOUND, "the model's tokenizer has no chat template");
     if (!st) st = vkl_session_create(m, &so, &c.s);
+    if (!st) st = vkl_text_stream_init(&c.reply, c.tok, CHAT_REPLY_TOKENS);
     c.hist = calloc(c.cap, sizeof(int32_t));
-    c.reply = (vkl_text_stream){.tok = c.tok,
-                                .ids = calloc(CHAT_REPLY_TOKENS, sizeof(int32_t)),
-                                .cap = CHAT_REPLY_TOKENS,
-                                .stop = c.tok ? vkl_tokenizer_eos_id(c.tok) : -1};
-    if (!st && (!c.hist || !c.reply.ids)) st = vkl_fail(ctx, VKL_ERR_OUT_OF_MEMORY, "out of memory");
+    if (!st && !c.hist) st = vkl_fail(ctx, VKL_ERR_OUT_OF_MEMORY, "out of memory");
     vkl_chat_message msgs[CHAT_MAX_MESSAGES];
     char *owned[CHAT_MAX_MESSAGES];
     size_t n = 0, cap = 0;
@@ -134,7 +133,7 @@ int vkl_cmd_chat(vkl_context *ctx, int argc, char **argv) {
         msgs[n] = (vkl_chat_message){"user", owned[n]};
         n++;
         char *reply = NULL;
-        st = turn(&c, ct, msgs, n, &reply);
+        st = turn(&c, msgs, n, &reply);
         fputc('\n', stdout);
         if (st) break;
         owned[n] = strdup(reply ? reply : "");
@@ -150,7 +149,7 @@ int vkl_cmd_chat(vkl_context *ctx, int argc, char **argv) {
     free(line);
     for (size_t i = 0; i < n; i++) free(owned[i]);
     free(c.hist);
-    free(c.reply.ids);
+    vkl_text_stream_free(&c.reply);
     vkl_session_free(c.s);
     vkl_tokenizer_free(c.tok);
     vkl_model_free(m);

@@ -161,6 +161,10 @@ int vkl_cmd_info(vkl_context *ctx, int argc, char **argv) {
         return VKL_EXIT_FAILURE;
     }
     const vkl_graph *g = vkl_vkm_graph(m);
+    uint32_t major, minor;
+    vkl_vkm_version(m, &major, &minor);
+    printf("format: .vkm %u.%u (this build reads %u.x, writes %u.%u)\n", major, minor, VKL_VKM_VERSION_MAJOR,
+           VKL_VKM_VERSION_MAJOR, VKL_VKM_VERSION_MINOR);
     print_meta(m);
     printf("symbols:");
     for (size_t i = 0; i < vkl_symtab_symbol_count(g->syms); i++) printf(" %s", vkl_symtab_symbol_name(g->syms, i));

@@ -15,8 +15,8 @@
 #include "cmd_run.h"
 #include "context.h"
 #include "stream.h"
-#include "tokenizer/tokenizer.h"
 #include "vkllm.h"
+#include "vkllm_tokenizer.h"
 
 #define PROG "vkllm perplexity"
 #define LINE_CONTEXT 512 /* per-line mode's window */
@@ -120,7 +120,7 @@ int vkl_cmd_perplexity(vkl_context *ctx, int argc, char **argv) {
     so.check_finite = check_finite;
     scorer c = {.window = so.max_context, .bos = -1};
     vkl_status st = vkl_model_load(ctx, model_path, &mo, &m);
-    if (!st) st = vkl_tool_model_tokenizer(ctx, m, &tok);
+    if (!st) st = vkl_tokenizer_load_model(ctx, m, &tok);
     if (!st) st = vkl_session_create(m, &so, &c.s);
     c.vocab = m ? vkl_model_vocab_size(m) : 0;
     c.bos = tok ? vkl_tokenizer_bos_id(tok) : -1;

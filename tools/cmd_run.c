@@ -7,8 +7,8 @@
 #include "cli.h"
 #include "cmd_run.h"
 #include "stream.h"
-#include "tokenizer/tokenizer.h"
 #include "vkllm.h"
+#include "vkllm_tokenizer.h"
 
 #ifndef VKL_BUNDLED_MODEL
 #define VKL_BUNDLED_MODEL "model/vkllm-kjv.vkm"
@@ -118,7 +118,7 @@ int vkl_cmd_run(vkl_context *ctx, int argc, char **argv) {
     size_t n_prompt = 0, tok_max = 0;
     vkl_text_stream st = {0};
     vkl_status status = vkl_model_load(ctx, o.model, &mo, &m);
-    if (!status) status = vkl_tool_model_tokenizer(ctx, m, &tok);
+    if (!status) status = vkl_tokenizer_load_model(ctx, m, &tok);
     if (!status) {
         size_t def = vkl_tool_default_context(m, VKL_TOOL_DEFAULT_CONTEXT, &tok_max);
         so.max_context = o.context ? o.context : def;
@@ -128,15 +128,14 @@ int vkl_cmd_run(vkl_context *ctx, int argc, char **argv) {
     }
     if (!status) status = vkl_tokenizer_encode(tok, o.prompt, strlen(o.prompt), !o.raw, &prompt, &n_prompt);
     if (!status) status = vkl_session_create(m, &so, &s);
-    st.tok = tok;
     /* no more tokens can be generated than the context holds */
-    st.cap = o.n_new < so.max_context ? o.n_new : so.max_context;
-    st.stop = tok ? vkl_tokenizer_eos_id(tok) : -1;
-    st.ids = calloc(st.cap + 1, sizeof(int32_t));
-    if (!status && !st.ids) status = VKL_ERR_OUT_OF_MEMORY;
+    if (!status) status = vkl_text_stream_init(&st, tok, o.n_new < so.max_context ? o.n_new : so.max_context);
+    if (!status) status = vkl_text_stream_begin(&st, prompt, n_prompt);
     if (!status) {
         fputs(o.prompt, stdout);
         status = vkl_session_generate(s, prompt, n_prompt, o.n_new, st.stop, vkl_text_stream_on_token, &st);
+        vkl_status finished = vkl_text_stream_finish(&st);
+        if (!status) status = finished;
         fputc('\n', stdout);
         fflush(stdout);
     }
@@ -158,8 +157,8 @@ int vkl_cmd_run(vkl_context *ctx, int argc, char **argv) {
     } else {
         rc = vkl_cli_fail(PROG, ctx, status);
     }
-    free(st.ids);
-    if (tok && prompt) vkl_tokenizer_free_buffer(tok, prompt);
+    vkl_text_stream_free(&st);
+    vkl_tokenizer_free_buffer(tok, prompt);
     vkl_tokenizer_free(tok);
     vkl_session_free(s);
     vkl_model_free(m);

@@ -1,19 +1,9 @@
-/* The model's tokenizer, and incremental detokenization for streamed output. */
+/* The default context, and streamed output of generated tokens (stream.h). */
 #include <cjson/cJSON.h>
 #include <stdio.h>
-#include <string.h>
+#include <stdlib.h>
 
-#include "context.h"
 #include "stream.h"
-
-vkl_status vkl_tool_model_tokenizer(vkl_context *ctx, const vkl_model *model, vkl_tokenizer **out) {
-    const void *json, *config = NULL;
-    size_t len, config_len = 0;
-    if (!vkl_model_metadata(model, "tokenizer.json", &json, &len))
-        return vkl_fail(ctx, VKL_ERR_NOT_FOUND, "the model has no tokenizer; import it with --tokenizer DIR");
-    vkl_model_metadata(model, "tokenizer_config.json", &config, &config_len);
-    return vkl_tokenizer_load_json(ctx, json, len, config, config_len, out);
-}
 
 size_t vkl_tool_default_context(const vkl_model *model, size_t fallback, size_t *tokenizer_max) {
     const void *config;
@@ -30,9 +20,32 @@ size_t vkl_tool_default_context(const vkl_model *model, size_t fallback, size_t 
     return *tokenizer_max && *tokenizer_max < fallback ? *tokenizer_max : fallback;
 }
 
-void vkl_text_stream_reset(vkl_text_stream *s) {
-    s->n = s->printed = 0;
+vkl_status vkl_text_stream_init(vkl_text_stream *s, vkl_tokenizer *tok, size_t cap) {
+    *s = (vkl_text_stream){.cap = cap, .stop = vkl_tokenizer_eos_id(tok)};
+    s->ids = calloc(cap ? cap : 1, sizeof(int32_t));
+    vkl_status st = s->ids ? vkl_decode_stream_create(tok, true, &s->decoder) : VKL_ERR_OUT_OF_MEMORY;
+    if (st) vkl_text_stream_free(s);
+    return st;
+}
+
+void vkl_text_stream_free(vkl_text_stream *s) {
+    vkl_decode_stream_free(s->decoder);
+    free(s->ids);
+    s->decoder = NULL;
+    s->ids = NULL;
+}
+
+vkl_status vkl_text_stream_begin(vkl_text_stream *s, const int32_t *prompt, size_t n) {
+    s->n = 0;
     s->stopped = false;
+    s->status = VKL_OK;
+    return vkl_decode_stream_set_context(s->decoder, prompt, n);
+}
+
+static void put(const char *text, size_t len) {
+    if (!len) return;
+    fwrite(text, 1, len, stdout);
+    fflush(stdout);
 }
 
 int vkl_text_stream_on_token(void *user, int32_t token) {
@@ -43,17 +56,18 @@ int vkl_text_stream_on_token(void *user, int32_t token) {
     }
     if (s->n == s->cap) return 1;
     s->ids[s->n++] = token;
-    char *text = NULL;
-    size_t len = 0;
-    if (vkl_tokenizer_decode(s->tok, s->ids, s->n, true, &text, &len) == VKL_OK) {
-        /* an incomplete UTF-8 sequence decodes as U+FFFD at the end */
-        if (len >= 3 && !memcmp(text + len - 3, "\xEF\xBF\xBD", 3)) len -= 3;
-        if (len > s->printed) {
-            fwrite(text + s->printed, 1, len - s->printed, stdout);
-            fflush(stdout);
-            s->printed = len;
-        }
-        vkl_tokenizer_free_buffer(s->tok, text);
-    }
+    const char *text;
+    size_t len;
+    s->status = vkl_decode_stream_push(s->decoder, token, &text, &len);
+    if (s->status) return 1;
+    put(text, len);
     return 0;
+}
+
+vkl_status vkl_text_stream_finish(vkl_text_stream *s) {
+    const char *text;
+    size_t len;
+    vkl_status st = vkl_decode_stream_flush(s->decoder, &text, &len);
+    if (!st) put(text, len);
+    return s->status ? s->status : st;
 }

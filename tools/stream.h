@@ -1,7 +1,7 @@
-/* Text in and out of a model for run, chat and perplexity: the tokenizer a
- * model file carries, and streaming generated tokens as text (decode
- * everything generated so far and print only what is new, holding back an
- * incomplete UTF-8 tail, so a character split over tokens prints whole). */
+/* Text in and out of a model for run, chat and perplexity: the default
+ * context, and generated text to stdout: a vkl_token_callback that keeps the
+ * ids and prints, through a vkl_decode_stream (vkllm_tokenizer.h), the text
+ * each one completes, so a character split over tokens prints whole. */
 #ifndef VKL_TOOLS_STREAM_H
 #define VKL_TOOLS_STREAM_H
 
@@ -9,8 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tokenizer/tokenizer.h"
-#include "vkllm.h"
+#include "vkllm_tokenizer.h"
 
 /* The largest token count (-n, --context, --window) the tools accept: far
  * beyond any context they can allocate, small enough that sizes built from
@@ -20,16 +19,13 @@
 #define VKL_TOOL_DEFAULT_CONTEXT 1024u
 
 typedef struct vkl_text_stream {
-    vkl_tokenizer *tok;
-    int32_t *ids;   /* the generated ids, `cap` entries */
-    size_t n, cap, printed;
-    int32_t stop;   /* stop token (eos), or -1 */
-    bool stopped;   /* generation ended at the stop token */
+    vkl_decode_stream *decoder;
+    int32_t *ids;      /* the generated ids, `cap` entries */
+    size_t n, cap;
+    int32_t stop;      /* stop token (the tokenizer's eos), or -1 */
+    bool stopped;      /* generation ended at the stop token */
+    vkl_status status; /* the first decoding failure: generation stopped there */
 } vkl_text_stream;
-
-/* The tokenizer stored in the model by `vkllm import --tokenizer`;
- * VKL_ERR_NOT_FOUND (message set) when the model has none. */
-vkl_status vkl_tool_model_tokenizer(vkl_context *ctx, const vkl_model *model, vkl_tokenizer **out);
 
 /* The context a session gets unless the user names one: `fallback`, or the
  * model's tokenizer_config.json model_max_length when that is smaller (a
@@ -38,9 +34,17 @@ vkl_status vkl_tool_model_tokenizer(vkl_context *ctx, const vkl_model *model, vk
  * *tokenizer_max is that model_max_length, 0 when absent. */
 size_t vkl_tool_default_context(const vkl_model *model, size_t fallback, size_t *tokenizer_max);
 
-void vkl_text_stream_reset(vkl_text_stream *s);
+/* Room for `cap` ids; stops at the tokenizer's eos. */
+vkl_status vkl_text_stream_init(vkl_text_stream *s, vkl_tokenizer *tok, size_t cap);
+void vkl_text_stream_free(vkl_text_stream *s);
+/* A new reply after `prompt` (its last ids are the decoding context): no
+ * ids, nothing held back. */
+vkl_status vkl_text_stream_begin(vkl_text_stream *s, const int32_t *prompt, size_t n);
 /* A vkl_token_callback: user is the stream. Returns nonzero at the stop
- * token or when `cap` tokens were generated. */
+ * token, when `cap` tokens were generated, or when decoding failed. */
 int vkl_text_stream_on_token(void *user, int32_t token);
+/* Print what is still held back (an incomplete character at the end);
+ * returns the first failure of the reply. */
+vkl_status vkl_text_stream_finish(vkl_text_stream *s);
 
 #endif

@@ -125,6 +125,7 @@ static int usage(FILE *f) {
             "usage: vkbench --probe\n"
             "       vkbench --decode MODEL.vkm [--tokens N] [--window W] [--backend NAME] [--no-verify]\n"
             "       vkbench --quant [--backend NAME] [--reps N] [--rotate-mb MB]\n"
+            "       vkbench --version\n"
             "  --probe          what each backend reports\n"
             "  --decode MODEL   greedy decode; the step time beside the memory-bound limit\n"
             "  --tokens N       tokens to decode, 2 to %d (default 2000)\n"
@@ -148,6 +149,10 @@ int main(int argc, char **argv) {
         const char *a = argv[i], *v;
         int rc = 0;
         if (vkl_cli_is_help(a)) return usage(stdout);
+        if (!strcmp(a, "--version")) {
+            if (argc > 2) return vkl_cli_usage_error(PROG, "--version takes no other arguments");
+            return printf("vkbench %s\n", vkl_version_string()) < 0 ? VKL_EXIT_FAILURE : 0;
+        }
         if (!strcmp(a, "--probe")) {
             do_probe = 1;
             continue;

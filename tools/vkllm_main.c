@@ -12,6 +12,7 @@
 #include "cmd_tokenize.h"
 #include "commands.h"
 #include "context.h"
+#include "vkm.h"
 
 static int usage(FILE *f) {
     fprintf(f,
@@ -27,7 +28,7 @@ static int usage(FILE *f) {
             "  check FIXTURE_DIR   compare a fixture's ONNX Runtime outputs with a backend\n"
             "  info MODEL.vkm      what a model file holds: metadata, inputs, ops, weights\n"
             "  quant-report MODEL.onnx [--group N]   E0M4 vs int4 error per weight matrix\n"
-            "  version             print the version\n"
+            "  version, --version  print the version of vkllm and of the .vkm format it reads\n"
             "  help [COMMAND]      this list, or a command's options\n");
     return f == stdout ? 0 : VKL_EXIT_USAGE;
 }
@@ -58,11 +59,18 @@ static int cmd_backends(vkl_context *ctx, int argc, char **argv) {
     return 0;
 }
 
+static int print_version(void) {
+    return printf("vkllm %s (.vkm format %u.%u)\n", vkl_version_string(), VKL_VKM_VERSION_MAJOR,
+                  VKL_VKM_VERSION_MINOR) < 0
+               ? VKL_EXIT_FAILURE
+               : 0;
+}
+
 static int cmd_version(vkl_context *ctx, int argc, char **argv) {
     (void)ctx;
-    int rc = no_args("vkllm version", "print the version", argc, argv);
+    int rc = no_args("vkllm version", "print the version of vkllm and of the .vkm format it reads", argc, argv);
     if (rc >= 0) return rc;
-    return printf("vkllm 0.1.0\n") < 0 ? VKL_EXIT_FAILURE : 0;
+    return print_version();
 }
 
 typedef struct command {
@@ -107,6 +115,7 @@ int main(int argc, char **argv) {
         return usage(stderr);
     }
     if (vkl_cli_is_help(argv[1])) return usage(stdout);
+    if (!strcmp(argv[1], "--version")) return argc == 2 ? print_version() : cmd_version(NULL, argc - 1, argv + 1);
     const command *c = find_command(argv[1]);
     if (!c && strcmp(argv[1], "help")) {
         fprintf(stderr, "vkllm: unknown command '%s'\n", argv[1]);

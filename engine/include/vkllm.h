@@ -6,9 +6,36 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The version of this header. CMake's project() reads these three lines, so
+ * they are the one place the version is written; vkl_version() is the
+ * version of the library actually linked (they differ when an app is built
+ * against one header and run with another shared library). Before 1.0 a
+ * new minor version may change the API. */
+#define VKLLM_VERSION_MAJOR 0
+#define VKLLM_VERSION_MINOR 1
+#define VKLLM_VERSION_PATCH 0
+#define VKLLM_VERSION_STRING "0.1.0"
+/* Packed for comparisons: VKLLM_MAKE_VERSION(0, 1, 0) <= vkl_version(). */
+#define VKLLM_MAKE_VERSION(major, minor, patch) (((uint32_t)(major) << 20) | ((uint32_t)(minor) << 10) | (uint32_t)(patch))
+#define VKLLM_VERSION VKLLM_MAKE_VERSION(VKLLM_VERSION_MAJOR, VKLLM_VERSION_MINOR, VKLLM_VERSION_PATCH)
+
+/* Marks the library's public functions. The library is compiled with
+ * -fvisibility=hidden, so a shared libvkllm exports these and nothing else
+ * (an app cannot come to depend on internals, nor clash with them). */
+#if defined(__GNUC__) || defined(__clang__)
+#define VKLLM_API __attribute__((visibility("default")))
+#else
+#define VKLLM_API
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* The linked library's version: VKLLM_VERSION and VKLLM_VERSION_STRING as it
+ * was built. */
+VKLLM_API uint32_t vkl_version(void);
+VKLLM_API const char *vkl_version_string(void);
 
 typedef enum vkl_status {
     VKL_OK = 0,
@@ -26,7 +53,7 @@ typedef enum vkl_status {
 } vkl_status;
 
 /* Stable English name of a status ("VKL_ERR_FORMAT"). Never NULL. */
-const char *vkl_status_name(vkl_status s);
+VKLLM_API const char *vkl_status_name(vkl_status s);
 
 typedef enum vkl_log_level {
     VKL_LOG_ERROR = 0,
@@ -55,14 +82,14 @@ typedef struct vkl_context_options {
 
 typedef struct vkl_context vkl_context;
 
-void vkl_context_options_init(vkl_context_options *options);
+VKLLM_API void vkl_context_options_init(vkl_context_options *options);
 /* options may be NULL (defaults). */
-vkl_status vkl_context_create(const vkl_context_options *options, vkl_context **out);
-void vkl_context_destroy(vkl_context *ctx);
+VKLLM_API vkl_status vkl_context_create(const vkl_context_options *options, vkl_context **out);
+VKLLM_API void vkl_context_destroy(vkl_context *ctx);
 /* Message of the most recent failure on this context ("" if none). Valid until
  * the next call on the context. A context is not thread-safe: use one per thread
  * or serialize calls. */
-const char *vkl_context_error(const vkl_context *ctx);
+VKLLM_API const char *vkl_context_error(const vkl_context *ctx);
 
 
 /* --- Models -------------------------------------------------------------
@@ -83,18 +110,18 @@ typedef struct vkl_model_options {
                                    1: skip that check */
 } vkl_model_options;
 
-void vkl_model_options_init(vkl_model_options *options);
+VKLLM_API void vkl_model_options_init(vkl_model_options *options);
 /* options may be NULL (defaults). */
-vkl_status vkl_model_load(vkl_context *ctx, const char *path, const vkl_model_options *options, vkl_model **out);
-void vkl_model_free(vkl_model *model); /* accepts NULL; free every session first */
+VKLLM_API vkl_status vkl_model_load(vkl_context *ctx, const char *path, const vkl_model_options *options, vkl_model **out);
+VKLLM_API void vkl_model_free(vkl_model *model); /* accepts NULL; free every session first */
 /* Entries in one row of logits. */
-size_t vkl_model_vocab_size(const vkl_model *model);
+VKLLM_API size_t vkl_model_vocab_size(const vkl_model *model);
 /* A metadata entry of the model file ("tokenizer.json", "import.recipe",
  * ...): its bytes, valid while the model is loaded. 0 if absent. */
-int vkl_model_metadata(const vkl_model *model, const char *key, const void **data, size_t *size);
-const char *vkl_model_backend_name(const vkl_model *model);
+VKLLM_API int vkl_model_metadata(const vkl_model *model, const char *key, const void **data, size_t *size);
+VKLLM_API const char *vkl_model_backend_name(const vkl_model *model);
 /* Bytes of weights one forward pass reads (every weight once). */
-size_t vkl_model_weight_bytes(const vkl_model *model);
+VKLLM_API size_t vkl_model_weight_bytes(const vkl_model *model);
 
 /* --- Sampling ----------------------------------------------------------- */
 typedef struct vkl_sampling_options {
@@ -135,37 +162,37 @@ typedef struct vkl_session_options {
                                  backend must support it (ref does); VKL_ERR_UNSUPPORTED otherwise */
 } vkl_session_options;
 
-void vkl_session_options_init(vkl_session_options *options);
-vkl_status vkl_session_create(vkl_model *model, const vkl_session_options *options, vkl_session **out);
-void vkl_session_free(vkl_session *session); /* accepts NULL */
+VKLLM_API void vkl_session_options_init(vkl_session_options *options);
+VKLLM_API vkl_status vkl_session_create(vkl_model *model, const vkl_session_options *options, vkl_session **out);
+VKLLM_API void vkl_session_free(vkl_session *session); /* accepts NULL */
 
 /* Append tokens to the conversation (prefill) and compute the logits of the
  * last one. Fails with VKL_ERR_INVALID_ARGUMENT, and changes nothing, when
  * the tokens would not fit in max_context or an id is outside the vocab. */
-vkl_status vkl_session_append(vkl_session *session, const int32_t *tokens, size_t count);
+VKLLM_API vkl_status vkl_session_append(vkl_session *session, const int32_t *tokens, size_t count);
 /* The same, and the logits of every appended token: all_logits holds
  * count * vocab_size floats (perplexity, scoring). */
-vkl_status vkl_session_append_scored(vkl_session *session, const int32_t *tokens, size_t count, float *all_logits);
+VKLLM_API vkl_status vkl_session_append_scored(vkl_session *session, const int32_t *tokens, size_t count, float *all_logits);
 /* Logits of the last appended token: vocab_size floats, valid until the next
  * call on the session; NULL before the first append. */
-const float *vkl_session_logits(const vkl_session *session);
+VKLLM_API const float *vkl_session_logits(const vkl_session *session);
 /* Draw the next token from the last logits with the session's sampler
  * (it does not append it). */
-vkl_status vkl_session_sample(vkl_session *session, int32_t *token);
+VKLLM_API vkl_status vkl_session_sample(vkl_session *session, int32_t *token);
 /* Called with each generated token; return nonzero to stop. */
 typedef int (*vkl_token_callback)(void *user, int32_t token);
 /* Append the prompt, then sample and append up to max_new tokens, calling
  * `callback` (may be NULL) after each; stops early at `stop_token` (>= 0) or
  * when the context is full (then VKL_OK with fewer tokens). */
-vkl_status vkl_session_generate(vkl_session *session, const int32_t *prompt, size_t count, size_t max_new,
+VKLLM_API vkl_status vkl_session_generate(vkl_session *session, const int32_t *prompt, size_t count, size_t max_new,
                                 int32_t stop_token, vkl_token_callback callback, void *user);
 /* Tokens in the conversation. */
-size_t vkl_session_length(const vkl_session *session);
+VKLLM_API size_t vkl_session_length(const vkl_session *session);
 /* Keep only the first `length` tokens (the KV cache is truncated in place;
  * the logits are those of the kept last token only after the next append).
  * VKL_ERR_INVALID_ARGUMENT if length exceeds the current length. */
-vkl_status vkl_session_rewind(vkl_session *session, size_t length);
-void vkl_session_reset(vkl_session *session); /* back to empty; reseeds the sampler */
+VKLLM_API vkl_status vkl_session_rewind(vkl_session *session, size_t length);
+VKLLM_API void vkl_session_reset(vkl_session *session); /* back to empty; reseeds the sampler */
 
 typedef struct vkl_session_stats {
     /* prefill: vkl_session_generate's prompt (even of one token) and appends
@@ -182,7 +209,7 @@ typedef struct vkl_session_stats {
      * (0 for an in-place cache: no Concat, no copy between steps). */
     uint64_t kv_bytes_written, kv_bytes_read, kv_bytes_copied;
 } vkl_session_stats;
-void vkl_session_get_stats(const vkl_session *session, vkl_session_stats *out);
+VKLLM_API void vkl_session_get_stats(const vkl_session *session, vkl_session_stats *out);
 
 #ifdef __cplusplus
 }

@@ -145,25 +145,80 @@ vkl_status vkl_chat_template_render_json(const vkl_chat_template *ct, const char
     return st;
 }
 
-vkl_status vkl_chat_template_render(const vkl_chat_template *ct, const vkl_chat_message *messages, size_t n,
-                                    bool add_generation_prompt, char **out, size_t *out_len) {
-    if (!ct) return VKL_ERR_INVALID_ARGUMENT;
-    if (!out || (!messages && n)) return vkl_fail(ct->ctx, VKL_ERR_INVALID_ARGUMENT, "vkl_chat_template_render: NULL argument");
+/* The variables of a messages render: `extra` (a JSON object, or NULL) with
+ * messages and add_generation_prompt set from the arguments. */
+static vkl_status messages_vars(vkl_context *ctx, const vkl_chat_message *messages, size_t n,
+                                bool add_generation_prompt, const char *extra, cJSON **out) {
     *out = NULL;
-    cJSON *vars = cJSON_CreateObject(), *list = cJSON_CreateArray();
-    bool ok = vars && list && cJSON_AddItemToObject(vars, "messages", list);
+    cJSON *vars = extra ? cJSON_Parse(extra) : cJSON_CreateObject();
+    if (!cJSON_IsObject(vars)) {
+        cJSON_Delete(vars);
+        return extra ? vkl_fail(ctx, VKL_ERR_FORMAT, "chat template variables: expected a JSON object like {\"tools\": [...]}")
+                     : vkl_fail(ctx, VKL_ERR_OUT_OF_MEMORY, "out of memory building chat messages");
+    }
+    cJSON_DeleteItemFromObjectCaseSensitive(vars, "messages");
+    cJSON_DeleteItemFromObjectCaseSensitive(vars, "add_generation_prompt");
+    cJSON *list = cJSON_CreateArray();
+    bool ok = list && cJSON_AddItemToObject(vars, "messages", list);
     if (!ok) cJSON_Delete(list);
     for (size_t i = 0; ok && i < n; i++) {
         if (!messages[i].role || !messages[i].content) {
             cJSON_Delete(vars);
-            return vkl_fail(ct->ctx, VKL_ERR_INVALID_ARGUMENT, "vkl_chat_template_render: message %zu has a NULL field", i);
+            return vkl_fail(ctx, VKL_ERR_INVALID_ARGUMENT, "chat template: message %zu has a NULL %s", i,
+                            messages[i].role ? "content" : "role");
         }
         cJSON *m = cJSON_CreateObject();
         ok = m && cJSON_AddItemToArray(list, m) && cJSON_AddStringToObject(m, "role", messages[i].role) &&
              cJSON_AddStringToObject(m, "content", messages[i].content);
     }
     ok = ok && cJSON_AddBoolToObject(vars, "add_generation_prompt", add_generation_prompt);
-    vkl_status st = ok ? render(ct, vars, out, out_len) : vkl_fail(ct->ctx, VKL_ERR_OUT_OF_MEMORY, "out of memory building chat messages");
+    if (!ok) {
+        cJSON_Delete(vars);
+        return vkl_fail(ctx, VKL_ERR_OUT_OF_MEMORY, "out of memory building chat messages");
+    }
+    *out = vars;
+    return VKL_OK;
+}
+
+vkl_status vkl_chat_template_render(const vkl_chat_template *ct, const vkl_chat_message *messages, size_t n,
+                                    bool add_generation_prompt, char **out, size_t *out_len) {
+    if (!ct) return VKL_ERR_INVALID_ARGUMENT;
+    if (!out || (!messages && n)) return vkl_fail(ct->ctx, VKL_ERR_INVALID_ARGUMENT, "vkl_chat_template_render: NULL argument");
+    *out = NULL;
+    cJSON *vars;
+    vkl_status st = messages_vars(ct->ctx, messages, n, add_generation_prompt, NULL, &vars);
+    if (!st) st = render(ct, vars, out, out_len);
+    cJSON_Delete(vars);
+    return st;
+}
+
+void vkl_chat_options_init(vkl_chat_options *options) {
+    if (options) *options = (vkl_chat_options){.add_generation_prompt = true, .variables_json = NULL};
+}
+
+bool vkl_tokenizer_has_chat_template(const vkl_tokenizer *t) {
+    return vkl_tokenizer_chat_template(t) != NULL;
+}
+
+vkl_status vkl_tokenizer_apply_chat_template(vkl_tokenizer *t, const vkl_chat_message *messages, size_t n,
+                                             const vkl_chat_options *options, char **text, size_t *len) {
+    if (!t) return VKL_ERR_INVALID_ARGUMENT;
+    vkl_context *ctx = t->ctx;
+    if (!text || (!messages && n))
+        return vkl_fail(ctx, VKL_ERR_INVALID_ARGUMENT, "vkl_tokenizer_apply_chat_template: NULL argument");
+    *text = NULL;
+    if (len) *len = 0;
+    const vkl_chat_template *ct = vkl_tokenizer_chat_template(t);
+    if (!ct)
+        return vkl_fail(ctx, VKL_ERR_NOT_FOUND,
+                        "vkl_tokenizer_apply_chat_template: the tokenizer has no chat template "
+                        "(its tokenizer_config.json has no chat_template)");
+    vkl_chat_options defaults;
+    vkl_chat_options_init(&defaults);
+    const vkl_chat_options *o = options ? options : &defaults;
+    cJSON *vars;
+    vkl_status st = messages_vars(ctx, messages, n, o->add_generation_prompt, o->variables_json, &vars);
+    if (!st) st = render(ct, vars, text, len);
     cJSON_Delete(vars);
     return st;
 }

@@ -111,6 +111,20 @@ vkl_status vkl_tokenizer_load_path(vkl_context *ctx, const char *path, vkl_token
     return st;
 }
 
+vkl_status vkl_tokenizer_load_model(vkl_context *ctx, const vkl_model *model, vkl_tokenizer **out) {
+    if (!out || !model) return vkl_fail(ctx, VKL_ERR_INVALID_ARGUMENT, "vkl_tokenizer_load_model: NULL argument");
+    *out = NULL;
+    const void *json, *config = NULL;
+    size_t len, config_len = 0;
+    /* the entries `vkllm import --tokenizer DIR` stores (tools/cmd_import.c) */
+    if (!vkl_model_metadata(model, "tokenizer.json", &json, &len))
+        return vkl_fail(ctx, VKL_ERR_NOT_FOUND, "the model has no tokenizer; import it with --tokenizer DIR");
+    vkl_model_metadata(model, "tokenizer_config.json", &config, &config_len);
+    vkl_status st = vkl_tokenizer_load_json(ctx, json, len, config, config_len, out);
+    if (st) vkl_fail_prefix(ctx, st, "the model's tokenizer");
+    return st;
+}
+
 static void free_scratch(vkl_context *ctx, tok_scratch *s) {
     tok_pieces_free(ctx, &s->a);
     tok_pieces_free(ctx, &s->b);
