@@ -1,7 +1,8 @@
 /* The Vulkan device: loader (volk, loaded at run time, so a machine without
  * Vulkan gets a status, never a crash), instance with optional validation
  * (VKL_VK_VALIDATION=1), physical device choice, what it can do (caps),
- * logical device and compute queue. */
+ * logical device and compute queue, and the device lock every vtable call
+ * holds (vkl_vk_enter / vkl_vk_leave, vk_internal.h says why). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
