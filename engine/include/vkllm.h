@@ -88,9 +88,9 @@ const char *vkl_context_error(const vkl_context *ctx);
  *    threads, those hooks must be safe to call from any thread (libc's and
  *    the default stderr logger are).
  * The ref backend then runs sessions fully in parallel; Vulkan takes a lock
- * on the device (one queue) for each submit, upload and download, but not
- * while a session waits for its own GPU work. docs/runtime.md, "Threads". */
-
+ * on the device (one queue) for each backend call (prepare, submit, upload,
+ * download), but not while a session waits for its own GPU work.
+ * docs/runtime.md, "Threads". */
 
 /* --- Models -------------------------------------------------------------
  * A model is a .vkm file mapped read-only plus the backend that runs it,
