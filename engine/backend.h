@@ -5,8 +5,20 @@
  *
  * Call order: probe* -> open -> weights_load -> (buffer_create, prepare)* ->
  * (buffer_write, execute, wait, buffer_read)* -> release everything -> close.
- * A device handle is used from one thread at a time. Every function reports
- * failures through the context given to open() (or to probe()). */
+ *
+ * Threads (what sessions of one model rely on, docs/runtime.md):
+ *  - open, weights_load, weights_release and close are the device's own:
+ *    they run alone (no other call on the device at the same time) and
+ *    report through the context given to open() (probe: its own argument).
+ *  - caps reports nothing and only copies what open() found: any thread,
+ *    any time between open and close.
+ *  - Every other function takes the context to report failures to and to
+ *    allocate host memory through (its caller's: a session's). Calls on
+ *    different buffers and executables may run on different threads at the
+ *    same time; the backend guards whatever the device shares between them
+ *    (a queue, staging memory, a pipeline cache). Calls on one buffer or one
+ *    executable come from one thread at a time, and an object is released
+ *    with a context of the allocator it was made with. */
 #ifndef VKL_BACKEND_H
 #define VKL_BACKEND_H
 
@@ -137,13 +149,13 @@ typedef struct vkl_backend_vtable {
     /* What the open device is and can do, after options masked it. */
     void (*caps)(vkl_backend_device *dev, vkl_backend_caps *out);
 
-    vkl_status (*buffer_create)(vkl_backend_device *dev, vkl_buffer_usage usage, size_t bytes,
+    vkl_status (*buffer_create)(vkl_backend_device *dev, vkl_context *ctx, vkl_buffer_usage usage, size_t bytes,
                                 vkl_backend_buffer **out);
-    void (*buffer_destroy)(vkl_backend_device *dev, vkl_backend_buffer *buf);
+    void (*buffer_destroy)(vkl_backend_device *dev, vkl_context *ctx, vkl_backend_buffer *buf);
     /* Blocking copies between host memory and a buffer (any usage). */
-    vkl_status (*buffer_write)(vkl_backend_device *dev, vkl_backend_buffer *buf, size_t offset,
+    vkl_status (*buffer_write)(vkl_backend_device *dev, vkl_context *ctx, vkl_backend_buffer *buf, size_t offset,
                                const void *src, size_t bytes);
-    vkl_status (*buffer_read)(vkl_backend_device *dev, vkl_backend_buffer *buf, size_t offset,
+    vkl_status (*buffer_read)(vkl_backend_device *dev, vkl_context *ctx, vkl_backend_buffer *buf, size_t offset,
                               void *dst, size_t bytes);
 
     /* Take the graph's weights once, repack them into the backend's layout and
@@ -159,15 +171,15 @@ typedef struct vkl_backend_vtable {
      * in the arena at the start of every execute (ref: a memcpy; Vulkan: a
      * buffer update recorded first in the command buffer), since the
      * planner may let other tensors reuse those bytes between executes. */
-    vkl_status (*prepare)(vkl_backend_device *dev, const vkl_graph *g, vkl_backend_weights *w,
-                          const vkl_memory_map *mem, const vkl_binding *binding,
-                          vkl_backend_exec **out);
-    void (*exec_release)(vkl_backend_device *dev, vkl_backend_exec *exec);
+    vkl_status (*prepare)(vkl_backend_device *dev, vkl_context *ctx, const vkl_graph *g, vkl_backend_weights *w,
+                          const vkl_memory_map *mem, const vkl_binding *binding, vkl_backend_exec **out);
+    void (*exec_release)(vkl_backend_device *dev, vkl_context *ctx, vkl_backend_exec *exec);
 
     /* Submit; may return before the work is done. */
-    vkl_status (*execute)(vkl_backend_device *dev, vkl_backend_exec *exec, const vkl_binding *actual);
+    vkl_status (*execute)(vkl_backend_device *dev, vkl_context *ctx, vkl_backend_exec *exec,
+                          const vkl_binding *actual);
     /* Block until the executable's last submission has completed. */
-    vkl_status (*wait)(vkl_backend_device *dev, vkl_backend_exec *exec);
+    vkl_status (*wait)(vkl_backend_device *dev, vkl_context *ctx, vkl_backend_exec *exec);
     /* Optional (NULL when unsupported): execute as above, and after each node
      * check its floating-point outputs for NaN and infinity (a debugging aid:
      * sessions with check_finite). The first offender goes to *first (found =
@@ -176,20 +188,21 @@ typedef struct vkl_backend_vtable {
      * so the caller decides from the outputs whether it matters. A GPU backend
      * can follow with a reduction after each dispatch into a small readback
      * buffer; the check must not change what the kernels compute. */
-    vkl_status (*execute_checked)(vkl_backend_device *dev, vkl_backend_exec *exec, const vkl_binding *actual,
-                                  vkl_nonfinite *first);
+    vkl_status (*execute_checked)(vkl_backend_device *dev, vkl_context *ctx, vkl_backend_exec *exec,
+                                  const vkl_binding *actual, vkl_nonfinite *first);
 
     /* Optional (NULL when unsupported): milliseconds per live node of the last
      * execute, in the executable's node order; count = entries written. */
-    vkl_status (*node_times)(vkl_backend_device *dev, vkl_backend_exec *exec, double *ms,
+    vkl_status (*node_times)(vkl_backend_device *dev, vkl_context *ctx, vkl_backend_exec *exec, double *ms,
                              size_t cap, size_t *count);
     /* Optional (NULL when unsupported): state traffic of the last execute. */
-    vkl_status (*state_traffic)(vkl_backend_device *dev, vkl_backend_exec *exec, vkl_state_traffic *out);
+    vkl_status (*state_traffic)(vkl_backend_device *dev, vkl_context *ctx, vkl_backend_exec *exec,
+                                vkl_state_traffic *out);
     /* Optional (NULL when unsupported): the device memory's bandwidth as a
      * copy of `bytes` between two device buffers moves it, timed on the
      * device, in bytes read + written per second: the roofline against
      * which vkbench reports memory-bound kernels. */
-    vkl_status (*copy_bandwidth)(vkl_backend_device *dev, size_t bytes, double *bytes_per_second);
+    vkl_status (*copy_bandwidth)(vkl_backend_device *dev, vkl_context *ctx, size_t bytes, double *bytes_per_second);
 } vkl_backend_vtable;
 
 /* backends/registry.c defines these: the compiled-in backends. */

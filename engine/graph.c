@@ -271,8 +271,7 @@ static uint32_t heap_pop(uint32_t *h, uint32_t *n) {
 
 /* Kahn's algorithm: pending[i] counts node i's inputs not yet produced;
  * consumers of each tensor in CSR form (first[t] .. first[t+1]). */
-vkl_status vkl_graph_topo_order(const vkl_graph *g, uint32_t *order, uint32_t *count) {
-    vkl_context *ctx = g->ctx;
+vkl_status vkl_graph_topo_order(vkl_context *ctx, const vkl_graph *g, uint32_t *order, uint32_t *count) {
     uint32_t nn = g->n_nodes, nt = g->n_tensors;
     uint32_t *pending = vkl_calloc(ctx, nn + 1, sizeof(uint32_t));
     uint32_t *first = vkl_calloc(ctx, nt + 2, sizeof(uint32_t));
@@ -463,7 +462,7 @@ vkl_status vkl_graph_validate(const vkl_graph *g) {
     uint32_t *order = vkl_calloc(g->ctx, g->n_nodes ? g->n_nodes : 1, sizeof(uint32_t));
     if (!order) return VKL_ERR_OUT_OF_MEMORY;
     uint32_t count;
-    vkl_status st = vkl_graph_topo_order(g, order, &count);
+    vkl_status st = vkl_graph_topo_order(g->ctx, g, order, &count);
     vkl_free(g->ctx, order);
     return st;
 }
@@ -472,7 +471,7 @@ vkl_status vkl_graph_infer_shapes(vkl_graph *g) {
     uint32_t *order = vkl_calloc(g->ctx, g->n_nodes ? g->n_nodes : 1, sizeof(uint32_t));
     if (!order) return VKL_ERR_OUT_OF_MEMORY;
     uint32_t count;
-    vkl_status st = vkl_graph_topo_order(g, order, &count);
+    vkl_status st = vkl_graph_topo_order(g->ctx, g, order, &count);
     for (uint32_t i = 0; !st && i < count; i++) {
         const vkl_op_info *info = vkl_op_info_get((vkl_op)g->nodes[order[i]].op);
         st = info->infer(g, order[i]);
@@ -485,49 +484,49 @@ vkl_status vkl_graph_infer_shapes(vkl_graph *g) {
     return st;
 }
 
-vkl_status vkl_shape_eval(const vkl_graph *g, const vkl_shape *s, const int64_t *values, size_t count,
-                          int64_t *dims, int64_t *elements) {
+vkl_status vkl_shape_eval(vkl_context *ctx, const vkl_graph *g, const vkl_shape *s, const int64_t *values,
+                          size_t count, int64_t *dims, int64_t *elements) {
     int64_t n = 1;
     for (uint32_t d = 0; d < s->rank; d++) {
-        vkl_status st = vkl_expr_eval(g->syms, s->dims[d], values, count, &dims[d]);
+        vkl_status st = vkl_expr_eval(ctx, g->syms, s->dims[d], values, count, &dims[d]);
         if (st) return st;
         if (dims[d] < 0) {
             char buf[64];
             vkl_expr_print(g->syms, s->dims[d], buf, sizeof(buf));
-            return vkl_fail(g->ctx, VKL_ERR_SHAPE, "dim %u (%s) evaluates to %lld", d, buf, (long long)dims[d]);
+            return vkl_fail(ctx, VKL_ERR_SHAPE, "dim %u (%s) evaluates to %lld", d, buf, (long long)dims[d]);
         }
-        if (!vkl_mul_i64(n, dims[d], &n)) return vkl_fail(g->ctx, VKL_ERR_OVERFLOW, "element count overflows");
+        if (!vkl_mul_i64(n, dims[d], &n)) return vkl_fail(ctx, VKL_ERR_OVERFLOW, "element count overflows");
     }
     if (elements) *elements = n;
     return VKL_OK;
 }
 
-vkl_status vkl_tensor_eval(const vkl_graph *g, uint32_t t, const int64_t *values, size_t count, int64_t *dims,
-                           int64_t *elements, size_t *bytes) {
+vkl_status vkl_tensor_eval(vkl_context *ctx, const vkl_graph *g, uint32_t t, const int64_t *values, size_t count,
+                           int64_t *dims, int64_t *elements, size_t *bytes) {
     const vkl_tensor *tt = &g->tensors[t];
-    vkl_status st = vkl_shape_eval(g, &tt->shape, values, count, dims, elements);
-    if (st) return vkl_fail_prefix(g->ctx, st, "tensor '%s'", tt->name);
+    vkl_status st = vkl_shape_eval(ctx, g, &tt->shape, values, count, dims, elements);
+    if (st) return vkl_fail_prefix(ctx, st, "tensor '%s'", tt->name);
     if (!vkl_tensor_bytes(tt->dtype, tt->group, *elements, bytes))
-        return vkl_fail(g->ctx, VKL_ERR_OVERFLOW, "tensor '%s': size overflows", tt->name);
+        return vkl_fail(ctx, VKL_ERR_OVERFLOW, "tensor '%s': size overflows", tt->name);
     return VKL_OK;
 }
 
-vkl_status vkl_tensor_value_bytes(const vkl_graph *g, uint32_t t, const int64_t *values, size_t count, void *dst,
-                                  size_t cap, size_t *bytes) {
+vkl_status vkl_tensor_value_bytes(vkl_context *ctx, const vkl_graph *g, uint32_t t, const int64_t *values, size_t count,
+                                  void *dst, size_t cap, size_t *bytes) {
     const vkl_tensor *tt = &g->tensors[t];
     const size_t size = vkl_dtype_size(tt->dtype);
     *bytes = 0;
     if (!tt->value || !size || tt->dtype == VKL_DTYPE_FP8_E4M3 || tt->dtype == VKL_DTYPE_FP8_E5M2)
-        return vkl_fail(g->ctx, VKL_ERR_UNSUPPORTED, "tensor '%s': no %s value to write", tt->name,
+        return vkl_fail(ctx, VKL_ERR_UNSUPPORTED, "tensor '%s': no %s value to write", tt->name,
                         vkl_dtype_name(tt->dtype));
     if ((size_t)tt->value_count > cap / size)
-        return vkl_fail(g->ctx, VKL_ERR_OVERFLOW, "tensor '%s': %u values do not fit %zu bytes", tt->name,
+        return vkl_fail(ctx, VKL_ERR_OVERFLOW, "tensor '%s': %u values do not fit %zu bytes", tt->name,
                         tt->value_count, cap);
     unsigned char *p = dst;
     for (uint32_t k = 0; k < tt->value_count; k++, p += size) {
         int64_t v;
-        vkl_status st = vkl_expr_eval(g->syms, tt->value[k], values, count, &v);
-        if (st) return vkl_fail_prefix(g->ctx, st, "value of tensor '%s'", tt->name);
+        vkl_status st = vkl_expr_eval(ctx, g->syms, tt->value[k], values, count, &v);
+        if (st) return vkl_fail_prefix(ctx, st, "value of tensor '%s'", tt->name);
         union { int64_t i64; int32_t i32; int16_t i16; int8_t i8; double f64; float f32; uint16_t h; } u;
         switch (tt->dtype) {
         case VKL_DTYPE_F64: u.f64 = (double)v; break;

@@ -142,10 +142,15 @@ vkl_status vkl_graph_compact(vkl_graph *g);
  * ops.h for typed access with schema defaults). */
 const vkl_attr *vkl_node_attr(const vkl_node *n, const char *name);
 
+/* Readers of a built graph (vkl_graph_topo_order, vkl_shape_eval,
+ * vkl_tensor_eval) allocate scratch through, and report failures to, the
+ * context they are given rather than the graph's own: a loaded model's graph
+ * is read by every session, each on its own thread with its own context. */
+
 /* Live nodes in a topological order (inputs before users), stable: among
  * ready nodes, the lowest index first. `order` holds n_nodes entries; the
  * live count goes to *count. VKL_ERR_FORMAT naming a node on a cycle. */
-vkl_status vkl_graph_topo_order(const vkl_graph *g, uint32_t *order, uint32_t *count);
+vkl_status vkl_graph_topo_order(vkl_context *ctx, const vkl_graph *g, uint32_t *order, uint32_t *count);
 
 /* Structural checks: indexes in range, each tensor produced at most once and
  * only activations/states produced, every node input defined (weight, input,
@@ -161,18 +166,18 @@ vkl_status vkl_graph_validate(const vkl_graph *g);
 vkl_status vkl_graph_infer_shapes(vkl_graph *g);
 
 /* Element count of a shape for bound symbol values (overflow-checked). */
-vkl_status vkl_shape_eval(const vkl_graph *g, const vkl_shape *s, const int64_t *values, size_t count,
-                          int64_t *dims, int64_t *elements);
+vkl_status vkl_shape_eval(vkl_context *ctx, const vkl_graph *g, const vkl_shape *s, const int64_t *values,
+                          size_t count, int64_t *dims, int64_t *elements);
 /* Tensor t under bound symbol values: its dims, element count and canonical
  * bytes (vkl_tensor_bytes); an error names the tensor. */
-vkl_status vkl_tensor_eval(const vkl_graph *g, uint32_t t, const int64_t *values, size_t count, int64_t *dims,
-                           int64_t *elements, size_t *bytes);
+vkl_status vkl_tensor_eval(vkl_context *ctx, const vkl_graph *g, uint32_t t, const int64_t *values, size_t count,
+                           int64_t *dims, int64_t *elements, size_t *bytes);
 /* The bytes of a shape-value tensor (a value and no producer: a shape the
  * importer left as data) under bound symbol values, into dst (cap bytes):
  * integer and float dtypes of 1 to 8 bytes; *bytes = what was written.
  * Backends write them at the start of every execute (engine/backend.h). */
-vkl_status vkl_tensor_value_bytes(const vkl_graph *g, uint32_t t, const int64_t *values, size_t count, void *dst,
-                                  size_t cap, size_t *bytes);
+vkl_status vkl_tensor_value_bytes(vkl_context *ctx, const vkl_graph *g, uint32_t t, const int64_t *values, size_t count,
+                                  void *dst, size_t cap, size_t *bytes);
 /* Shape as text "[1, seq, 4096]" for messages; returns buf. */
 const char *vkl_shape_str(const vkl_graph *g, const vkl_shape *s, char *buf, size_t cap);
 

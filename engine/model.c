@@ -1,5 +1,6 @@
 /* vkl_model: open a .vkm, choose and open a backend, load the weights,
- * and find the inputs/outputs and symbols a causal LM session binds. */
+ * find the inputs/outputs and symbols a causal LM session binds, and plan
+ * its memory once for all sessions. */
 #include <string.h>
 
 #include "model.h"
@@ -85,6 +86,7 @@ static vkl_status find_roles(vkl_model *m) {
 
 void vkl_model_free(vkl_model *m) {
     if (!m) return;
+    vkl_plan_destroy(m->plan);
     if (m->weights) m->be->weights_release(m->dev, m->weights);
     if (m->dev) m->be->close(m->dev);
     vkl_vkm_close(m->vkm);
@@ -112,6 +114,11 @@ vkl_status vkl_model_load(vkl_context *ctx, const char *path, const vkl_model_op
     if (!st) m->be->caps(m->dev, &m->caps);
     if (!st) st = m->be->weights_load(m->dev, m->g, &m->weights);
     if (!st) st = find_roles(m);
+    /* only where a session could run: other graphs load for inspection */
+    if (!st && m->in_ids != VKL_NONE && m->vocab && m->sym_past != VKL_NO_SYMBOL &&
+        (st = vkl_plan_create(m->g, &m->plan)))
+        vkl_fail_prefix(ctx, st, "model: memory plan");
+    if (!st && m->plan) m->plan->align = vkl_arena_alignment(&m->caps);
     if (st) {
         vkl_model_free(m);
         return st;

@@ -5,8 +5,11 @@
 #define VKL_MODEL_H
 
 #include "backend.h"
+#include "plan.h"
 #include "vkm.h"
 
+/* Everything here is written by vkl_model_load only and read-only after:
+ * sessions on several threads share it (docs/runtime.md, "Threads"). */
 struct vkl_model {
     vkl_context *ctx;
     vkl_vkm *vkm;
@@ -15,6 +18,10 @@ struct vkl_model {
     vkl_backend_device *dev;
     vkl_backend_weights *weights;
     vkl_backend_caps caps;          /* as probed with the model's options */
+    /* The memory plan every session lays out for its own bindings: made at
+     * load because making it interns expressions in the graph's symbol table,
+     * which sessions read concurrently. NULL for graphs sessions refuse. */
+    vkl_plan *plan;
     /* roles (graph input/output positions, VKL_NONE when absent) */
     uint32_t in_ids, in_mask, in_pos, out_logits;
     /* symbols: batch, seq (new tokens), total (attended length), past */

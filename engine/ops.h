@@ -93,8 +93,10 @@ uint32_t vkl_node_inplace_input(const vkl_graph *g, uint32_t node);
  * moves only size-1 dims): the input, whose memory the planner gives
  * output 0; else VKL_NONE. values NULL asks "may it be one for some
  * binding" (a Transpose always may). Weights, states and shape values are
- * never viewed. engine/ops/views.c. */
-uint32_t vkl_node_view_input(const vkl_graph *g, uint32_t node, const int64_t *values, size_t count);
+ * never viewed. A failed shape evaluation (reported to ctx) means none.
+ * engine/ops/views.c. */
+uint32_t vkl_node_view_input(vkl_context *ctx, const vkl_graph *g, uint32_t node, const int64_t *values,
+                             size_t count);
 
 /* Typed attribute access with the schema's default when absent. Return
  * VKL_ERR_FORMAT (message names node and attribute) if present with the

@@ -76,7 +76,7 @@ static void live_ranges(vkl_plan *p) {
      * given the input's memory at layout: the input then lives as long as
      * the view. Backwards, so chains of views carry the range to the root. */
     for (uint32_t s = p->n_order; s-- > 0;) {
-        uint32_t src = vkl_node_view_input(g, p->order[s], NULL, 0);
+        uint32_t src = vkl_node_view_input(g->ctx, g, p->order[s], NULL, 0);
         uint32_t out = src == VKL_NONE ? VKL_NONE : g->nodes[p->order[s]].outputs[0];
         if (out != VKL_NONE && p->last[src] < p->last[out]) p->last[src] = p->last[out];
     }
@@ -198,7 +198,7 @@ vkl_status vkl_plan_create(const vkl_graph *g, vkl_plan **out) {
     p->last = vkl_calloc(ctx, nt, sizeof(uint32_t));
     vkl_status st = (!p->order || !p->buffer_of || !p->first || !p->last) ? VKL_ERR_OUT_OF_MEMORY : VKL_OK;
     for (uint32_t t = 0; t < g->n_tensors && p->buffer_of; t++) p->buffer_of[t] = VKL_NONE;
-    if (!st) st = vkl_graph_topo_order(g, p->order, &p->n_order);
+    if (!st) st = vkl_graph_topo_order(ctx, g, p->order, &p->n_order);
     if (!st) {
         live_ranges(p);
         st = assign(p);
@@ -212,22 +212,24 @@ vkl_status vkl_plan_create(const vkl_graph *g, vkl_plan **out) {
 }
 
 /* *out is written on every path: the compiler cannot see that vkl_fail never
- * returns VKL_OK, and callers add the result to running totals. */
-static vkl_status eval_bytes(const vkl_plan *p, vkl_expr e, const int64_t *values, size_t n, size_t *out) {
+ * returns VKL_OK, and callers add the result to running totals. Reports to
+ * ctx (vkl_plan_layout's caller's). */
+static vkl_status eval_bytes(vkl_context *ctx, const vkl_plan *p, vkl_expr e, const int64_t *values, size_t n,
+                             size_t *out) {
     const vkl_graph *g = p->g;
     *out = 0;
     int64_t v;
-    vkl_status st = vkl_expr_eval(g->syms, e, values, n, &v);
+    vkl_status st = vkl_expr_eval(ctx, g->syms, e, values, n, &v);
     if (st) return st;
-    if (v < 0) return vkl_fail(g->ctx, VKL_ERR_SHAPE, "plan: a buffer size evaluates to %lld", (long long)v);
+    if (v < 0) return vkl_fail(ctx, VKL_ERR_SHAPE, "plan: a buffer size evaluates to %lld", (long long)v);
     *out = vkl_align_up((size_t)v, p->align);
     return VKL_OK;
 }
 
-vkl_status vkl_plan_layout(const vkl_plan *p, const int64_t *values, const int64_t *state_values, size_t n_values,
-                           size_t *offsets, size_t *total) {
+vkl_status vkl_plan_layout(vkl_context *ctx, const vkl_plan *p, const int64_t *values, const int64_t *state_values,
+                           size_t n_values, size_t *offsets, size_t *total) {
     const vkl_graph *g = p->g;
-    size_t *buf_off = vkl_calloc(g->ctx, p->n_buffers ? p->n_buffers : 1, sizeof(size_t));
+    size_t *buf_off = vkl_calloc(ctx, p->n_buffers ? p->n_buffers : 1, sizeof(size_t));
     if (!buf_off) return VKL_ERR_OUT_OF_MEMORY;
     size_t end = 0;
     vkl_status st = VKL_OK;
@@ -235,10 +237,11 @@ vkl_status vkl_plan_layout(const vkl_plan *p, const int64_t *values, const int64
         for (uint32_t b = 0; b < p->n_buffers && !st; b++) {
             if (p->buffer_state[b] != (pass == 0)) continue;
             size_t bytes;
-            st = eval_bytes(p, p->buffer_size[b], pass == 0 && state_values ? state_values : values, n_values, &bytes);
+            st = eval_bytes(ctx, p, p->buffer_size[b], pass == 0 && state_values ? state_values : values, n_values,
+                            &bytes);
             if (st) break;
             buf_off[b] = end;
-            if (!vkl_add_size(end, bytes, &end)) st = vkl_fail(g->ctx, VKL_ERR_OVERFLOW, "plan: arena size overflows");
+            if (!vkl_add_size(end, bytes, &end)) st = vkl_fail(ctx, VKL_ERR_OVERFLOW, "plan: arena size overflows");
         }
     }
     for (uint32_t t = 0; !st && t < g->n_tensors; t++)
@@ -246,12 +249,12 @@ vkl_status vkl_plan_layout(const vkl_plan *p, const int64_t *values, const int64
     /* Views under this binding share their input's bytes (schedule order:
      * a view of a view takes the root's offset). */
     for (uint32_t k = 0; !st && k < p->n_order; k++) {
-        uint32_t src = vkl_node_view_input(g, p->order[k], values, n_values);
+        uint32_t src = vkl_node_view_input(ctx, g, p->order[k], values, n_values);
         uint32_t out = src == VKL_NONE ? VKL_NONE : g->nodes[p->order[k]].outputs[0];
         if (out != VKL_NONE && offsets[src] != SIZE_MAX && offsets[out] != SIZE_MAX) offsets[out] = offsets[src];
     }
     *total = end;
-    vkl_free(g->ctx, buf_off);
+    vkl_free(ctx, buf_off);
     return st;
 }
 
@@ -261,9 +264,9 @@ vkl_status vkl_plan_no_reuse_bytes(const vkl_plan *p, const int64_t *values, siz
     for (uint32_t t = 0; t < g->n_tensors; t++) {
         if (p->buffer_of[t] == VKL_NONE || alias_of(g, t) != VKL_NONE) continue;
         vkl_expr e;
-        size_t bytes;
+        size_t bytes = 0;
         vkl_status st = tensor_size(g, t, &e);
-        if (!st) st = eval_bytes(p, e, values, n_values, &bytes);
+        if (!st) st = eval_bytes(g->ctx, p, e, values, n_values, &bytes);
         if (st) return st;
         if (!vkl_add_size(sum, bytes, &sum)) return vkl_fail(g->ctx, VKL_ERR_OVERFLOW, "plan: size overflows");
     }
@@ -276,7 +279,7 @@ static uint32_t view_root(const vkl_graph *g, uint32_t t, const int64_t *values,
     for (;;) {
         uint32_t pr = g->tensors[t].producer;
         uint32_t src = pr == VKL_NONE || g->nodes[pr].outputs[0] != t ? VKL_NONE
-                                                                       : vkl_node_view_input(g, pr, values, n_values);
+                                                                       : vkl_node_view_input(g->ctx, g, pr, values, n_values);
         if (src == VKL_NONE) return t;
         t = src;
     }
@@ -288,17 +291,17 @@ vkl_status vkl_plan_verify(const vkl_plan *p, const int64_t *values, size_t n_va
     size_t *off = vkl_calloc(ctx, g->n_tensors ? g->n_tensors : 1, sizeof(size_t));
     size_t *len = vkl_calloc(ctx, g->n_tensors ? g->n_tensors : 1, sizeof(size_t));
     size_t total;
-    vkl_status st = (!off || !len) ? VKL_ERR_OUT_OF_MEMORY : vkl_plan_layout(p, values, NULL, n_values, off, &total);
+    vkl_status st = (!off || !len) ? VKL_ERR_OUT_OF_MEMORY : vkl_plan_layout(ctx, p, values, NULL, n_values, off, &total);
     for (uint32_t t = 0; !st && t < g->n_tensors; t++) {
         if (p->buffer_of[t] == VKL_NONE) continue;
         vkl_expr e;
         int64_t v;
         st = tensor_size(g, t, &e);
-        if (!st) st = vkl_expr_eval(g->syms, e, values, n_values, &v);
+        if (!st) st = vkl_expr_eval(ctx, g->syms, e, values, n_values, &v);
         if (st) break;
         len[t] = (size_t)v;
         size_t cap;
-        st = eval_bytes(p, p->buffer_size[p->buffer_of[t]], values, n_values, &cap);
+        st = eval_bytes(ctx, p, p->buffer_size[p->buffer_of[t]], values, n_values, &cap);
         if (!st && len[t] > cap)
             st = vkl_fail(ctx, VKL_ERR_INTERNAL, "plan: tensor '%s' (%zu bytes) exceeds its buffer (%zu)",
                           g->tensors[t].name, len[t], cap);

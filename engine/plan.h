@@ -21,15 +21,22 @@ typedef struct vkl_plan {
     size_t align;          /* buffer placement: VKL_ARENA_ALIGN, or the backend's larger need */
 } vkl_plan;
 
+/* Making a plan interns its buffer sizes as expressions in the graph's
+ * symbol table, so it is made once, when the graph is built or loaded
+ * (vkl_model_load), never while sessions read the graph; the same holds for
+ * vkl_plan_no_reuse_bytes and vkl_plan_verify (tools and tests). Reports
+ * through the graph's context. */
 vkl_status vkl_plan_create(const vkl_graph *g, vkl_plan **out);
 void vkl_plan_destroy(vkl_plan *p);
 
 /* Offsets (per tensor; SIZE_MAX for weights and unused tensors) for one
  * binding; *total is the arena bytes it needs. Buffers are `align`-aligned.
  * States come first, sized by `state_values` (the session's maximum binding;
- * NULL: `values`), so the KV cache keeps its place whatever the step. */
-vkl_status vkl_plan_layout(const vkl_plan *p, const int64_t *values, const int64_t *state_values, size_t n_values,
-                           size_t *offsets, size_t *total);
+ * NULL: `values`), so the KV cache keeps its place whatever the step. Only
+ * reads the plan and the graph, and reports to `ctx`: sessions of one model
+ * lay out its one plan concurrently. */
+vkl_status vkl_plan_layout(vkl_context *ctx, const vkl_plan *p, const int64_t *values, const int64_t *state_values,
+                           size_t n_values, size_t *offsets, size_t *total);
 
 /* Bytes if every tensor had its own memory, for the same binding. */
 vkl_status vkl_plan_no_reuse_bytes(const vkl_plan *p, const int64_t *values, size_t n_values, size_t *total);

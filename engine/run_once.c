@@ -31,7 +31,7 @@ vkl_status vkl_bind_from_inputs(const vkl_graph *g, const vkl_host_tensor *input
                     continue;
                 }
                 int64_t v;
-                vkl_status st = vkl_expr_eval(g->syms, e, values, count, &v);
+                vkl_status st = vkl_expr_eval(g->ctx, g->syms, e, values, count, &v);
                 if (st) return vkl_fail_prefix(g->ctx, st, "input '%s' dim %u", t->name, d);
                 if (v != h->dims[d]) {
                     vkl_expr_print(g->syms, e, text, sizeof(text));
@@ -54,8 +54,8 @@ typedef struct run_state {
 } run_state;
 
 static void release(const vkl_backend_vtable *be, vkl_context *ctx, run_state *s) {
-    if (s->exec) be->exec_release(s->dev, s->exec);
-    if (s->arena) be->buffer_destroy(s->dev, s->arena);
+    if (s->exec) be->exec_release(s->dev, ctx, s->exec);
+    if (s->arena) be->buffer_destroy(s->dev, ctx, s->arena);
     if (s->w) be->weights_release(s->dev, s->w);
     vkl_free(ctx, s->offsets);
     vkl_free(ctx, s->values);
@@ -72,13 +72,13 @@ vkl_status vkl_read_outputs(vkl_context *ctx, const vkl_backend_vtable *be, vkl_
         int64_t elements;
         o->dtype = g->tensors[t].dtype;
         o->rank = g->tensors[t].shape.rank;
-        st = vkl_tensor_eval(g, t, values, count, o->dims, &elements, &o->nbytes);
+        st = vkl_tensor_eval(ctx, g, t, values, count, o->dims, &elements, &o->nbytes);
         if (!st) {
             o->data = vkl_malloc(ctx, o->nbytes ? o->nbytes : 1);
             if (!o->data) st = VKL_ERR_OUT_OF_MEMORY;
         }
         if (!st && g->tensors[t].kind == VKL_TENSOR_WEIGHT) memcpy(o->data, g->tensors[t].data, o->nbytes);
-        else if (!st) st = be->buffer_read(dev, mem->arena, mem->offsets[t], o->data, o->nbytes);
+        else if (!st) st = be->buffer_read(dev, ctx, mem->arena, mem->offsets[t], o->data, o->nbytes);
     }
     if (st)
         for (uint32_t k = 0; k < g->n_outputs; k++) {
@@ -122,7 +122,7 @@ vkl_status vkl_run_once_on(vkl_context *ctx, const vkl_backend_vtable *be, vkl_b
         if (g->tensors[t].kind == VKL_TENSOR_WEIGHT) continue;
         int64_t dims[VKL_MAX_RANK], elements;
         size_t bytes;
-        if (vkl_tensor_eval(g, t, s.values, nsym, dims, &elements, &bytes)) {
+        if (vkl_tensor_eval(ctx, g, t, s.values, nsym, dims, &elements, &bytes)) {
             /* unbound symbols: only an error if the tensor is used; prepare reports it */
             continue;
         }
@@ -138,7 +138,7 @@ vkl_status vkl_run_once_on(vkl_context *ctx, const vkl_backend_vtable *be, vkl_b
         if (src != VKL_NONE) s.offsets[g->nodes[i].outputs[0]] = s.offsets[src];
     }
     if (!st) st = be->weights_load(s.dev, g, &s.w);
-    if (!st) st = be->buffer_create(s.dev, VKL_BUFFER_DEVICE, total, &s.arena);
+    if (!st) st = be->buffer_create(s.dev, ctx, VKL_BUFFER_DEVICE, total, &s.arena);
     if (!st && total) {
         /* Poison: 0xFF bytes are NaN in every float type and -1 in ints, so an
          * output a kernel forgets to write cannot pass a comparison. */
@@ -150,9 +150,9 @@ vkl_status vkl_run_once_on(vkl_context *ctx, const vkl_backend_vtable *be, vkl_b
                 if (g->tensors[t].kind != VKL_TENSOR_STATE || s.offsets[t] == VKL_NO_OFFSET) continue;
                 int64_t dims[VKL_MAX_RANK], elements;
                 size_t bytes;
-                if (!vkl_tensor_eval(g, t, s.values, nsym, dims, &elements, &bytes)) memset(poison + s.offsets[t], 0, bytes);
+                if (!vkl_tensor_eval(ctx, g, t, s.values, nsym, dims, &elements, &bytes)) memset(poison + s.offsets[t], 0, bytes);
             }
-            st = be->buffer_write(s.dev, s.arena, 0, poison, total);
+            st = be->buffer_write(s.dev, ctx, s.arena, 0, poison, total);
             vkl_free(ctx, poison);
         }
     }
@@ -160,20 +160,20 @@ vkl_status vkl_run_once_on(vkl_context *ctx, const vkl_backend_vtable *be, vkl_b
         uint32_t t = g->inputs[k];
         int64_t dims[VKL_MAX_RANK], elements;
         size_t bytes;
-        st = vkl_tensor_eval(g, t, s.values, nsym, dims, &elements, &bytes);
+        st = vkl_tensor_eval(ctx, g, t, s.values, nsym, dims, &elements, &bytes);
         if (!st && inputs[k].dtype != g->tensors[t].dtype)
             st = vkl_fail(ctx, VKL_ERR_INVALID_ARGUMENT, "input '%s' is %s; the graph wants %s", g->tensors[t].name,
                           vkl_dtype_name(inputs[k].dtype), vkl_dtype_name(g->tensors[t].dtype));
         if (!st && inputs[k].nbytes != bytes)
             st = vkl_fail(ctx, VKL_ERR_INVALID_ARGUMENT, "input '%s' has %zu bytes; its shape needs %zu",
                           g->tensors[t].name, inputs[k].nbytes, bytes);
-        if (!st) st = be->buffer_write(s.dev, s.arena, s.offsets[t], inputs[k].data, bytes);
+        if (!st) st = be->buffer_write(s.dev, ctx, s.arena, s.offsets[t], inputs[k].data, bytes);
     }
     vkl_binding binding = {s.values, nsym};
     vkl_memory_map mem = {s.arena, s.offsets, g->n_tensors};
-    if (!st) st = be->prepare(s.dev, g, s.w, &mem, &binding, &s.exec);
-    if (!st) st = be->execute(s.dev, s.exec, &binding);
-    if (!st) st = be->wait(s.dev, s.exec);
+    if (!st) st = be->prepare(s.dev, ctx, g, s.w, &mem, &binding, &s.exec);
+    if (!st) st = be->execute(s.dev, ctx, s.exec, &binding);
+    if (!st) st = be->wait(s.dev, ctx, s.exec);
     if (!st) st = vkl_read_outputs(ctx, be, s.dev, &mem, g, s.values, nsym, outputs);
     release(be, ctx, &s);
     return st;

@@ -27,7 +27,7 @@ struct vkl_runner {
 
 void vkl_runner_destroy(vkl_runner *r) {
     if (!r) return;
-    if (r->arena) r->be->buffer_destroy(r->dev, r->arena);
+    if (r->arena) r->be->buffer_destroy(r->dev, r->ctx, r->arena);
     if (r->w) r->be->weights_release(r->dev, r->w);
     if (r->dev) r->be->close(r->dev);
     vkl_free(r->ctx, r->offsets);
@@ -69,7 +69,7 @@ vkl_status vkl_runner_create(vkl_context *ctx, const vkl_backend_vtable *be, con
 /* Bytes of tensor t under the current binding (dims to `dims`). */
 static vkl_status tensor_bytes(vkl_runner *r, uint32_t t, int64_t *dims, size_t *bytes) {
     int64_t elements;
-    return vkl_tensor_eval(r->g, t, r->values, r->n_values, dims, &elements, bytes);
+    return vkl_tensor_eval(r->ctx, r->g, t, r->values, r->n_values, dims, &elements, bytes);
 }
 
 /* First step: states get max_context rows each at the start of the arena. */
@@ -137,23 +137,23 @@ static vkl_status place_step(vkl_runner *r) {
     if (end <= r->arena_size && r->arena) return VKL_OK;
     /* Grow, carrying the states over through the host. */
     vkl_backend_buffer *bigger;
-    vkl_status st = r->be->buffer_create(r->dev, VKL_BUFFER_DEVICE, end, &bigger);
+    vkl_status st = r->be->buffer_create(r->dev, r->ctx, VKL_BUFFER_DEVICE, end, &bigger);
     if (st) return st;
     if (r->arena && r->states_end) {
         void *tmp = vkl_malloc(r->ctx, r->states_end);
-        st = tmp ? r->be->buffer_read(r->dev, r->arena, 0, tmp, r->states_end) : VKL_ERR_OUT_OF_MEMORY;
-        if (!st) st = r->be->buffer_write(r->dev, bigger, 0, tmp, r->states_end);
+        st = tmp ? r->be->buffer_read(r->dev, r->ctx, r->arena, 0, tmp, r->states_end) : VKL_ERR_OUT_OF_MEMORY;
+        if (!st) st = r->be->buffer_write(r->dev, r->ctx, bigger, 0, tmp, r->states_end);
         vkl_free(r->ctx, tmp);
     } else if (r->states_end) {
         void *zero = vkl_calloc(r->ctx, 1, r->states_end);
-        st = zero ? r->be->buffer_write(r->dev, bigger, 0, zero, r->states_end) : VKL_ERR_OUT_OF_MEMORY;
+        st = zero ? r->be->buffer_write(r->dev, r->ctx, bigger, 0, zero, r->states_end) : VKL_ERR_OUT_OF_MEMORY;
         vkl_free(r->ctx, zero);
     }
     if (st) {
-        r->be->buffer_destroy(r->dev, bigger);
+        r->be->buffer_destroy(r->dev, r->ctx, bigger);
         return st;
     }
-    if (r->arena) r->be->buffer_destroy(r->dev, r->arena);
+    if (r->arena) r->be->buffer_destroy(r->dev, r->ctx, r->arena);
     r->arena = bigger;
     r->arena_size = end;
     return VKL_OK;
@@ -188,15 +188,15 @@ vkl_status vkl_runner_step(vkl_runner *r, const vkl_host_tensor *inputs, const v
             st = vkl_fail(r->ctx, VKL_ERR_INVALID_ARGUMENT, "input '%s': got %s with %zu bytes, the graph needs %s with %zu",
                           g->tensors[t].name, vkl_dtype_name(inputs[k].dtype), inputs[k].nbytes,
                           vkl_dtype_name(g->tensors[t].dtype), bytes);
-        if (!st) st = r->be->buffer_write(r->dev, r->arena, r->offsets[t], inputs[k].data, bytes);
+        if (!st) st = r->be->buffer_write(r->dev, r->ctx, r->arena, r->offsets[t], inputs[k].data, bytes);
     }
     vkl_binding binding = {r->values, r->n_values};
     vkl_memory_map mem = {r->arena, r->offsets, g->n_tensors};
     vkl_backend_exec *exec = NULL;
-    if (!st) st = r->be->prepare(r->dev, g, r->w, &mem, &binding, &exec);
-    if (!st) st = r->be->execute(r->dev, exec, &binding);
-    if (!st) st = r->be->wait(r->dev, exec);
-    if (exec) r->be->exec_release(r->dev, exec);
+    if (!st) st = r->be->prepare(r->dev, r->ctx, g, r->w, &mem, &binding, &exec);
+    if (!st) st = r->be->execute(r->dev, r->ctx, exec, &binding);
+    if (!st) st = r->be->wait(r->dev, r->ctx, exec);
+    if (exec) r->be->exec_release(r->dev, r->ctx, exec);
     if (!st) st = vkl_read_outputs(r->ctx, r->be, r->dev, &mem, g, r->values, r->n_values, outputs);
     return st;
 }
@@ -210,5 +210,5 @@ vkl_status vkl_runner_read_state(vkl_runner *r, uint32_t tensor, int64_t rows, v
     size_t bytes = (size_t)rows * r->row_bytes[tensor];
     *row_bytes = r->row_bytes[tensor];
     if (bytes > cap) return vkl_fail(r->ctx, VKL_ERR_INVALID_ARGUMENT, "runner: %zu bytes do not fit in %zu", bytes, cap);
-    return r->be->buffer_read(r->dev, r->arena, r->offsets[tensor], dst, bytes);
+    return r->be->buffer_read(r->dev, r->ctx, r->arena, r->offsets[tensor], dst, bytes);
 }

@@ -11,7 +11,12 @@
  * any later step unmasks them. Both kinds of executables are prepared at
  * creation, so a conversation's first prompt and every decode step prepare
  * and allocate nothing. A later prompt chunk (past > 0) is prepared on first
- * use and kept in a small LRU: its causal offset is its exact past length. */
+ * use and kept in a small LRU: its causal offset is its exact past length.
+ *
+ * Threads: a session reads its model (graph, plan, weights, backend device)
+ * and writes only its own state; every failure, allocation and log line goes
+ * through its own context (options.context, else the model's), so sessions
+ * with contexts of their own run on different threads at once. */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <string.h>
 #include <time.h>
@@ -34,9 +39,8 @@ typedef struct exec_slot {
 
 struct vkl_session {
     vkl_model *m;
-    vkl_context *ctx;
+    vkl_context *ctx; /* options.context, or the model's */
     vkl_session_options opt;
-    vkl_plan *plan;
     vkl_backend_buffer *arena;
     size_t arena_bytes, kv_bytes;
     int64_t *values, *max_values; /* symbol bindings: this step, the planned maximum */
@@ -88,7 +92,7 @@ static void bind(vkl_session *s, int64_t *values, int64_t seq, int64_t past, int
 
 static void release_slots(vkl_session *s, exec_slot *slots, size_t n) {
     for (size_t i = 0; slots && i < n; i++) {
-        if (slots[i].exec) s->m->be->exec_release(s->m->dev, slots[i].exec);
+        if (slots[i].exec) s->m->be->exec_release(s->m->dev, s->ctx, slots[i].exec);
         vkl_free(s->ctx, slots[i].offsets);
     }
 }
@@ -101,10 +105,9 @@ void vkl_session_free(vkl_session *s) {
     release_slots(s, s->first, s->n_first);
     vkl_free(s->ctx, s->decode);
     vkl_free(s->ctx, s->first);
-    if (s->arena) m->be->buffer_destroy(m->dev, s->arena);
-    if (s->io_in) m->be->buffer_destroy(m->dev, s->io_in);
-    if (s->io_out) m->be->buffer_destroy(m->dev, s->io_out);
-    vkl_plan_destroy(s->plan);
+    if (s->arena) m->be->buffer_destroy(m->dev, s->ctx, s->arena);
+    if (s->io_in) m->be->buffer_destroy(m->dev, s->ctx, s->io_in);
+    if (s->io_out) m->be->buffer_destroy(m->dev, s->ctx, s->io_out);
     vkl_sampler_destroy(s->sampler);
     vkl_free(s->ctx, s->values);
     vkl_free(s->ctx, s->max_values);
@@ -123,6 +126,7 @@ static vkl_status check_model(vkl_context *ctx, const vkl_model *m) {
         return vkl_fail(ctx, VKL_ERR_UNSUPPORTED,
                         "session: the model has no internal KV cache; import it without --no-kv-inplace");
     if (m->sym_seq == VKL_NO_SYMBOL) return vkl_fail(ctx, VKL_ERR_UNSUPPORTED, "session: input_ids' length is not a symbol");
+    if (!m->plan) return vkl_fail(ctx, VKL_ERR_INTERNAL, "session: the model has no memory plan");
     return VKL_OK;
 }
 
@@ -134,26 +138,29 @@ static vkl_status allocate(vkl_session *s) {
     bind(s, s->max_values, chunk, maxc - chunk, maxc);
     size_t *offsets = vkl_calloc(ctx, g->n_tensors + 1, sizeof(size_t));
     if (!offsets) return VKL_ERR_OUT_OF_MEMORY;
-    vkl_status st = vkl_plan_layout(s->plan, s->max_values, s->max_values, s->n_values, offsets, &s->arena_bytes);
+    const vkl_plan *plan = s->m->plan;
+    vkl_status st = vkl_plan_layout(ctx, plan, s->max_values, s->max_values, s->n_values, offsets, &s->arena_bytes);
     size_t decode_bytes = 0;
     int64_t *tmp = s->values;
     bind(s, tmp, 1, maxc - 1, maxc);
-    if (!st) st = vkl_plan_layout(s->plan, tmp, s->max_values, s->n_values, offsets, &decode_bytes);
+    if (!st) st = vkl_plan_layout(ctx, plan, tmp, s->max_values, s->n_values, offsets, &decode_bytes);
     if (decode_bytes > s->arena_bytes) s->arena_bytes = decode_bytes;
-    if (!st) st = s->m->be->buffer_create(s->m->dev, VKL_BUFFER_DEVICE, s->arena_bytes, &s->arena);
+    if (!st) st = s->m->be->buffer_create(s->m->dev, ctx, VKL_BUFFER_DEVICE, s->arena_bytes, &s->arena);
     /* ids and positions hold a chunk, the mask a whole context (i64 each) */
     s->io_at[0] = 0;
     s->io_at[1] = ((size_t)chunk * 8 + 63) & ~(size_t)63;
     s->io_at[2] = s->io_at[1] * 2;
-    if (!st) st = s->m->be->buffer_create(s->m->dev, VKL_BUFFER_UPLOAD, s->io_at[2] + (size_t)maxc * 8, &s->io_in);
-    if (!st) st = s->m->be->buffer_create(s->m->dev, VKL_BUFFER_READBACK, s->m->vocab * sizeof(float), &s->io_out);
+    if (!st)
+        st = s->m->be->buffer_create(s->m->dev, ctx, VKL_BUFFER_UPLOAD, s->io_at[2] + (size_t)maxc * 8, &s->io_in);
+    if (!st)
+        st = s->m->be->buffer_create(s->m->dev, ctx, VKL_BUFFER_READBACK, s->m->vocab * sizeof(float), &s->io_out);
     s->kv_bytes = 0;
     size_t kv_end = 0; /* states come first in the layout, aligned: zero up to the last one's end */
     for (uint32_t t = 0; !st && t < g->n_tensors; t++)
-        if (g->tensors[t].kind == VKL_TENSOR_STATE && s->plan->buffer_of[t] != VKL_NONE) {
+        if (g->tensors[t].kind == VKL_TENSOR_STATE && plan->buffer_of[t] != VKL_NONE) {
             int64_t dims[VKL_MAX_RANK], n;
             size_t bytes;
-            st = vkl_tensor_eval(g, t, s->max_values, s->n_values, dims, &n, &bytes);
+            st = vkl_tensor_eval(ctx, g, t, s->max_values, s->n_values, dims, &n, &bytes);
             if (st) break;
             s->kv_bytes += bytes;
             if (offsets[t] + bytes > kv_end) kv_end = offsets[t] + bytes;
@@ -162,7 +169,7 @@ static vkl_status allocate(vkl_session *s) {
      * 0 weight x NaN would still be NaN) */
     if (!st && kv_end) {
         void *zero = vkl_calloc(ctx, 1, kv_end);
-        st = zero ? s->m->be->buffer_write(s->m->dev, s->arena, 0, zero, kv_end) : VKL_ERR_OUT_OF_MEMORY;
+        st = zero ? s->m->be->buffer_write(s->m->dev, ctx, s->arena, 0, zero, kv_end) : VKL_ERR_OUT_OF_MEMORY;
         vkl_free(ctx, zero);
     }
     vkl_free(ctx, offsets);
@@ -172,10 +179,11 @@ static vkl_status allocate(vkl_session *s) {
 static vkl_status prepare_padded(vkl_session *s);
 
 vkl_status vkl_session_create(vkl_model *m, const vkl_session_options *options, vkl_session **out) {
-    if (!m || !out) return m ? vkl_fail(m->ctx, VKL_ERR_INVALID_ARGUMENT, "vkl_session_create: out is NULL")
-                             : VKL_ERR_INVALID_ARGUMENT;
+    vkl_context *ctx = options && options->context ? options->context : m ? m->ctx : NULL;
+    if (!m || !out) return ctx ? vkl_fail(ctx, VKL_ERR_INVALID_ARGUMENT, "vkl_session_create: %s is NULL",
+                                          m ? "out" : "model")
+                               : VKL_ERR_INVALID_ARGUMENT;
     *out = NULL;
-    vkl_context *ctx = m->ctx;
     vkl_status st = check_model(ctx, m);
     if (st) return st;
     vkl_session *s = vkl_calloc(ctx, 1, sizeof(*s));
@@ -184,6 +192,7 @@ vkl_status vkl_session_create(vkl_model *m, const vkl_session_options *options, 
     s->ctx = ctx;
     if (options) s->opt = *options;
     else vkl_session_options_init(&s->opt);
+    s->opt.context = ctx;
     if (s->opt.max_context < 1 || s->opt.prefill_chunk < 1 || s->opt.pad_multiple < 1) {
         vkl_free(ctx, s);
         return vkl_fail(ctx, VKL_ERR_INVALID_ARGUMENT, "session: max_context, prefill_chunk and pad_multiple must be >= 1");
@@ -210,8 +219,6 @@ vkl_status vkl_session_create(vkl_model *m, const vkl_session_options *options, 
     if (!s->values || !s->max_values || !s->ids || !s->pos || !s->mask || !s->logits || !s->history)
         st = VKL_ERR_OUT_OF_MEMORY;
     if (!st) st = vkl_sampler_create(ctx, &s->opt.sampling, m->vocab, &s->sampler);
-    if (!st) st = vkl_plan_create(m->g, &s->plan);
-    if (!st) s->plan->align = vkl_arena_alignment(&m->caps);
     if (!st) st = allocate(s);
     if (!st) st = prepare_padded(s);
     if (st) {
@@ -228,7 +235,8 @@ vkl_status vkl_session_create(vkl_model *m, const vkl_session_options *options, 
 static vkl_status prepare_slot(vkl_session *s, exec_slot *slot, int64_t seq, int64_t past, int64_t total) {
     vkl_model *m = s->m;
     size_t total_bytes;
-    vkl_status st = vkl_plan_layout(s->plan, s->values, s->max_values, s->n_values, slot->offsets, &total_bytes);
+    vkl_status st =
+        vkl_plan_layout(s->ctx, m->plan, s->values, s->max_values, s->n_values, slot->offsets, &total_bytes);
     if (!st && total_bytes > s->arena_bytes)
         st = vkl_fail(s->ctx, VKL_ERR_INTERNAL, "session: step needs %zu arena bytes, planned %zu", total_bytes,
                       s->arena_bytes);
@@ -242,7 +250,7 @@ static vkl_status prepare_slot(vkl_session *s, exec_slot *slot, int64_t seq, int
             up[n_up++] = (vkl_io_copy){s->io_in, s->io_at[r], m->g->inputs[roles[r]], 0, (size_t)rows[r] * 8};
     vkl_memory_map mem = {s->arena, slot->offsets, m->g->n_tensors, up, n_up, &down, seq == 1 ? 1 : 0};
     vkl_binding b = {s->values, s->n_values};
-    if (!st) st = m->be->prepare(m->dev, m->g, m->weights, &mem, &b, &slot->exec);
+    if (!st) st = m->be->prepare(m->dev, s->ctx, m->g, m->weights, &mem, &b, &slot->exec);
     if (st) return st;
     slot->seq = seq;
     slot->past = past;
@@ -329,7 +337,7 @@ static vkl_status executable(vkl_session *s, int64_t seq, int64_t past, int64_t 
         }
         if (!e->exec || (victim->exec && e->last_use < victim->last_use)) victim = e;
     }
-    if (victim->exec) s->m->be->exec_release(s->m->dev, victim->exec);
+    if (victim->exec) s->m->be->exec_release(s->m->dev, s->ctx, victim->exec);
     victim->exec = NULL;
     vkl_status st = prepare_slot(s, victim, seq, past, total);
     if (st) return st;
@@ -346,7 +354,7 @@ static vkl_status write_input(vkl_session *s, int r, uint32_t role, const int64_
     if (g->tensors[t].dtype != VKL_DTYPE_I64)
         return vkl_fail(s->ctx, VKL_ERR_UNSUPPORTED, "session: input '%s' is %s; int64 expected", g->tensors[t].name,
                         vkl_dtype_name(g->tensors[t].dtype));
-    return s->m->be->buffer_write(s->m->dev, s->io_in, s->io_at[r], data, count * sizeof(int64_t));
+    return s->m->be->buffer_write(s->m->dev, s->ctx, s->io_in, s->io_at[r], data, count * sizeof(int64_t));
 }
 
 /* One step: n tokens at positions [length, length + n). Decode steps (n = 1)
@@ -372,11 +380,11 @@ static vkl_status step(vkl_session *s, const int32_t *tokens, size_t n, float *a
     if (!st) st = write_input(s, 2, m->in_mask, s->mask, (size_t)padded);
     vkl_binding actual = {s->values, s->n_values};
     vkl_nonfinite first = {0};
-    if (!st && s->opt.check_finite) st = m->be->execute_checked(m->dev, e->exec, &actual, &first);
-    else if (!st) st = m->be->execute(m->dev, e->exec, &actual);
-    if (!st) st = m->be->wait(m->dev, e->exec);
+    if (!st && s->opt.check_finite) st = m->be->execute_checked(m->dev, s->ctx, e->exec, &actual, &first);
+    else if (!st) st = m->be->execute(m->dev, s->ctx, e->exec, &actual);
+    if (!st) st = m->be->wait(m->dev, s->ctx, e->exec);
     vkl_state_traffic traffic;
-    if (!st && m->be->state_traffic && !m->be->state_traffic(m->dev, e->exec, &traffic)) {
+    if (!st && m->be->state_traffic && !m->be->state_traffic(m->dev, s->ctx, e->exec, &traffic)) {
         s->stats.kv_bytes_written += traffic.written;
         s->stats.kv_bytes_read += traffic.read;
         s->stats.kv_bytes_copied += traffic.copied;
@@ -386,9 +394,10 @@ static vkl_status step(vkl_session *s, const int32_t *tokens, size_t n, float *a
         size_t row = m->vocab * sizeof(float);
         /* a one-row step downloaded its row itself; a prompt's last real
          * row depends on its true length, so it is read from the arena */
-        st = seq == 1 ? m->be->buffer_read(m->dev, s->io_out, 0, s->logits, row)
-                      : m->be->buffer_read(m->dev, s->arena, e->offsets[t] + (n - 1) * row, s->logits, row);
-        if (!st && all_logits) st = m->be->buffer_read(m->dev, s->arena, e->offsets[t], all_logits, n * row);
+        st = seq == 1 ? m->be->buffer_read(m->dev, s->ctx, s->io_out, 0, s->logits, row)
+                      : m->be->buffer_read(m->dev, s->ctx, s->arena, e->offsets[t] + (n - 1) * row, s->logits, row);
+        if (!st && all_logits)
+            st = m->be->buffer_read(m->dev, s->ctx, s->arena, e->offsets[t], all_logits, n * row);
         if (!st && s->opt.check_finite)
             st = vkl_nonfinite_check_logits(s->ctx, m->g, &first, all_logits ? all_logits : s->logits,
                                             all_logits ? n * m->vocab : m->vocab);

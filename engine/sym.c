@@ -1291,22 +1291,23 @@ static vkl_status eval_expr(eval_env *ev, vkl_expr e, int64_t *out) {
     return VKL_OK;
 }
 
-vkl_status vkl_expr_eval(const vkl_symtab *t, vkl_expr e, const int64_t *values, size_t count, int64_t *out) {
+vkl_status vkl_expr_eval(vkl_context *ctx, const vkl_symtab *t, vkl_expr e, const int64_t *values, size_t count,
+                         int64_t *out) {
     if (!t) return VKL_ERR_INVALID_ARGUMENT;
-    if (!out || (!values && count)) return vkl_fail(t->ctx, VKL_ERR_INVALID_ARGUMENT, "vkl_expr_eval: NULL argument");
+    if (!out || (!values && count)) return vkl_fail(ctx, VKL_ERR_INVALID_ARGUMENT, "vkl_expr_eval: NULL argument");
     if (!valid(t, e))
-        return vkl_fail(t->ctx, VKL_ERR_INVALID_ARGUMENT, "vkl_expr_eval: invalid expression handle %" PRIu32, e);
+        return vkl_fail(ctx, VKL_ERR_INVALID_ARGUMENT, "vkl_expr_eval: invalid expression handle %" PRIu32, e);
     eval_env ev = {t, values, values ? count : 0, NONE};
     vkl_status st = eval_expr(&ev, e, out);
     if (!st) return VKL_OK;
     char s[TEXT_MAX];
     quote(t, e, s, sizeof s);
     if (st == VKL_ERR_OVERFLOW)
-        return vkl_fail(t->ctx, st, "evaluating '%s' overflows int64", s);
+        return vkl_fail(ctx, st, "evaluating '%s' overflows int64", s);
     const char *name = t->syms[ev.bad].name;
     if (st == VKL_ERR_NOT_FOUND)
-        return vkl_fail(t->ctx, st, "evaluating '%s': symbol '%s' is unbound", s, name);
-    return vkl_fail(t->ctx, st, "evaluating '%s': symbol '%s' is bound to a negative value %" PRId64, s, name,
+        return vkl_fail(ctx, st, "evaluating '%s': symbol '%s' is unbound", s, name);
+    return vkl_fail(ctx, st, "evaluating '%s': symbol '%s' is bound to a negative value %" PRId64, s, name,
                     values[ev.bad]);
 }
 

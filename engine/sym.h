@@ -86,8 +86,10 @@ bool vkl_expr_uses_symbol(const vkl_symtab *t, vkl_expr e, size_t index);
  * to VKL_SYM_UNBOUND and indexes >= count are unbound). Every step is
  * overflow-checked. Errors: VKL_ERR_NOT_FOUND naming an unbound symbol,
  * VKL_ERR_INVALID_ARGUMENT for a negative value (the simplifications assume
- * symbols are >= 0), VKL_ERR_OVERFLOW. Does not allocate. */
-vkl_status vkl_expr_eval(const vkl_symtab *t, vkl_expr e, const int64_t *values, size_t count,
+ * symbols are >= 0), VKL_ERR_OVERFLOW, reported to `ctx` (not the symtab's
+ * own context: sessions evaluate one shared graph's shapes on several threads,
+ * each reporting to its own context). Does not allocate. */
+vkl_status vkl_expr_eval(vkl_context *ctx, const vkl_symtab *t, vkl_expr e, const int64_t *values, size_t count,
                          int64_t *out);
 
 /* Text form. Grammar (whitespace ignored):

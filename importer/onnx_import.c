@@ -161,7 +161,7 @@ static vkl_status infer_shapes(onnx_builder *b) {
     uint32_t *order = vkl_calloc(b->ctx, g->n_nodes ? g->n_nodes : 1, sizeof(uint32_t));
     if (!order) return VKL_ERR_OUT_OF_MEMORY;
     uint32_t count = 0;
-    vkl_status st = vkl_graph_topo_order(g, order, &count);
+    vkl_status st = vkl_graph_topo_order(g->ctx, g, order, &count);
     for (uint32_t i = 0; !st && i < count; i++) {
         const vkl_op_info *info = vkl_op_info_get((vkl_op)g->nodes[order[i]].op);
         st = info->infer(g, order[i]);

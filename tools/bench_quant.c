@@ -171,30 +171,30 @@ static void run_case(vkl_context *ctx, const vkl_backend_vtable *be, vkl_backend
         memcpy(y, a, (size_t)K * 4);
     }
     if (!st) st = be->weights_load(dev, g, &w);
-    if (!st) st = be->buffer_create(dev, VKL_BUFFER_DEVICE, total, &arena);
-    if (!st) st = be->buffer_write(dev, arena, 0, y, total);
+    if (!st) st = be->buffer_create(dev, ctx, VKL_BUFFER_DEVICE, total, &arena);
+    if (!st) st = be->buffer_write(dev, ctx, arena, 0, y, total);
     vkl_memory_map mem = {arena, offsets, g ? g->n_tensors : 0};
-    if (!st) st = be->prepare(dev, g, w, &mem, &b, &e);
+    if (!st) st = be->prepare(dev, ctx, g, w, &mem, &b, &e);
     /* Warm up for a while, not a count: a GPU leaves its idle clocks only
      * after some milliseconds of work (and the first runs pay first-use costs). */
     t0 = vkl_bench_now();
     for (int i = 0; !st && (i < WARMUP || (timed && vkl_bench_now() - t0 < WARM_SECONDS)); i++) {
-        st = be->execute(dev, e, &b);
-        if (!st) st = be->wait(dev, e);
+        st = be->execute(dev, ctx, e, &b);
+        if (!st) st = be->wait(dev, ctx, e);
     }
     for (int r = 0; !st && r < reps; r++) {
         t0 = vkl_bench_now();
-        st = be->execute(dev, e, &b);
-        if (!st) st = be->wait(dev, e);
+        st = be->execute(dev, ctx, e, &b);
+        if (!st) st = be->wait(dev, ctx, e);
         if (!st && timed) {
             size_t got = 0;
-            st = be->node_times(dev, e, samples + n_samples, copies, &got);
+            st = be->node_times(dev, ctx, e, samples + n_samples, copies, &got);
             n_samples += got;
         } else if (!st) {
             samples[n_samples++] = (vkl_bench_now() - t0) * 1e3 / (double)copies;
         }
     }
-    if (!st) st = be->buffer_read(dev, arena, 0, y, total);
+    if (!st) st = be->buffer_read(dev, ctx, arena, 0, y, total);
     res->st = st;
     res->unwritten = 0;
     res->ms = 0;
@@ -206,8 +206,8 @@ static void run_case(vkl_context *ctx, const vkl_backend_vtable *be, vkl_backend
     } else {
         snprintf(res->error, sizeof(res->error), "%s", vkl_context_error(ctx));
     }
-    if (e) be->exec_release(dev, e);
-    if (arena) be->buffer_destroy(dev, arena);
+    if (e) be->exec_release(dev, ctx, e);
+    if (arena) be->buffer_destroy(dev, ctx, arena);
     if (w) be->weights_release(dev, w);
     vkl_graph_destroy(g);
     free(wdata);
@@ -237,7 +237,7 @@ static int bench_device(vkl_context *ctx, const vkl_backend_vtable *be, vkl_back
     double copy_bw = *copy_bw_io;
     if (copy_bw <= 0 && be->copy_bandwidth) {
         size_t bytes = o->rotate_bytes > ((size_t)64 << 20) ? o->rotate_bytes : (size_t)64 << 20;
-        if (be->copy_bandwidth(dev, bytes, &copy_bw))
+        if (be->copy_bandwidth(dev, ctx, bytes, &copy_bw))
             fprintf(stderr, "vkbench: %s copy bandwidth: %s\n", be->name, vkl_context_error(ctx));
     } else if (copy_bw <= 0) {
         copy_bw = vkl_bench_host_copy_bandwidth();

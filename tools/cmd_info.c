@@ -80,7 +80,7 @@ static int print_plan(vkl_context *ctx, const vkl_graph *g, int64_t context) {
         set_symbol(g, values, "past", prefill ? 0 : context - 1);
         set_symbol(g, values, "total_seq", context);
         size_t planned, plain;
-        st = vkl_plan_layout(p, values, NULL, n, offsets, &planned);
+        st = vkl_plan_layout(g->ctx, p, values, NULL, n, offsets, &planned);
         if (!st) st = vkl_plan_no_reuse_bytes(p, values, n, &plain);
         if (st) {
             rc = vkl_cli_fail(PROG, ctx, st);

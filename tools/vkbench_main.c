@@ -70,7 +70,7 @@ static int decode(vkl_context *ctx, const char *path, const char *backend, size_
     /* the limit: the device's own copy bandwidth where the backend measures
      * it (a GPU's memory), else the host's (ref reads host memory) */
     double copy_bw = 0;
-    const bool device_bw = m->be->copy_bandwidth && !m->be->copy_bandwidth(m->dev, (size_t)256 << 20, &copy_bw);
+    const bool device_bw = m->be->copy_bandwidth && !m->be->copy_bandwidth(m->dev, m->ctx, (size_t)256 << 20, &copy_bw);
     if (!device_bw) copy_bw = vkl_bench_host_copy_bandwidth();
     size_t weights = vkl_model_weight_bytes(m), kv_row = stats.kv_bytes / so.max_context;
     printf("model %s on %s: %zu weight bytes, %zu KV bytes per token; %s copy bandwidth %.2f GB/s\n", path,

@@ -1,6 +1,9 @@
 /* The ref backend's vtable: host memory buffers, weights read in place,
  * prepare = concrete shapes + kernel list, execute = run kernels in order.
- * Synchronous; it is the oracle every other backend is compared with. */
+ * Synchronous; it is the oracle every other backend is compared with.
+ * Nothing is shared between executables or buffers but the read-only graph
+ * and weights, so calls on different ones run concurrently without a lock;
+ * each reports to (and allocates through) the context it is given. */
 #include <stdio.h>
 #include <string.h>
 
@@ -8,7 +11,7 @@
 #include "ref_kernels.h"
 
 struct vkl_backend_device {
-    vkl_context *ctx;
+    vkl_context *ctx; /* open()'s: the weights' */
 };
 
 struct vkl_backend_buffer {
@@ -69,21 +72,22 @@ static void ref_close(vkl_backend_device *dev) {
     if (dev) vkl_free(dev->ctx, dev);
 }
 
-static vkl_status ref_buffer_create(vkl_backend_device *dev, vkl_buffer_usage usage, size_t bytes,
-                                    vkl_backend_buffer **out) {
+static vkl_status ref_buffer_create(vkl_backend_device *dev, vkl_context *ctx, vkl_buffer_usage usage,
+                                    size_t bytes, vkl_backend_buffer **out) {
+    (void)dev;
     (void)usage;
     *out = NULL;
-    vkl_backend_buffer *b = vkl_calloc(dev->ctx, 1, sizeof(*b));
+    vkl_backend_buffer *b = vkl_calloc(ctx, 1, sizeof(*b));
     if (!b) return VKL_ERR_OUT_OF_MEMORY;
     /* 64-byte aligned so kernels may use vector loads; +63 for the shift. */
     size_t total;
     if (!vkl_add_size(bytes, 64, &total)) {
-        vkl_free(dev->ctx, b);
-        return vkl_fail(dev->ctx, VKL_ERR_OUT_OF_MEMORY, "ref buffer of %zu bytes overflows", bytes);
+        vkl_free(ctx, b);
+        return vkl_fail(ctx, VKL_ERR_OUT_OF_MEMORY, "ref buffer of %zu bytes overflows", bytes);
     }
-    b->data = vkl_malloc(dev->ctx, total);
+    b->data = vkl_malloc(ctx, total);
     if (!b->data) {
-        vkl_free(dev->ctx, b);
+        vkl_free(ctx, b);
         return VKL_ERR_OUT_OF_MEMORY;
     }
     b->size = bytes;
@@ -96,30 +100,33 @@ static unsigned char *aligned_base(const vkl_backend_buffer *b) {
     return (unsigned char *)((p + 63) & ~(uintptr_t)63);
 }
 
-static void ref_buffer_destroy(vkl_backend_device *dev, vkl_backend_buffer *b) {
+static void ref_buffer_destroy(vkl_backend_device *dev, vkl_context *ctx, vkl_backend_buffer *b) {
+    (void)dev;
     if (!b) return;
-    vkl_free(dev->ctx, b->data);
-    vkl_free(dev->ctx, b);
+    vkl_free(ctx, b->data);
+    vkl_free(ctx, b);
 }
 
-static vkl_status check_range(vkl_backend_device *dev, const vkl_backend_buffer *b, size_t offset, size_t bytes) {
+static vkl_status check_range(vkl_context *ctx, const vkl_backend_buffer *b, size_t offset, size_t bytes) {
     size_t end;
     if (!vkl_add_size(offset, bytes, &end) || end > b->size)
-        return vkl_fail(dev->ctx, VKL_ERR_INVALID_ARGUMENT, "ref buffer access [%zu, +%zu) outside its %zu bytes",
+        return vkl_fail(ctx, VKL_ERR_INVALID_ARGUMENT, "ref buffer access [%zu, +%zu) outside its %zu bytes",
                         offset, bytes, b->size);
     return VKL_OK;
 }
 
-static vkl_status ref_buffer_write(vkl_backend_device *dev, vkl_backend_buffer *b, size_t offset, const void *src,
-                                   size_t bytes) {
-    vkl_status st = check_range(dev, b, offset, bytes);
+static vkl_status ref_buffer_write(vkl_backend_device *dev, vkl_context *ctx, vkl_backend_buffer *b, size_t offset,
+                                   const void *src, size_t bytes) {
+    (void)dev;
+    vkl_status st = check_range(ctx, b, offset, bytes);
     if (!st && bytes) memcpy(aligned_base(b) + offset, src, bytes);
     return st;
 }
 
-static vkl_status ref_buffer_read(vkl_backend_device *dev, vkl_backend_buffer *b, size_t offset, void *dst,
-                                  size_t bytes) {
-    vkl_status st = check_range(dev, b, offset, bytes);
+static vkl_status ref_buffer_read(vkl_backend_device *dev, vkl_context *ctx, vkl_backend_buffer *b, size_t offset,
+                                  void *dst, size_t bytes) {
+    (void)dev;
+    vkl_status st = check_range(ctx, b, offset, bytes);
     if (!st && bytes) memcpy(dst, aligned_base(b) + offset, bytes);
     return st;
 }
@@ -136,54 +143,54 @@ static void ref_weights_release(vkl_backend_device *dev, vkl_backend_weights *w)
     vkl_free(dev->ctx, w);
 }
 
-static void ref_exec_release(vkl_backend_device *dev, vkl_backend_exec *e) {
+static void ref_exec_release(vkl_backend_device *dev, vkl_context *ctx, vkl_backend_exec *e) {
+    (void)dev;
     if (!e) return;
-    vkl_free(dev->ctx, e->tensors);
-    vkl_free(dev->ctx, e->order);
-    vkl_free(dev->ctx, e->in);
-    vkl_free(dev->ctx, e->out);
-    vkl_free(dev->ctx, e->scratch.data);
-    vkl_free(dev->ctx, e->values);
-    vkl_free(dev->ctx, e->binding);
-    vkl_free(dev->ctx, e->io);
-    vkl_free(dev->ctx, e);
+    vkl_free(ctx, e->tensors);
+    vkl_free(ctx, e->order);
+    vkl_free(ctx, e->in);
+    vkl_free(ctx, e->out);
+    vkl_free(ctx, e->scratch.data);
+    vkl_free(ctx, e->values);
+    vkl_free(ctx, e->binding);
+    vkl_free(ctx, e->io);
+    vkl_free(ctx, e);
 }
 
 /* Concrete view of tensor i: shape from the binding, data from the weights
  * or the arena. */
-static vkl_status bind_tensor(vkl_backend_device *dev, const vkl_graph *g, const vkl_memory_map *mem,
-                              const vkl_binding *b, uint32_t i, vkl_ref_tensor *rt) {
+static vkl_status bind_tensor(vkl_context *ctx, const vkl_graph *g, const vkl_memory_map *mem, const vkl_binding *b,
+                              uint32_t i, vkl_ref_tensor *rt) {
     const vkl_tensor *t = &g->tensors[i];
     rt->dtype = t->dtype;
     rt->rank = t->shape.rank;
     rt->group = t->group;
     size_t bytes;
-    vkl_status st = vkl_tensor_eval(g, i, b->values, b->count, rt->dims, &rt->count, &bytes);
-    if (st) return vkl_fail_prefix(dev->ctx, st, "ref");
+    vkl_status st = vkl_tensor_eval(ctx, g, i, b->values, b->count, rt->dims, &rt->count, &bytes);
+    if (st) return vkl_fail_prefix(ctx, st, "ref");
     if (t->kind == VKL_TENSOR_WEIGHT) {
         if (bytes != t->nbytes)
-            return vkl_fail(dev->ctx, VKL_ERR_FORMAT, "ref: weight '%s' has %zu bytes, needs %zu", t->name, t->nbytes, bytes);
+            return vkl_fail(ctx, VKL_ERR_FORMAT, "ref: weight '%s' has %zu bytes, needs %zu", t->name, t->nbytes, bytes);
         rt->data = (void *)t->data; /* kernels never write inputs */
         return VKL_OK;
     }
     size_t off = i < mem->n_offsets ? mem->offsets[i] : VKL_NO_OFFSET;
-    if (off == VKL_NO_OFFSET) return vkl_fail(dev->ctx, VKL_ERR_INVALID_ARGUMENT, "ref: tensor '%s' has no memory", t->name);
-    if ((st = check_range(dev, mem->arena, off, bytes)))
-        return vkl_fail_prefix(dev->ctx, st, "ref: tensor '%s'", t->name);
+    if (off == VKL_NO_OFFSET) return vkl_fail(ctx, VKL_ERR_INVALID_ARGUMENT, "ref: tensor '%s' has no memory", t->name);
+    if ((st = check_range(ctx, mem->arena, off, bytes))) return vkl_fail_prefix(ctx, st, "ref: tensor '%s'", t->name);
     rt->data = aligned_base(mem->arena) + off;
     return VKL_OK;
 }
 
 /* Shape tensors the importer left without a producer: write their values. */
-static vkl_status materialize_value(vkl_backend_device *dev, const vkl_graph *g, const vkl_binding *b,
-                                    const vkl_tensor *t, vkl_ref_tensor *rt) {
+static vkl_status materialize_value(vkl_context *ctx, const vkl_graph *g, const vkl_binding *b, const vkl_tensor *t,
+                                    vkl_ref_tensor *rt) {
     if ((int64_t)t->value_count != rt->count)
-        return vkl_fail(dev->ctx, VKL_ERR_FORMAT, "ref: tensor '%s' value has %u elements, shape has %lld", t->name,
+        return vkl_fail(ctx, VKL_ERR_FORMAT, "ref: tensor '%s' value has %u elements, shape has %lld", t->name,
                         t->value_count, (long long)rt->count);
     for (uint32_t k = 0; k < t->value_count; k++) {
         int64_t v;
-        vkl_status st = vkl_expr_eval(g->syms, t->value[k], b->values, b->count, &v);
-        if (st) return vkl_fail_prefix(dev->ctx, st, "ref: value of tensor '%s'", t->name);
+        vkl_status st = vkl_expr_eval(ctx, g->syms, t->value[k], b->values, b->count, &v);
+        if (st) return vkl_fail_prefix(ctx, st, "ref: value of tensor '%s'", t->name);
         vkl_ref_set_i(rt, k, v);
     }
     return VKL_OK;
@@ -227,11 +234,11 @@ static vkl_status count_state_traffic(vkl_context *ctx, vkl_backend_exec *e) {
 
 /* The map's io copies as pointer pairs, each range checked against its
  * buffer and its tensor's arena bytes. */
-static vkl_status bind_io(vkl_backend_device *dev, const vkl_graph *g, const vkl_memory_map *mem,
+static vkl_status bind_io(vkl_context *ctx, const vkl_graph *g, const vkl_memory_map *mem,
                           vkl_backend_exec *e) {
     size_t n = mem->n_uploads + mem->n_downloads;
     if (!n) return VKL_OK;
-    e->io = vkl_calloc(dev->ctx, n, sizeof(*e->io));
+    e->io = vkl_calloc(ctx, n, sizeof(*e->io));
     if (!e->io) return VKL_ERR_OUT_OF_MEMORY;
     for (size_t k = 0; k < n; k++) {
         const bool up = k < mem->n_uploads;
@@ -241,7 +248,7 @@ static vkl_status bind_io(vkl_backend_device *dev, const vkl_graph *g, const vkl
         if (t && t->data) vkl_tensor_bytes(t->dtype, t->group, t->count, &tbytes);
         if (!t || !t->data || !c->buffer || !vkl_add_size(c->tensor_offset, c->bytes, &end_t) || end_t > tbytes ||
             !vkl_add_size(c->buffer_offset, c->bytes, &end_b) || end_b > c->buffer->size)
-            return vkl_fail(dev->ctx, VKL_ERR_INVALID_ARGUMENT,
+            return vkl_fail(ctx, VKL_ERR_INVALID_ARGUMENT,
                             "ref: io copy %zu (%zu bytes of tensor %u at +%zu, buffer +%zu) is out of range", k,
                             c->bytes, c->tensor, c->tensor_offset, c->buffer_offset);
         unsigned char *tp = (unsigned char *)t->data + c->tensor_offset, *bp = aligned_base(c->buffer) + c->buffer_offset;
@@ -252,11 +259,10 @@ static vkl_status bind_io(vkl_backend_device *dev, const vkl_graph *g, const vkl
     return VKL_OK;
 }
 
-static vkl_status ref_prepare(vkl_backend_device *dev, const vkl_graph *g, vkl_backend_weights *w,
+static vkl_status ref_prepare(vkl_backend_device *dev, vkl_context *ctx, const vkl_graph *g, vkl_backend_weights *w,
                               const vkl_memory_map *mem, const vkl_binding *b, vkl_backend_exec **out) {
     (void)w;
     *out = NULL;
-    vkl_context *ctx = dev->ctx;
     vkl_backend_exec *e = vkl_calloc(ctx, 1, sizeof(*e));
     if (!e) return VKL_ERR_OUT_OF_MEMORY;
     e->g = g;
@@ -267,7 +273,7 @@ static vkl_status ref_prepare(vkl_backend_device *dev, const vkl_graph *g, vkl_b
     e->binding = vkl_calloc(ctx, b->count ? b->count : 1, sizeof(int64_t));
     vkl_status st = (!e->tensors || !e->order || !e->values || !e->binding) ? VKL_ERR_OUT_OF_MEMORY : VKL_OK;
     if (!st && b->count) memcpy(e->binding, b->values, b->count * sizeof(int64_t));
-    if (!st) st = vkl_graph_topo_order(g, e->order, &e->n_order);
+    if (!st) st = vkl_graph_topo_order(ctx, g, e->order, &e->n_order);
     /* Which tensors live nodes touch: only those need memory. */
     uint32_t max_in = 1, max_out = 1;
     for (uint32_t k = 0; !st && k < e->n_order; k++) {
@@ -280,7 +286,7 @@ static vkl_status ref_prepare(vkl_backend_device *dev, const vkl_graph *g, vkl_b
         for (uint32_t j = 0; !st && j < n->n_inputs + n->n_outputs; j++) {
             uint32_t t = j < n->n_inputs ? n->inputs[j] : n->outputs[j - n->n_inputs];
             if (t == VKL_NONE || e->tensors[t].dtype) continue;
-            st = bind_tensor(dev, g, mem, b, t, &e->tensors[t]);
+            st = bind_tensor(ctx, g, mem, b, t, &e->tensors[t]);
             if (!st && j < n->n_inputs && g->tensors[t].value && g->tensors[t].producer == VKL_NONE &&
                 g->tensors[t].kind != VKL_TENSOR_WEIGHT)
                 e->values[e->n_values++] = t;
@@ -292,7 +298,7 @@ static vkl_status ref_prepare(vkl_backend_device *dev, const vkl_graph *g, vkl_b
     /* Graph inputs/outputs that no live node touches (pass-through graphs). */
     for (uint32_t k = 0; !st && k < g->n_inputs + g->n_outputs; k++) {
         uint32_t t = k < g->n_inputs ? g->inputs[k] : g->outputs[k - g->n_inputs];
-        if (!e->tensors[t].dtype) st = bind_tensor(dev, g, mem, b, t, &e->tensors[t]);
+        if (!e->tensors[t].dtype) st = bind_tensor(ctx, g, mem, b, t, &e->tensors[t]);
     }
     if (!st) {
         e->in = vkl_calloc(ctx, max_in, sizeof(vkl_ref_tensor));
@@ -307,14 +313,14 @@ static vkl_status ref_prepare(vkl_backend_device *dev, const vkl_graph *g, vkl_b
         for (uint32_t d = 0; d < e->tensors[t].rank; d++)
             if (e->tensors[t].dims[d] > maxdim) maxdim = e->tensors[t].dims[d];
     if (!st) st = count_state_traffic(ctx, e);
-    if (!st) st = bind_io(dev, g, mem, e);
+    if (!st) st = bind_io(ctx, g, mem, e);
     if (!st) {
         e->scratch.size = (size_t)(maxdim + 2) * 32;
         e->scratch.data = vkl_malloc(ctx, e->scratch.size);
         if (!e->scratch.data) st = VKL_ERR_OUT_OF_MEMORY;
     }
     if (st) {
-        ref_exec_release(dev, e);
+        ref_exec_release(dev, ctx, e);
         return st;
     }
     *out = e;
@@ -323,14 +329,15 @@ static vkl_status ref_prepare(vkl_backend_device *dev, const vkl_graph *g, vkl_b
 
 /* Runs the kernels in order; with `first`, records the first node whose
  * output holds a NaN or infinity (vkl_ref_first_nonfinite). */
-static vkl_status run(vkl_backend_device *dev, vkl_backend_exec *e, vkl_nonfinite *first) {
+static vkl_status run(vkl_backend_device *dev, vkl_context *ctx, vkl_backend_exec *e, vkl_nonfinite *first) {
+    (void)dev;
     const vkl_graph *g = e->g;
     vkl_binding prepared = {e->binding, e->n_binding};
     memset(&e->last, 0, sizeof(e->last));
     if (first) memset(first, 0, sizeof(*first));
     for (size_t k = 0; k < e->n_up; k++) memcpy(e->io[k].dst, e->io[k].src, e->io[k].bytes);
     for (uint32_t k = 0; k < e->n_values; k++) {
-        vkl_status st = materialize_value(dev, g, &prepared, &g->tensors[e->values[k]], &e->tensors[e->values[k]]);
+        vkl_status st = materialize_value(ctx, g, &prepared, &g->tensors[e->values[k]], &e->tensors[e->values[k]]);
         if (st) return st;
     }
     for (uint32_t k = 0; k < e->n_order; k++) {
@@ -342,13 +349,13 @@ static vkl_status run(vkl_backend_device *dev, vkl_backend_exec *e, vkl_nonfinit
             e->out[j] = n->outputs[j] == VKL_NONE ? (vkl_ref_tensor){0} : e->tensors[n->outputs[j]];
         /* a view the planner gave its input's memory: the bytes are there already */
         if (n->n_outputs && e->out[0].data && e->out[0].data == e->in[0].data &&
-            vkl_node_view_input(g, ni, e->binding, e->n_binding) != VKL_NONE)
+            vkl_node_view_input(ctx, g, ni, e->binding, e->n_binding) != VKL_NONE)
             continue;
-        vkl_ref_args args = {dev->ctx, &e->scratch, g, ni, e->in, n->n_inputs, e->out, n->n_outputs};
+        vkl_ref_args args = {ctx, &e->scratch, g, ni, e->in, n->n_inputs, e->out, n->n_outputs};
         vkl_status st = vkl_ref_kernels[n->op](&args);
         if (st) {
             char buf[160];
-            return vkl_fail_prefix(dev->ctx, st, "ref: %s", vkl_node_str(g, ni, buf, sizeof(buf)));
+            return vkl_fail_prefix(ctx, st, "ref: %s", vkl_node_str(g, ni, buf, sizeof(buf)));
         }
         for (uint32_t j = 0; first && !first->found && j < n->n_outputs; j++) {
             if (!e->out[j].data || !vkl_ref_first_nonfinite(&e->out[j], &first->element, &first->value)) continue;
@@ -362,26 +369,30 @@ static vkl_status run(vkl_backend_device *dev, vkl_backend_exec *e, vkl_nonfinit
     return VKL_OK;
 }
 
-static vkl_status ref_execute(vkl_backend_device *dev, vkl_backend_exec *e, const vkl_binding *actual) {
+static vkl_status ref_execute(vkl_backend_device *dev, vkl_context *ctx, vkl_backend_exec *e,
+                              const vkl_binding *actual) {
     (void)actual; /* ref prepares for exact values; nothing varies per run */
-    return run(dev, e, NULL);
+    return run(dev, ctx, e, NULL);
 }
 
-static vkl_status ref_execute_checked(vkl_backend_device *dev, vkl_backend_exec *e, const vkl_binding *actual,
-                                      vkl_nonfinite *first) {
+static vkl_status ref_execute_checked(vkl_backend_device *dev, vkl_context *ctx, vkl_backend_exec *e,
+                                      const vkl_binding *actual, vkl_nonfinite *first) {
     (void)actual;
-    if (!first) return vkl_fail(dev->ctx, VKL_ERR_INVALID_ARGUMENT, "ref: execute_checked without a result");
-    return run(dev, e, first);
+    if (!first) return vkl_fail(ctx, VKL_ERR_INVALID_ARGUMENT, "ref: execute_checked without a result");
+    return run(dev, ctx, e, first);
 }
 
-static vkl_status ref_state_traffic(vkl_backend_device *dev, vkl_backend_exec *e, vkl_state_traffic *out) {
+static vkl_status ref_state_traffic(vkl_backend_device *dev, vkl_context *ctx, vkl_backend_exec *e,
+                                    vkl_state_traffic *out) {
     (void)dev;
+    (void)ctx;
     *out = e->last;
     return VKL_OK;
 }
 
-static vkl_status ref_wait(vkl_backend_device *dev, vkl_backend_exec *e) {
+static vkl_status ref_wait(vkl_backend_device *dev, vkl_context *ctx, vkl_backend_exec *e) {
     (void)dev;
+    (void)ctx;
     (void)e;
     return VKL_OK;
 }

@@ -14,7 +14,11 @@
  * inside its padded bucket (execute refuses other symbol values for now; the
  * values would go to a small uniform buffer read by the shaders, since push
  * constants are recorded into the command buffer), barriers only on real
- * dependencies, shape-value tensors. */
+ * dependencies, shape-value tensors.
+ *
+ * Threads: each vtable call but open/close/probe/caps enters the device (its
+ * lock, dev->ctx = the caller's context) and leaves it before returning;
+ * vk_wait waits for the executable's fence outside it (vk_internal.h). */
 #include <string.h>
 
 #include "../../engine/ops.h"
@@ -55,7 +59,8 @@ static vkl_status vk_probe(vkl_context *ctx, const vkl_backend_options *opt, vkl
 static void vk_close(vkl_backend_device *dev) {
     if (!dev) return;
     vkl_vk_device_destroy(dev);
-    vkl_free(dev->ctx, dev);
+    if (dev->lock_made) pthread_mutex_destroy(&dev->lock);
+    vkl_free(dev->own_ctx, dev);
 }
 
 static void vk_caps(vkl_backend_device *dev, vkl_backend_caps *out) { *out = dev->caps; }
@@ -66,6 +71,12 @@ static vkl_status vk_open(vkl_context *ctx, const vkl_backend_options *opt, vkl_
         return vkl_fail(ctx, VKL_ERR_UNSUPPORTED, "vulkan: an external (app-owned) device is not supported yet");
     vkl_backend_device *dev = vkl_calloc(ctx, 1, sizeof(*dev));
     if (!dev) return VKL_ERR_OUT_OF_MEMORY;
+    dev->ctx = dev->own_ctx = ctx;
+    if (pthread_mutex_init(&dev->lock, NULL)) {
+        vkl_free(ctx, dev);
+        return vkl_fail(ctx, VKL_ERR_INTERNAL, "vulkan: pthread_mutex_init failed for the device lock");
+    }
+    dev->lock_made = true;
     vkl_status st = vkl_vk_device_create(ctx, opt, dev);
     if (st) {
         vk_close(dev);
@@ -78,42 +89,59 @@ static vkl_status vk_open(vkl_context *ctx, const vkl_backend_options *opt, vkl_
     return VKL_OK;
 }
 
-static vkl_status vk_buffer_create(vkl_backend_device *dev, vkl_buffer_usage usage, size_t bytes,
-                                   vkl_backend_buffer **out) {
+static vkl_status buffer_create(vkl_backend_device *dev, vkl_buffer_usage usage, size_t bytes,
+                                vkl_backend_buffer **out) {
     *out = NULL;
     vkl_backend_buffer *b = vkl_calloc(dev->ctx, 1, sizeof(*b));
     if (!b) return VKL_ERR_OUT_OF_MEMORY;
     vkl_status st = vkl_vk_buffer_alloc(dev, usage, bytes, &b->b);
     if (st) {
         vkl_free(dev->ctx, b);
-        return vkl_vk_validation_status(dev, st, "buffer_create");
+        return st;
     }
     b->usage = usage;
     *out = b;
-    return vkl_vk_validation_status(dev, st, "buffer_create");
+    return VKL_OK;
 }
 
-static void vk_buffer_destroy(vkl_backend_device *dev, vkl_backend_buffer *b) {
+static vkl_status vk_buffer_create(vkl_backend_device *dev, vkl_context *ctx, vkl_buffer_usage usage, size_t bytes,
+                                   vkl_backend_buffer **out) {
+    vkl_vk_enter(dev, ctx);
+    return vkl_vk_leave(dev, vkl_vk_validation_status(dev, buffer_create(dev, usage, bytes, out), "buffer_create"));
+}
+
+static void vk_buffer_destroy(vkl_backend_device *dev, vkl_context *ctx, vkl_backend_buffer *b) {
     if (!b) return;
+    vkl_vk_enter(dev, ctx);
     vkl_vk_buffer_free(dev, &b->b);
     vkl_free(dev->ctx, b);
+    vkl_vk_leave(dev, VKL_OK);
 }
 
-static vkl_status vk_buffer_write(vkl_backend_device *dev, vkl_backend_buffer *b, size_t offset, const void *src,
-                                  size_t bytes) {
-    return vkl_vk_validation_status(dev, vkl_vk_buffer_upload(dev, &b->b, offset, src, bytes), "buffer_write");
+static vkl_status vk_buffer_write(vkl_backend_device *dev, vkl_context *ctx, vkl_backend_buffer *b, size_t offset,
+                                  const void *src, size_t bytes) {
+    vkl_vk_enter(dev, ctx);
+    vkl_status st = vkl_vk_buffer_upload(dev, &b->b, offset, src, bytes);
+    return vkl_vk_leave(dev, vkl_vk_validation_status(dev, st, "buffer_write"));
 }
 
-static vkl_status vk_buffer_read(vkl_backend_device *dev, vkl_backend_buffer *b, size_t offset, void *dst,
-                                 size_t bytes) {
-    return vkl_vk_validation_status(dev, vkl_vk_buffer_download(dev, &b->b, offset, dst, bytes), "buffer_read");
+static vkl_status vk_buffer_read(vkl_backend_device *dev, vkl_context *ctx, vkl_backend_buffer *b, size_t offset,
+                                 void *dst, size_t bytes) {
+    vkl_vk_enter(dev, ctx);
+    vkl_status st = vkl_vk_buffer_download(dev, &b->b, offset, dst, bytes);
+    return vkl_vk_leave(dev, vkl_vk_validation_status(dev, st, "buffer_read"));
 }
 
 static vkl_status vk_weights_load(vkl_backend_device *dev, const vkl_graph *g, vkl_backend_weights **out) {
-    return vkl_vk_validation_status(dev, vkl_vk_weights_load(dev, g, out), "weights_load");
+    vkl_vk_enter(dev, dev->own_ctx);
+    return vkl_vk_leave(dev, vkl_vk_validation_status(dev, vkl_vk_weights_load(dev, g, out), "weights_load"));
 }
 
-static void vk_weights_release(vkl_backend_device *dev, vkl_backend_weights *w) { vkl_vk_weights_release(dev, w); }
+static void vk_weights_release(vkl_backend_device *dev, vkl_backend_weights *w) {
+    vkl_vk_enter(dev, dev->own_ctx);
+    vkl_vk_weights_release(dev, w);
+    vkl_vk_leave(dev, VKL_OK);
+}
 
 /* ---- prepare -------------------------------------------------------------------------------------- */
 
@@ -134,7 +162,12 @@ static void exec_free(vkl_backend_device *dev, vkl_backend_exec *e) {
     vkl_free(dev->ctx, e);
 }
 
-static void vk_exec_release(vkl_backend_device *dev, vkl_backend_exec *e) { exec_free(dev, e); }
+static void vk_exec_release(vkl_backend_device *dev, vkl_context *ctx, vkl_backend_exec *e) {
+    if (!e) return;
+    vkl_vk_enter(dev, ctx);
+    exec_free(dev, e);
+    vkl_vk_leave(dev, VKL_OK);
+}
 
 /* Tensor t as node inputs/outputs see it: concrete shape, device range. */
 static vkl_status bind_tensor(vkl_backend_device *dev, const vkl_graph *g, const vkl_backend_weights *w,
@@ -146,7 +179,7 @@ static vkl_status bind_tensor(vkl_backend_device *dev, const vkl_graph *g, const
     v->dtype = tt->dtype;
     v->group = tt->group;
     v->rank = tt->shape.rank;
-    vkl_status st = vkl_tensor_eval(g, t, b->values, b->count, v->dims, &v->count, &v->bytes);
+    vkl_status st = vkl_tensor_eval(dev->ctx, g, t, b->values, b->count, v->dims, &v->count, &v->bytes);
     if (st) return vkl_fail_prefix(dev->ctx, st, "vulkan");
     if (tt->kind == VKL_TENSOR_WEIGHT) {
         /* weights_load skips empty weights (a Reshape to a scalar's shape
@@ -281,7 +314,7 @@ static vkl_status plan_nodes(vkl_backend_device *dev, const vkl_graph *g, const 
         vkl_vk_dispatch *d = &p->d[(size_t)k * VKL_VK_MAX_DISPATCHES];
         /* a view the planner gave its input's memory: nothing to dispatch */
         const bool viewed = !st && n->n_outputs && same_range(&p->views[0].at, &p->views[n->n_inputs].at) &&
-                            vkl_node_view_input(g, e->nodes[k], b->values, b->count) != VKL_NONE;
+                            vkl_node_view_input(dev->ctx, g, e->nodes[k], b->values, b->count) != VKL_NONE;
         if (!st && !viewed) st = vkl_vk_recorder_for(n->op)(&node, d, &p->count[k]);
         for (uint32_t i = 0; !st && i < p->count[k]; i++)
             p->writes[(size_t)k * VKL_VK_MAX_DISPATCHES + i] = written_bindings(&node, &d[i]);
@@ -398,7 +431,7 @@ static vkl_status collect_io(vkl_backend_device *dev, const vkl_graph *g, const 
         size_t tbytes = 0, end_t, end_b, off;
         bool ok = c->buffer && c->tensor < g->n_tensors && mem->arena && c->tensor < mem->n_offsets &&
                   (off = mem->offsets[c->tensor]) != VKL_NO_OFFSET &&
-                  !vkl_tensor_eval(g, c->tensor, b->values, b->count, dims, &count, &tbytes) &&
+                  !vkl_tensor_eval(dev->ctx, g, c->tensor, b->values, b->count, dims, &count, &tbytes) &&
                   vkl_add_size(c->tensor_offset, c->bytes, &end_t) && end_t <= tbytes &&
                   vkl_add_size(c->buffer_offset, c->bytes, &end_b) && end_b <= c->buffer->b.size;
         if (!ok)
@@ -430,7 +463,7 @@ static vkl_status record_values(vkl_backend_device *dev, vkl_backend_exec *e, co
         uint32_t t = e->value_ids[i];
         size_t bytes;
         memset(data, 0, sizeof(data));
-        vkl_status st = vkl_tensor_value_bytes(e->g, t, b->values, b->count, data, sizeof(data), &bytes);
+        vkl_status st = vkl_tensor_value_bytes(dev->ctx, e->g, t, b->values, b->count, data, sizeof(data), &bytes);
         if (st) return vkl_fail_prefix(dev->ctx, st, "vulkan");
         size_t off = mem->offsets[t];
         /* sizes are whole words: the arena places tensors 64-byte aligned, so
@@ -528,7 +561,7 @@ static vkl_status prepare(vkl_backend_device *dev, const vkl_graph *g, vkl_backe
     e->binding = vkl_calloc(ctx, b->count ? b->count : 1, sizeof(int64_t));
     vkl_status st = e->nodes && e->binding ? VKL_OK : VKL_ERR_OUT_OF_MEMORY;
     if (!st && b->count) memcpy(e->binding, b->values, b->count * sizeof(int64_t));
-    if (!st) st = vkl_graph_topo_order(g, e->nodes, &e->n_nodes);
+    if (!st) st = vkl_graph_topo_order(ctx, g, e->nodes, &e->n_nodes);
     if (!st) st = check_ops(dev, g, e->nodes, e->n_nodes);
     plan p = {0};
     if (!st) st = plan_nodes(dev, g, w, mem, b, e, &p);
@@ -546,22 +579,26 @@ static vkl_status prepare(vkl_backend_device *dev, const vkl_graph *g, vkl_backe
     return VKL_OK;
 }
 
-static vkl_status vk_prepare(vkl_backend_device *dev, const vkl_graph *g, vkl_backend_weights *w,
+static vkl_status vk_prepare(vkl_backend_device *dev, vkl_context *ctx, const vkl_graph *g, vkl_backend_weights *w,
                              const vkl_memory_map *mem, const vkl_binding *b, vkl_backend_exec **out) {
+    vkl_vk_enter(dev, ctx);
     vkl_status st = vkl_vk_validation_status(dev, prepare(dev, g, w, mem, b, out), "prepare");
     if (st && *out) {
         exec_free(dev, *out);
         *out = NULL;
     }
-    return st;
+    return vkl_vk_leave(dev, st);
 }
 
 /* ---- execute, wait, timing ---------------------------------------------------------------------- */
 
-static vkl_status wait_exec(vkl_backend_device *dev, vkl_backend_exec *e) {
+/* Reports to ctx, not dev->ctx: vk_wait calls it outside the device lock. */
+static vkl_status wait_exec(vkl_backend_device *dev, vkl_context *ctx, vkl_backend_exec *e, bool counted) {
     if (!e->pending) return VKL_OK;
-    vkl_status st = VKL_VKD(dev, vkWaitForFences, (dev->device, 1, &e->fence, VK_TRUE, VKL_VK_WAIT_NS));
-    dev->work.waits++;
+    vkl_status st = vkl_vk_check(ctx, dev->vk.vkWaitForFences(dev->device, 1, &e->fence, VK_TRUE, VKL_VK_WAIT_NS),
+                                 "vkWaitForFences");
+    /* counted by the caller under the device lock (vk_wait: after entering) */
+    if (counted) dev->work.waits++;
     if (!st) {
         e->pending = false;
         e->ran = true;
@@ -569,7 +606,7 @@ static vkl_status wait_exec(vkl_backend_device *dev, vkl_backend_exec *e) {
     return st;
 }
 
-static vkl_status vk_execute(vkl_backend_device *dev, vkl_backend_exec *e, const vkl_binding *actual) {
+static vkl_status execute(vkl_backend_device *dev, vkl_backend_exec *e, const vkl_binding *actual) {
     /* Until replay with a true length lands, only the prepared values run. */
     for (size_t i = 0; actual && i < actual->count && i < e->n_binding; i++)
         if (actual->values[i] != e->binding[i] && e->binding[i] != VKL_SYM_UNBOUND)
@@ -577,26 +614,38 @@ static vkl_status vk_execute(vkl_backend_device *dev, vkl_backend_exec *e, const
                             "vulkan: execute with symbol %zu = %lld, prepared for %lld: running other values than "
                             "the prepared ones is not supported yet",
                             i, (long long)actual->values[i], (long long)e->binding[i]);
-    vkl_status st = wait_exec(dev, e); /* a command buffer is submitted once at a time */
+    vkl_status st = wait_exec(dev, dev->ctx, e, true); /* a command buffer is submitted once at a time */
     if (!st) st = VKL_VKD(dev, vkResetFences, (dev->device, 1, &e->fence));
     VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &e->cmd};
     if (!st) st = VKL_VKD(dev, vkQueueSubmit, (dev->queue, 1, &si, e->fence));
     dev->work.submits++;
     if (!st) e->pending = true;
-    return vkl_vk_validation_status(dev, st, "execute");
+    return st;
 }
 
-static vkl_status vk_wait(vkl_backend_device *dev, vkl_backend_exec *e) {
-    return vkl_vk_validation_status(dev, wait_exec(dev, e), "wait");
+static vkl_status vk_execute(vkl_backend_device *dev, vkl_context *ctx, vkl_backend_exec *e,
+                             const vkl_binding *actual) {
+    vkl_vk_enter(dev, ctx);
+    return vkl_vk_leave(dev, vkl_vk_validation_status(dev, execute(dev, e, actual), "execute"));
 }
 
-static vkl_status vk_node_times(vkl_backend_device *dev, vkl_backend_exec *e, double *ms, size_t cap, size_t *count) {
+/* The fence is the executable's own, and a fence wait needs no external
+ * synchronization: other sessions keep recording and submitting meanwhile. */
+static vkl_status vk_wait(vkl_backend_device *dev, vkl_context *ctx, vkl_backend_exec *e) {
+    const bool waits = e->pending;
+    vkl_status st = wait_exec(dev, ctx, e, false);
+    vkl_vk_enter(dev, ctx);
+    if (waits) dev->work.waits++;
+    return vkl_vk_leave(dev, vkl_vk_validation_status(dev, st, "wait"));
+}
+
+static vkl_status node_times(vkl_backend_device *dev, vkl_backend_exec *e, double *ms, size_t cap, size_t *count) {
     *count = 0;
     if (!e->queries)
         return vkl_fail(dev->ctx, VKL_ERR_UNSUPPORTED,
                         "vulkan: no per-node timestamps: %s", dev->timestamp_bits ? "the device was opened without "
                         "profiling (vkl_backend_options.profile)" : "the device has none, or an option turned them off");
-    vkl_status st = wait_exec(dev, e);
+    vkl_status st = wait_exec(dev, dev->ctx, e, true);
     if (st) return st;
     if (!e->ran) return vkl_fail(dev->ctx, VKL_ERR_STATE, "vulkan: node_times before any execute completed");
     st = VKL_VKD(dev, vkGetQueryPoolResults,
@@ -609,20 +658,40 @@ static vkl_status vk_node_times(vkl_backend_device *dev, vkl_backend_exec *e, do
         ms[k] = (double)((e->ticks[k + 1] - e->ticks[k]) & mask) * ns * 1e-6;
         (*count)++;
     }
-    return vkl_vk_validation_status(dev, VKL_OK, "node_times");
+    return VKL_OK;
 }
 
-static vkl_status vk_copy_bandwidth(vkl_backend_device *dev, size_t bytes, double *bytes_per_second) {
-    return vkl_vk_validation_status(dev, vkl_vk_copy_bandwidth(dev, bytes, bytes_per_second), "copy_bandwidth");
+static vkl_status vk_node_times(vkl_backend_device *dev, vkl_context *ctx, vkl_backend_exec *e, double *ms,
+                                size_t cap, size_t *count) {
+    vkl_vk_enter(dev, ctx);
+    return vkl_vk_leave(dev, vkl_vk_validation_status(dev, node_times(dev, e, ms, cap, count), "node_times"));
 }
 
-uint32_t vkl_vk_validation_messages(const vkl_backend_device *dev) { return dev && dev->msgs ? dev->msgs->count : 0; }
+static vkl_status vk_copy_bandwidth(vkl_backend_device *dev, vkl_context *ctx, size_t bytes,
+                                    double *bytes_per_second) {
+    vkl_vk_enter(dev, ctx);
+    vkl_status st = vkl_vk_copy_bandwidth(dev, bytes, bytes_per_second);
+    return vkl_vk_leave(dev, vkl_vk_validation_status(dev, st, "copy_bandwidth"));
+}
+
+uint32_t vkl_vk_validation_messages(const vkl_backend_device *dev) {
+    if (!dev || !dev->msgs) return 0;
+    pthread_mutex_lock(&dev->msgs->lock);
+    uint32_t n = dev->msgs->count;
+    pthread_mutex_unlock(&dev->msgs->lock);
+    return n;
+}
 
 bool vkl_vk_f16_math(const vkl_backend_device *dev) { return dev && dev->f16_math; }
 
 void vkl_vk_get_host_work(const vkl_backend_device *dev, vkl_vk_host_work *out) {
-    if (dev) *out = dev->work;
-    else memset(out, 0, sizeof(*out));
+    if (dev) {
+        /* counted under the device lock by calls on other threads */
+        pthread_mutex_lock((pthread_mutex_t *)&dev->lock);
+        *out = dev->work;
+        pthread_mutex_unlock((pthread_mutex_t *)&dev->lock);
+    } else
+        memset(out, 0, sizeof(*out));
 }
 
 const vkl_backend_vtable vkl_backend_vulkan = {

@@ -62,13 +62,14 @@ static vkl_status dequantize(vkl_backend_device *dev, vkl_dtype dtype, uint32_t 
     return vkl_vk_buffer_download(dev, &r->out, 0, out, (size_t)elems * 4);
 }
 
-vkl_status vkl_vk_dequantize(vkl_backend_device *dev, vkl_dtype dtype, uint32_t group, int64_t rows, int64_t cols,
-                             const void *canon, size_t canon_bytes, float *out) {
+vkl_status vkl_vk_dequantize(vkl_backend_device *dev, vkl_context *ctx, vkl_dtype dtype, uint32_t group, int64_t rows,
+                             int64_t cols, const void *canon, size_t canon_bytes, float *out) {
     dq_run r;
     memset(&r, 0, sizeof(r));
+    vkl_vk_enter(dev, ctx); /* the one-shot command buffer, the queue, the pipelines */
     vkl_status st = dequantize(dev, dtype, group, rows, cols, canon, canon_bytes, out, &r);
     if (r.pool) dev->vk.vkDestroyDescriptorPool(dev->device, r.pool, NULL);
     vkl_vk_buffer_free(dev, &r.out);
     vkl_vk_weight_free(dev, &r.w);
-    return vkl_vk_validation_status(dev, st, "dequantize");
+    return vkl_vk_leave(dev, vkl_vk_validation_status(dev, st, "dequantize"));
 }

@@ -1,7 +1,8 @@
 /* The Vulkan device: loader (volk, loaded at run time, so a machine without
  * Vulkan gets a status, never a crash), instance with optional validation
  * (VKL_VK_VALIDATION=1), physical device choice, what it can do (caps),
- * logical device and compute queue. */
+ * logical device and compute queue, and the device lock every vtable call
+ * holds (vkl_vk_enter / vkl_vk_leave, vk_internal.h says why). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,8 +45,10 @@ static VKAPI_ATTR VkBool32 VKAPI_CALL on_message(VkDebugUtilsMessageSeverityFlag
     const char *text = data && data->pMessage ? data->pMessage : "(no text)";
     if ((type & VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT) &&
         severity >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT) {
+        pthread_mutex_lock(&m->lock);
         if (m->count == m->reported) snprintf(m->first, sizeof(m->first), "%s", text);
         m->count++;
+        pthread_mutex_unlock(&m->lock);
         vkl_log(m->ctx, severity >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT ? VKL_LOG_ERROR : VKL_LOG_WARN,
                 "vulkan validation: %s", text);
     } else {
@@ -97,9 +100,14 @@ static vkl_status instance_create(vkl_backend_device *dev) {
     vkl_status st = validation ? have_validation_layer(ctx) : VKL_OK;
     if (st) return st;
     if (validation) {
-        dev->msgs = vkl_calloc(ctx, 1, sizeof(*dev->msgs));
-        if (!dev->msgs) return VKL_ERR_OUT_OF_MEMORY;
-        dev->msgs->ctx = ctx;
+        vkl_vk_messages *m = vkl_calloc(ctx, 1, sizeof(*m));
+        if (!m) return VKL_ERR_OUT_OF_MEMORY;
+        if (pthread_mutex_init(&m->lock, NULL)) {
+            vkl_free(ctx, m);
+            return vkl_fail(ctx, VKL_ERR_INTERNAL, "vulkan: pthread_mutex_init failed for the validation messages");
+        }
+        m->ctx = ctx;
+        dev->msgs = m;
     }
     VkApplicationInfo app = {.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
                              .pApplicationName = "vkllm",
@@ -357,7 +365,7 @@ static vkl_status tuning(vkl_backend_device *dev) {
 }
 
 vkl_status vkl_vk_device_create(vkl_context *ctx, const vkl_backend_options *opt, vkl_backend_device *dev) {
-    dev->ctx = ctx;
+    dev->ctx = dev->own_ctx = ctx;
     vkl_status st = instance_create(dev);
     if (!st) st = choose_physical(dev, opt);
     if (!st) st = choose_queue(dev);
@@ -410,7 +418,8 @@ void vkl_vk_device_destroy(vkl_backend_device *dev) {
     }
     if (dev->messenger) vkDestroyDebugUtilsMessengerEXT(dev->instance, dev->messenger, NULL);
     if (dev->instance) vkDestroyInstance(dev->instance, NULL);
-    vkl_free(dev->ctx, dev->msgs);
+    if (dev->msgs) pthread_mutex_destroy(&dev->msgs->lock);
+    vkl_free(dev->own_ctx, dev->msgs);
     dev->msgs = NULL;
     dev->device = VK_NULL_HANDLE;
     dev->instance = VK_NULL_HANDLE;
@@ -420,7 +429,7 @@ vkl_status vkl_vk_probe(vkl_context *ctx, const vkl_backend_options *opt, vkl_ba
     memset(out, 0, sizeof(*out));
     if (opt && opt->external_device)
         return vkl_fail(ctx, VKL_ERR_UNSUPPORTED, "vulkan: an external (app-owned) device is not supported yet");
-    vkl_backend_device dev = {.ctx = ctx};
+    vkl_backend_device dev = {.ctx = ctx, .own_ctx = ctx};
     vkl_status st = instance_create(&dev);
     if (!st) st = choose_physical(&dev, opt);
     if (!st) st = choose_queue(&dev);
@@ -433,9 +442,25 @@ vkl_status vkl_vk_probe(vkl_context *ctx, const vkl_backend_options *opt, vkl_ba
 
 vkl_status vkl_vk_validation_status(vkl_backend_device *dev, vkl_status st, const char *what) {
     vkl_vk_messages *m = dev->msgs;
-    if (st || !m || m->count == m->reported) return st;
+    if (st || !m) return st;
+    char first[sizeof(m->first)];
+    pthread_mutex_lock(&m->lock);
     uint32_t n = m->count - m->reported;
     m->reported = m->count;
+    memcpy(first, m->first, sizeof(first));
+    pthread_mutex_unlock(&m->lock);
+    if (!n) return st;
     return vkl_fail(dev->ctx, VKL_ERR_DEVICE, "vulkan validation: %u message(s) during %s; the first: %s", n, what,
-                    m->first);
+                    first);
+}
+
+void vkl_vk_enter(vkl_backend_device *dev, vkl_context *ctx) {
+    pthread_mutex_lock(&dev->lock);
+    dev->ctx = ctx;
+}
+
+vkl_status vkl_vk_leave(vkl_backend_device *dev, vkl_status st) {
+    dev->ctx = dev->own_ctx;
+    pthread_mutex_unlock(&dev->lock);
+    return st;
 }

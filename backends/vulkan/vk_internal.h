@@ -23,10 +23,18 @@
  *
  * Device-level functions go through each device's own VolkDeviceTable, so
  * several devices can be open at once; instance-level ones through volk's
- * global pointers (loader trampolines, valid for every instance). */
+ * global pointers (loader trampolines, valid for every instance).
+ *
+ * Threads: sessions of one model share its device and call the vtable from
+ * their own threads. Every vtable call holds the device's `lock` for its
+ * whole length (but a wait on an executable's own fence) and sets dev->ctx to
+ * its caller's context meanwhile, so the functions below, which use the
+ * device's shared state and report to dev->ctx, need no locking of their
+ * own. */
 #ifndef VKL_VK_INTERNAL_H
 #define VKL_VK_INTERNAL_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -71,8 +79,10 @@ struct vkl_backend_buffer {
 };
 
 /* Validation messages of one instance (VKL_VK_VALIDATION=1): counted, the
- * first kept, each logged through the context. */
+ * first kept, each logged through open()'s context. Guarded by their own
+ * lock: the layer may call back during a fence wait, outside the device's. */
 typedef struct vkl_vk_messages {
+    pthread_mutex_t lock;
     vkl_context *ctx;
     uint32_t count;       /* validation warnings and errors so far */
     uint32_t reported;    /* how many a status has already reported */
@@ -88,7 +98,20 @@ typedef struct vkl_vk_pipeline {
 } vkl_vk_pipeline;
 
 struct vkl_backend_device {
+    /* The context of the vtable call in progress (its caller's, a session's:
+     * set under `lock`), else open()'s. Everything reports to it. */
     vkl_context *ctx;
+    /* open()'s context: what lives as long as the device (the device
+     * itself, the pipeline list, the validation messages) is allocated
+     * through it, whichever session's call makes it. */
+    vkl_context *own_ctx;
+    /* Held by every vtable call (vk_backend.c): the queue (vkQueueSubmit),
+     * the command pool and the one-shot command buffer need external
+     * synchronization, and the staging buffer and the pipeline list are
+     * shared mutable state. One lock: calls are short (record, submit, copy)
+     * and a session waits for its own fence without it. */
+    pthread_mutex_t lock;
+    bool lock_made;                 /* `lock` initialized (close destroys it) */
     /* external_device (an app's VkInstance/VkPhysicalDevice/VkDevice/queue
      * family and index, borrowed and never destroyed) goes here, with a flag
      * saying so; open() refuses it until it is implemented. */
@@ -163,6 +186,10 @@ vkl_status vkl_vk_probe(vkl_context *ctx, const vkl_backend_options *opt, vkl_ba
 /* st, or, when st is VKL_OK and validation reported something new since the
  * last call, VKL_ERR_DEVICE naming `what` and the first new message. */
 vkl_status vkl_vk_validation_status(vkl_backend_device *dev, vkl_status st, const char *what);
+/* A vtable call's bracket: enter takes the device lock and makes ctx the
+ * one everything reports to; leave restores open()'s, unlocks, returns st. */
+void vkl_vk_enter(vkl_backend_device *dev, vkl_context *ctx);
+vkl_status vkl_vk_leave(vkl_backend_device *dev, vkl_status st);
 
 /* ---- pipelines (vk_pipeline.c) ------------------------------------------------------------------ */
 

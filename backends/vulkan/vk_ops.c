@@ -121,7 +121,7 @@ vkl_status vkl_vk_input_ints(const vkl_vk_node *node, uint32_t k, const char *wh
     if (tt->value) {
         if (tt->value_count > cap) return vkl_vk_node_unsupported(node, "input %u (%s) has %u values", k, what, tt->value_count);
         for (uint32_t i = 0; i < tt->value_count; i++) {
-            vkl_status st = vkl_expr_eval(node->g->syms, tt->value[i], b ? b->values : NULL, b ? b->count : 0, &out[i]);
+            vkl_status st = vkl_expr_eval(node->dev->ctx, node->g->syms, tt->value[i], b ? b->values : NULL, b ? b->count : 0, &out[i]);
             if (st) return vkl_fail_prefix(node->dev->ctx, st, "vulkan: input %u (%s) of node %u", k, what, node->index);
         }
         *count = tt->value_count;

@@ -93,7 +93,7 @@ vkl_status vkl_vk_pipelines_init(vkl_backend_device *dev) {
     if (path && *path) {
         bool writable;
         data = read_cache_file(dev->ctx, path, &size, &writable);
-        if (writable && !(dev->cache_path = vkl_strdup(dev->ctx, path))) {
+        if (writable && !(dev->cache_path = vkl_strdup(dev->own_ctx, path))) {
             vkl_free(dev->ctx, data);
             return VKL_ERR_OUT_OF_MEMORY;
         }
@@ -141,8 +141,8 @@ void vkl_vk_pipelines_destroy(vkl_backend_device *dev) {
     }
     if (dev->cache) dev->vk.vkDestroyPipelineCache(dev->device, dev->cache, NULL);
     dev->cache = VK_NULL_HANDLE;
-    vkl_free(dev->ctx, dev->pipelines);
-    vkl_free(dev->ctx, dev->cache_path);
+    vkl_free(dev->own_ctx, dev->pipelines);
+    vkl_free(dev->own_ctx, dev->cache_path);
     dev->pipelines = NULL;
     dev->cache_path = NULL;
     dev->n_pipelines = dev->cap_pipelines = 0;
@@ -171,6 +171,23 @@ static vkl_status layouts(vkl_backend_device *dev, uint32_t n) {
     return VKL_VKD(dev, vkCreatePipelineLayout, (dev->device, &li, NULL, &dev->pipe_layout[n]));
 }
 
+/* The pipeline list lives as long as the device, so it grows through open()'s
+ * allocator whichever session's prepare makes a pipeline; a failure is
+ * reported to that session (dev->ctx). */
+static vkl_status grow_pipelines(vkl_backend_device *dev) {
+    uint32_t cap = dev->cap_pipelines ? 2 * dev->cap_pipelines : 16;
+    size_t bytes;
+    const vkl_allocator *a = &dev->own_ctx->alloc;
+    vkl_vk_pipeline *p = cap > dev->cap_pipelines && vkl_mul_size(cap, sizeof(*p), &bytes)
+                             ? a->realloc(a->user, dev->pipelines, bytes)
+                             : NULL;
+    if (!p) return vkl_fail(dev->ctx, VKL_ERR_OUT_OF_MEMORY, "vulkan: out of host memory growing the pipeline list "
+                            "to %u", cap);
+    dev->pipelines = p;
+    dev->cap_pipelines = cap;
+    return VKL_OK;
+}
+
 vkl_status vkl_vk_pipeline_get(vkl_backend_device *dev, const char *shader, uint32_t n_bindings,
                                const uint32_t *spec, uint32_t n_spec, const vkl_vk_pipeline **out) {
     *out = NULL;
@@ -187,15 +204,9 @@ vkl_status vkl_vk_pipeline_get(vkl_backend_device *dev, const char *shader, uint
     }
     const vkl_vk_spirv *code = spirv_find(shader);
     if (!code) return vkl_fail(dev->ctx, VKL_ERR_INTERNAL, "vulkan: no embedded shader named '%s'", shader);
-    if (dev->n_pipelines == dev->cap_pipelines) {
-        uint32_t cap = dev->cap_pipelines ? 2 * dev->cap_pipelines : 16;
-        vkl_vk_pipeline *p = vkl_realloc_array(dev->ctx, dev->pipelines, cap, sizeof(*p));
-        if (!p) return VKL_ERR_OUT_OF_MEMORY;
-        dev->pipelines = p;
-        dev->cap_pipelines = cap;
-    }
-    vkl_status st = layouts(dev, n_bindings);
-    if (st) return st;
+    vkl_status st;
+    if (dev->n_pipelines == dev->cap_pipelines && (st = grow_pipelines(dev))) return st;
+    if ((st = layouts(dev, n_bindings))) return st;
     VkShaderModuleCreateInfo mi = {.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
                                    .codeSize = code->n_words * sizeof(uint32_t),
                                    .pCode = code->words};

@@ -53,7 +53,7 @@ vkl_status vkl_vk_weight_pack(vkl_backend_device *dev, vkl_dtype dtype, uint32_t
 static vkl_status load_one(vkl_backend_device *dev, const vkl_graph *g, uint32_t t, vkl_vk_weight *w) {
     const vkl_tensor *tt = &g->tensors[t];
     int64_t dims[VKL_MAX_RANK], count;
-    vkl_status st = vkl_shape_eval(g, &tt->shape, NULL, 0, dims, &count);
+    vkl_status st = vkl_shape_eval(dev->ctx, g, &tt->shape, NULL, 0, dims, &count);
     if (st) return vkl_fail_prefix(dev->ctx, st, "vulkan: weight '%s'", tt->name);
     if (vkl_dtype_is_quantized(tt->dtype)) {
         const int64_t K = tt->shape.rank ? dims[tt->shape.rank - 1] : 0;

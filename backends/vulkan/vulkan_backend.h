@@ -13,9 +13,10 @@ extern const vkl_backend_vtable vkl_backend_vulkan;
  * GPU packer, decoded by the quant_dequant_* shaders with the same decode
  * the matvecs use, read back as rows * cols f32 into out. 4-bit values are
  * exact, so they must equal engine/quant's vkl_quant_dequantize bit for
- * bit. A device handle from vkl_backend_vulkan.open. */
-vkl_status vkl_vk_dequantize(vkl_backend_device *dev, vkl_dtype dtype, uint32_t group, int64_t rows, int64_t cols,
-                             const void *canon, size_t canon_bytes, float *out);
+ * bit. A device handle from vkl_backend_vulkan.open; reports to ctx, and may
+ * run beside vtable calls on other threads as they do. */
+vkl_status vkl_vk_dequantize(vkl_backend_device *dev, vkl_context *ctx, vkl_dtype dtype, uint32_t group, int64_t rows,
+                             int64_t cols, const void *canon, size_t canon_bytes, float *out);
 
 /* Validation warnings and errors seen so far on this device (0 unless
  * VKL_VK_VALIDATION=1). Each also fails the vtable call it happened in and

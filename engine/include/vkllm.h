@@ -91,13 +91,39 @@ VKLLM_API void vkl_context_destroy(vkl_context *ctx);
  * or serialize calls. */
 VKLLM_API const char *vkl_context_error(const vkl_context *ctx);
 
+/* --- Threads ------------------------------------------------------------
+ * vkllm keeps no global state. What may run at the same time:
+ *  - Sessions of one model on different threads: yes, if each session has a
+ *    context of its own (vkl_session_options.context): its failures, host
+ *    allocations and log lines go there. Sessions that share a context (the
+ *    model's, by default) are called one at a time, like anything else that
+ *    shares a context: a context holds one error message.
+ *  - One session from two threads at once: no. A session may move between
+ *    threads if the caller orders its calls (a mutex, a join).
+ *  - vkl_session_create and vkl_session_free: as the session's other calls
+ *    (creating sessions of one model on several threads at once: yes).
+ *  - vkl_model_vocab_size, _metadata, _backend_name, _weight_bytes: any
+ *    thread, any time while the model is loaded.
+ *  - vkl_model_load and vkl_model_free: one at a time in the process (the
+ *    Vulkan loader's entry points are process-wide), and vkl_model_free only
+ *    once every session of that model is freed; other models' sessions may
+ *    keep running meanwhile.
+ *  - Hooks: a context's allocator and log callback run on whichever thread
+ *    makes a call with that context, and the model's context's also on
+ *    session threads (device-wide state a backend makes on first use, such as
+ *    Vulkan pipelines; Vulkan validation messages). With sessions on several
+ *    threads, those hooks must be safe to call from any thread (libc's and
+ *    the default stderr logger are).
+ * The ref backend then runs sessions fully in parallel; Vulkan takes a lock
+ * on the device (one queue) for each backend call (prepare, submit, upload,
+ * download), but not while a session waits for its own GPU work.
+ * docs/runtime.md, "Threads". */
 
 /* --- Models -------------------------------------------------------------
  * A model is a .vkm file mapped read-only plus the backend that runs it,
- * with its weights resident in the backend's layout. Several sessions share
- * one model. Loading and freeing a model are not thread-safe with respect
- * to its sessions; once loaded, a model is read-only and may be used by
- * sessions on different threads. */
+ * with its weights resident in the backend's layout and its memory plan.
+ * Several sessions share one model; once loaded it is read-only, and its
+ * sessions may run on different threads (Threads, above). */
 typedef struct vkl_model vkl_model;
 
 typedef struct vkl_model_options {
@@ -141,9 +167,8 @@ typedef struct vkl_sampling_options {
  * and every decode step run executables prepared at creation and allocate
  * nothing; a prompt appended after earlier tokens prepares an executable on
  * first use of its (past, length) shape (docs/runtime.md says why). A
- * session is used by one thread at a
- * time; different sessions may run on different threads if each has its own
- * context (errors are per context). */
+ * session is used by one thread at a time; different sessions may run on
+ * different threads if each has its own context (Threads, above). */
 typedef struct vkl_session vkl_session;
 
 typedef struct vkl_session_options {
@@ -160,6 +185,11 @@ typedef struct vkl_session_options {
                                  VKL_ERR_INVALID_ARGUMENT naming the first node, in execution order, whose
                                  output did, instead of the sampler failing later without a culprit. The
                                  backend must support it (ref does); VKL_ERR_UNSUPPORTED otherwise */
+    /* Where the session reports failures (vkl_context_error), allocates host
+     * memory and logs; borrowed: it must outlive the session. NULL: the
+     * model's context. Give each session its own to run sessions of one
+     * model on different threads at once. */
+    vkl_context *context;
 } vkl_session_options;
 
 VKLLM_API void vkl_session_options_init(vkl_session_options *options);

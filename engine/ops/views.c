@@ -8,11 +8,12 @@
 
 /* Transpose keeps the element order iff the dims of size > 1, read in
  * output order, appear in increasing input order. */
-static bool transpose_keeps_order(const vkl_graph *g, uint32_t node, const int64_t *values, size_t count) {
+static bool transpose_keeps_order(vkl_context *ctx, const vkl_graph *g, uint32_t node, const int64_t *values,
+                                  size_t count) {
     const vkl_node *n = &g->nodes[node];
     const vkl_tensor *in = &g->tensors[n->inputs[0]];
     int64_t dims[VKL_MAX_RANK], elements;
-    if (vkl_shape_eval(g, &in->shape, values, count, dims, &elements)) return false;
+    if (vkl_shape_eval(ctx, g, &in->shape, values, count, dims, &elements)) return false;
     const uint32_t r = in->shape.rank;
     const int64_t *perm = NULL;
     uint32_t np = 0, p[VKL_MAX_RANK];
@@ -32,7 +33,8 @@ static bool transpose_keeps_order(const vkl_graph *g, uint32_t node, const int64
     return true;
 }
 
-uint32_t vkl_node_view_input(const vkl_graph *g, uint32_t node, const int64_t *values, size_t count) {
+uint32_t vkl_node_view_input(vkl_context *ctx, const vkl_graph *g, uint32_t node, const int64_t *values,
+                             size_t count) {
     const vkl_node *n = &g->nodes[node];
     if (n->dead || !n->n_inputs || !n->n_outputs || n->inputs[0] == VKL_NONE || n->outputs[0] == VKL_NONE)
         return VKL_NONE;
@@ -45,7 +47,7 @@ uint32_t vkl_node_view_input(const vkl_graph *g, uint32_t node, const int64_t *v
     case VKL_OP_RESHAPE: case VKL_OP_FLATTEN: case VKL_OP_SQUEEZE: case VKL_OP_UNSQUEEZE: case VKL_OP_IDENTITY:
         return n->inputs[0];
     case VKL_OP_TRANSPOSE:
-        return !values || transpose_keeps_order(g, node, values, count) ? n->inputs[0] : VKL_NONE;
+        return !values || transpose_keeps_order(ctx, g, node, values, count) ? n->inputs[0] : VKL_NONE;
     default:
         return VKL_NONE;
     }

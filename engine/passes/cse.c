@@ -116,7 +116,7 @@ static vkl_status merge_nodes(vkl_graph *g, uint32_t *merged, bool *changed) {
     table t = {0};
     vkl_status st = order ? table_init(g->ctx, &t, g->n_nodes) : VKL_ERR_OUT_OF_MEMORY;
     uint32_t count = 0;
-    if (!st) st = vkl_graph_topo_order(g, order, &count);
+    if (!st) st = vkl_graph_topo_order(g->ctx, g, order, &count);
     for (uint32_t oi = 0; !st && oi < count; oi++) {
         uint32_t i = order[oi];
         vkl_node *n = &g->nodes[i];

@@ -190,7 +190,7 @@ vkl_status vkl_pass_fold(vkl_graph *g, uint32_t *folded) {
     *folded = 0;
     while (!st && changed) {
         changed = false;
-        st = vkl_graph_topo_order(g, order, &count);
+        st = vkl_graph_topo_order(g->ctx, g, order, &count);
         for (uint32_t k = 0; !st && k < count; k++) {
             uint32_t i = order[k];
             bool done;

@@ -431,7 +431,7 @@ vkl_status vkl_match_each(vkl_graph *g, vkl_match_try_fn try_fn, uint32_t *fired
     uint32_t n = g->n_nodes, count = 0;
     uint32_t *order = vkl_calloc(g->ctx, n ? n : 1, sizeof(uint32_t));
     vkl_uses u = {0};
-    vkl_status st = order ? vkl_graph_topo_order(g, order, &count) : VKL_ERR_OUT_OF_MEMORY;
+    vkl_status st = order ? vkl_graph_topo_order(g->ctx, g, order, &count) : VKL_ERR_OUT_OF_MEMORY;
     if (!st) st = vkl_uses_build(g, &u);
     *fired = 0;
     for (uint32_t k = count; !st && k-- > 0;) {

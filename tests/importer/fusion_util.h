@@ -239,7 +239,7 @@ static inline void fu_eval_dims(const vkl_graph *g, uint32_t t, const char *cons
         for (uint32_t k = 0; k < n_names; k++)
             if (!strcmp(vkl_symtab_symbol_name(g->syms, i), names[k])) binding[i] = values[k];
     *rank = s->rank;
-    for (uint32_t d = 0; d < s->rank; d++) CHECK(vkl_expr_eval(g->syms, s->dims[d], binding, n, &dims[d]) == VKL_OK);
+    for (uint32_t d = 0; d < s->rank; d++) CHECK(vkl_expr_eval(g->ctx, g->syms, s->dims[d], binding, n, &dims[d]) == VKL_OK);
 }
 
 /* Two copies of one small graph: `plain` through the pipeline with no pass

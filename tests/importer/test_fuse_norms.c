@@ -107,7 +107,7 @@ static bool run_graph(tg *t, outs *o) {
     for (uint32_t k = 0; ok && k < g->n_inputs; k++) {
         const vkl_tensor *x = &g->tensors[g->inputs[k]];
         int64_t dims[VKL_MAX_RANK], n;
-        ok = vkl_shape_eval(g, &x->shape, values, nsym, dims, &n) == VKL_OK;
+        ok = vkl_shape_eval(g->ctx, g, &x->shape, values, nsym, dims, &n) == VKL_OK;
         if (ok) in[k] = fu_host(t->ctx, VKL_DTYPE_F32, dims, x->shape.rank, k + 1, NULL);
     }
     o->n = 0;

@@ -59,7 +59,7 @@ static void check_model(vkl_context *ctx, const char *name) {
     set(g, values, "past", 2047);
     set(g, values, "total_seq", 2048);
     size_t *off = calloc(g->n_tensors + 1, sizeof(size_t)), planned = 0, plain = 0;
-    CHECK(vkl_plan_layout(p, values, NULL, n, off, &planned) == VKL_OK);
+    CHECK(vkl_plan_layout(g->ctx, p, values, NULL, n, off, &planned) == VKL_OK);
     CHECK(vkl_plan_no_reuse_bytes(p, values, n, &plain) == VKL_OK);
     printf("%-13s buffers %3u for %3u tensors; at ctx 2048: planned %zu bytes, no reuse %zu bytes\n", name, p->n_buffers,
            g->n_tensors, planned, plain);

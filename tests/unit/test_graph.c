@@ -29,7 +29,7 @@ static void test_topo_order_unsorted(vkl_context *ctx) {
     CHECK(vkl_graph_add_node(g, VKL_OP_SQRT, "second", &a, 1, &b, 1, NULL, 0, &n0) == VKL_OK);
     CHECK(vkl_graph_add_node(g, VKL_OP_RELU, "first", &x, 1, &a, 1, NULL, 0, &n1) == VKL_OK);
     uint32_t order[2], count = 0;
-    CHECK(vkl_graph_topo_order(g, order, &count) == VKL_OK);
+    CHECK(vkl_graph_topo_order(g->ctx, g, order, &count) == VKL_OK);
     CHECK(count == 2 && order[0] == n1 && order[1] == n0);
     if (vkl_op_info_get(VKL_OP_SQRT) && vkl_op_info_get(VKL_OP_RELU)) {
         CHECK(vkl_graph_validate(g) == VKL_OK);
@@ -39,7 +39,7 @@ static void test_topo_order_unsorted(vkl_context *ctx) {
     }
     /* a dead node leaves the graph: its output has no producer left */
     g->nodes[n1].dead = true;
-    CHECK(vkl_graph_topo_order(g, order, &count) == VKL_OK && count == 1);
+    CHECK(vkl_graph_topo_order(g->ctx, g, order, &count) == VKL_OK && count == 1);
     vkl_graph_destroy(g);
 }
 
@@ -51,7 +51,7 @@ static void test_cycle_is_reported(vkl_context *ctx) {
     CHECK(vkl_graph_add_node(g, VKL_OP_RELU, "r1", &a, 1, &b, 1, NULL, 0, NULL) == VKL_OK);
     CHECK(vkl_graph_add_node(g, VKL_OP_RELU, "r2", &b, 1, &a, 1, NULL, 0, NULL) == VKL_OK);
     uint32_t order[2], count;
-    CHECK(vkl_graph_topo_order(g, order, &count) == VKL_ERR_FORMAT);
+    CHECK(vkl_graph_topo_order(g->ctx, g, order, &count) == VKL_ERR_FORMAT);
     CHECK(strstr(vkl_context_error(ctx), "cycle") != NULL);
     CHECK(strstr(vkl_context_error(ctx), "'r1'") != NULL);
     vkl_graph_destroy(g);

@@ -62,22 +62,22 @@ int main(void) {
     CHECK(be && be->state_traffic);
     CHECK(be->open(ctx, NULL, &dev) == VKL_OK);
     CHECK(be->weights_load(dev, g, &w) == VKL_OK);
-    CHECK(be->buffer_create(dev, VKL_BUFFER_DEVICE, 256 * 16, &arena) == VKL_OK);
+    CHECK(be->buffer_create(dev, ctx, VKL_BUFFER_DEVICE, 256 * 16, &arena) == VKL_OK);
     float data[4] = {0.5f, -1.0f, 2.0f, 0.25f};
     int64_t where = 3;
-    CHECK(be->buffer_write(dev, arena, offsets[x], data, sizeof(data)) == VKL_OK);
-    CHECK(be->buffer_write(dev, arena, offsets[q], data, sizeof(data)) == VKL_OK);
-    CHECK(be->buffer_write(dev, arena, offsets[pos], &where, sizeof(where)) == VKL_OK);
+    CHECK(be->buffer_write(dev, ctx, arena, offsets[x], data, sizeof(data)) == VKL_OK);
+    CHECK(be->buffer_write(dev, ctx, arena, offsets[q], data, sizeof(data)) == VKL_OK);
+    CHECK(be->buffer_write(dev, ctx, arena, offsets[pos], &where, sizeof(where)) == VKL_OK);
     float zeros[32] = {0};
-    CHECK(be->buffer_write(dev, arena, offsets[cache], zeros, sizeof(zeros)) == VKL_OK);
+    CHECK(be->buffer_write(dev, ctx, arena, offsets[cache], zeros, sizeof(zeros)) == VKL_OK);
     vkl_memory_map mem = {arena, offsets, g->n_tensors};
     vkl_binding b = {NULL, 0};
     vkl_state_traffic tr = {1, 1, 1};
-    CHECK(be->prepare(dev, g, w, &mem, &b, &e) == VKL_OK);
-    CHECK(e && be->state_traffic(dev, e, &tr) == VKL_OK);
+    CHECK(be->prepare(dev, ctx, g, w, &mem, &b, &e) == VKL_OK);
+    CHECK(e && be->state_traffic(dev, ctx, e, &tr) == VKL_OK);
     CHECK(tr.written == 0 && tr.read == 0 && tr.copied == 0); /* nothing ran yet */
-    CHECK(be->execute(dev, e, &b) == VKL_OK && be->wait(dev, e) == VKL_OK);
-    CHECK(be->state_traffic(dev, e, &tr) == VKL_OK);
+    CHECK(be->execute(dev, ctx, e, &b) == VKL_OK && be->wait(dev, ctx, e) == VKL_OK);
+    CHECK(be->state_traffic(dev, ctx, e, &tr) == VKL_OK);
     printf("written %llu, read %llu, copied %llu\n", (unsigned long long)tr.written, (unsigned long long)tr.read,
            (unsigned long long)tr.copied);
     CHECK(tr.written == 16);  /* one row of 4 floats */
@@ -85,11 +85,11 @@ int main(void) {
     CHECK(tr.copied == 128);  /* the Transpose read all of it */
     /* the row landed in place, at position 3 */
     float row[4];
-    CHECK(be->buffer_read(dev, arena, offsets[cache] + 3 * sizeof(row), row, sizeof(row)) == VKL_OK);
+    CHECK(be->buffer_read(dev, ctx, arena, offsets[cache] + 3 * sizeof(row), row, sizeof(row)) == VKL_OK);
     CHECK(!memcmp(row, data, sizeof(row)));
 
-    be->exec_release(dev, e);
-    be->buffer_destroy(dev, arena);
+    be->exec_release(dev, ctx, e);
+    be->buffer_destroy(dev, ctx, arena);
     be->weights_release(dev, w);
     be->close(dev);
     vkl_graph_destroy(g);

@@ -121,7 +121,7 @@ static int64_t eval_dim(fx *f, const char *name, uint32_t d, const char *sym, in
     for (size_t i = 0; i < 16; i++) vals[i] = VKL_SYM_UNBOUND;
     if (vkl_symtab_find_symbol(f->g->syms, sym, &idx) == VKL_OK && idx < 16) vals[idx] = v;
     int64_t out = -999;
-    if (vkl_expr_eval(f->g->syms, f->g->tensors[tensor_id(f, name)].shape.dims[d], vals, n < 16 ? n : 16, &out))
+    if (vkl_expr_eval(f->g->ctx, f->g->syms, f->g->tensors[tensor_id(f, name)].shape.dims[d], vals, n < 16 ? n : 16, &out))
         return -999;
     return out;
 }

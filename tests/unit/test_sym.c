@@ -104,7 +104,7 @@ static int64_t EV(fx *f, vkl_expr e, const char *binds) {
         if (vkl_symtab_find_symbol(f->t, tok, &idx) == VKL_OK && idx < 16) values[idx] = strtoll(eq + 1, NULL, 10);
     }
     int64_t out = INT64_MIN;
-    CHECK_OK(f, vkl_expr_eval(f->t, e, values, 16, &out));
+    CHECK_OK(f, vkl_expr_eval(f->ctx, f->t, e, values, 16, &out));
     return out;
 }
 
@@ -504,7 +504,7 @@ static void test_eval_basic(fx *f) {
     CHECK(f, EV(f, P(f, "max(past, seq) // 3 + min(past, seq) % 4"), "past=10,seq=7") == 3 + 3);
     CHECK(f, EV(f, C(f, -5), "") == -5);
     int64_t out = 0;
-    CHECK_OK(f, vkl_expr_eval(f->t, C(f, 7), NULL, 0, &out));
+    CHECK_OK(f, vkl_expr_eval(f->ctx, f->t, C(f, 7), NULL, 0, &out));
     CHECK(f, out == 7);
 }
 
@@ -513,11 +513,11 @@ static void test_eval_unbound(fx *f) {
     size_t idx;
     CHECK_OK(f, vkl_symtab_find_symbol(f->t, "N", &idx));
     int64_t values[1] = {3}, out;
-    CHECK(f, vkl_expr_eval(f->t, e, values, idx == 0 ? 1 : 0, &out) == VKL_ERR_NOT_FOUND);
+    CHECK(f, vkl_expr_eval(f->ctx, f->t, e, values, idx == 0 ? 1 : 0, &out) == VKL_ERR_NOT_FOUND);
     CHECK_MSG(f, "qq_unbound");
     int64_t all[64];
     for (int i = 0; i < 64; i++) all[i] = VKL_SYM_UNBOUND;
-    CHECK(f, vkl_expr_eval(f->t, S(f, "N"), all, 64, &out) == VKL_ERR_NOT_FOUND);
+    CHECK(f, vkl_expr_eval(f->ctx, f->t, S(f, "N"), all, 64, &out) == VKL_ERR_NOT_FOUND);
     CHECK_MSG(f, "'N'");
 }
 
@@ -528,13 +528,13 @@ static void test_eval_overflow(fx *f) {
     int64_t values[64], out;
     for (int i = 0; i < 64; i++) values[i] = 1;
     values[idx] = (int64_t)1 << 40;
-    CHECK(f, vkl_expr_eval(f->t, e, values, 64, &out) == VKL_ERR_OVERFLOW);
+    CHECK(f, vkl_expr_eval(f->ctx, f->t, e, values, 64, &out) == VKL_ERR_OVERFLOW);
     CHECK_MSG(f, "N*N");
     values[idx] = (int64_t)1 << 31;
-    CHECK_OK(f, vkl_expr_eval(f->t, e, values, 64, &out));
+    CHECK_OK(f, vkl_expr_eval(f->ctx, f->t, e, values, 64, &out));
     CHECK(f, out == (int64_t)1 << 62);
     values[idx] = INT64_MAX;
-    CHECK(f, vkl_expr_eval(f->t, P(f, "N + 1"), values, 64, &out) == VKL_ERR_OVERFLOW);
+    CHECK(f, vkl_expr_eval(f->ctx, f->t, P(f, "N + 1"), values, 64, &out) == VKL_ERR_OVERFLOW);
 }
 
 static void test_eval_negative_binding(fx *f) {
@@ -544,7 +544,7 @@ static void test_eval_negative_binding(fx *f) {
     int64_t values[64], out;
     for (int i = 0; i < 64; i++) values[i] = 0;
     values[idx] = -3;
-    CHECK(f, vkl_expr_eval(f->t, N, values, 64, &out) == VKL_ERR_INVALID_ARGUMENT);
+    CHECK(f, vkl_expr_eval(f->ctx, f->t, N, values, 64, &out) == VKL_ERR_INVALID_ARGUMENT);
     CHECK_MSG(f, "negative");
 }
 
@@ -718,7 +718,7 @@ static void test_invalid_handles(fx *f) {
     CHECK(f, vkl_expr_compare(f->t, N, bad) == VKL_SYM_UNKNOWN);
     CHECK(f, !vkl_expr_is_const(f->t, bad, NULL));
     int64_t out;
-    CHECK(f, vkl_expr_eval(f->t, bad, NULL, 0, &out) == VKL_ERR_INVALID_ARGUMENT);
+    CHECK(f, vkl_expr_eval(f->ctx, f->t, bad, NULL, 0, &out) == VKL_ERR_INVALID_ARGUMENT);
 }
 
 static void test_exponents(fx *f) {
@@ -752,7 +752,7 @@ static void test_depth_limit(fx *f) {
     CHECK(f, roundtrips(f, x));
     int64_t values[256], out;
     for (int i = 0; i < 256; i++) values[i] = 5;
-    CHECK_OK(f, vkl_expr_eval(f->t, x, values, 256, &out));
+    CHECK_OK(f, vkl_expr_eval(f->ctx, f->t, x, values, 256, &out));
     CHECK(f, out == 5);
 }
 
@@ -1089,7 +1089,7 @@ static void test_random(fx *f) {
             c->ok[k] = reval(tree, root, binds[k], &want);
             c->val[k] = want;
             if (!c->ok[k]) continue;
-            vkl_status st = vkl_expr_eval(f->t, e0, values, nvals, &got);
+            vkl_status st = vkl_expr_eval(f->ctx, f->t, e0, values, nvals, &got);
             if (st == VKL_ERR_OVERFLOW) { /* canonical expansion may overflow where the tree does not */
                 c->ok[k] = false;
                 continue;
@@ -1126,7 +1126,7 @@ static void test_random(fx *f) {
             for (int kk = 0; kk < RAND_BINDINGS; kk++) {
                 for (size_t s = 0; s < nvals; s++) values[s] = VKL_SYM_UNBOUND;
                 for (int s = 0; s < NSYM; s++) values[idx[s]] = binds[kk][s];
-                d.ok[kk] = c->ok[kk] && vkl_expr_eval(f->t, d.e, values, nvals, &d.val[kk]) == VKL_OK;
+                d.ok[kk] = c->ok[kk] && vkl_expr_eval(f->ctx, f->t, d.e, values, nvals, &d.val[kk]) == VKL_OK;
             }
             check_pair(f, c, &d, &claims);
         }

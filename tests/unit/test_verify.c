@@ -75,7 +75,7 @@ static void test_corrupt_weights(env *e) {
 static bool pick_weight(const vkl_graph *g, uint32_t *weight, uint32_t *node) {
     uint32_t *order = calloc(g->n_nodes + 1, sizeof(uint32_t)), count = 0;
     bool found = false;
-    if (order && vkl_graph_topo_order(g, order, &count) == VKL_OK)
+    if (order && vkl_graph_topo_order(g->ctx, g, order, &count) == VKL_OK)
         for (uint32_t k = 0; k < count && !found; k++) {
             const vkl_node *n = &g->nodes[order[k]];
             if (n->n_outputs < 1 || n->outputs[0] == VKL_NONE || g->tensors[n->outputs[0]].dtype != VKL_DTYPE_F32)

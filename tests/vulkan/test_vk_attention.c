@@ -301,7 +301,7 @@ static vkl_status run_manual(vkl_context *ctx, const vkl_backend_vtable *be, vkl
     for (uint32_t t = 0; t < g->n_tensors; t++) {
         int64_t dims[VKL_MAX_RANK], n;
         size_t bytes = 0;
-        CHECK_OK(ctx, vkl_tensor_eval(g, t, NULL, 0, dims, &n, &bytes));
+        CHECK_OK(ctx, vkl_tensor_eval(ctx, g, t, NULL, 0, dims, &n, &bytes));
         offsets[t] = total;
         total += (bytes + 255) / 256 * 256;
         if (t == g->outputs[0]) out_bytes = bytes;
@@ -311,21 +311,21 @@ static vkl_status run_manual(vkl_context *ctx, const vkl_backend_vtable *be, vkl
     vkl_memory_map mem = {NULL, offsets, g->n_tensors};
     vkl_binding b = {NULL, 0};
     vkl_status st = be->weights_load(dev, g, &w);
-    if (!st) st = be->buffer_create(dev, VKL_BUFFER_DEVICE, total, &arena);
-    if (!st) st = be->buffer_write(dev, arena, 0, poison, total);
+    if (!st) st = be->buffer_create(dev, ctx, VKL_BUFFER_DEVICE, total, &arena);
+    if (!st) st = be->buffer_write(dev, ctx, arena, 0, poison, total);
     for (uint32_t k = 0; !st && k < g->n_inputs; k++)
-        st = be->buffer_write(dev, arena, offsets[g->inputs[k]], in[k].data, in[k].nbytes);
+        st = be->buffer_write(dev, ctx, arena, offsets[g->inputs[k]], in[k].data, in[k].nbytes);
     mem.arena = arena;
-    if (!st) st = be->prepare(dev, g, w, &mem, &b, &e);
+    if (!st) st = be->prepare(dev, ctx, g, w, &mem, &b, &e);
     double best = 1e30;
     for (int rep = 0; !st && rep < reps; rep++) {
-        st = be->execute(dev, e, &b);
-        if (!st) st = be->wait(dev, e);
-        if (!st) st = be->buffer_read(dev, arena, offsets[g->outputs[0]], rep ? again : y, out_bytes);
+        st = be->execute(dev, ctx, e, &b);
+        if (!st) st = be->wait(dev, ctx, e);
+        if (!st) st = be->buffer_read(dev, ctx, arena, offsets[g->outputs[0]], rep ? again : y, out_bytes);
         if (!st && rep) CHECKF(!memcmp(y, again, out_bytes), "a replay gave different bits");
         double t[8];
         size_t n = 0;
-        if (!st) st = be->node_times(dev, e, t, 8, &n);
+        if (!st) st = be->node_times(dev, ctx, e, t, 8, &n);
         if (!st) CHECKF(n == g->n_nodes, "node_times: %zu entries for %u nodes", n, g->n_nodes);
         if (!st && n >= 1 && t[0] < best) best = t[0];
     }
@@ -335,8 +335,8 @@ static vkl_status run_manual(vkl_context *ctx, const vkl_backend_vtable *be, vkl
         *out = y;
         y = NULL;
     }
-    if (e) be->exec_release(dev, e);
-    if (arena) be->buffer_destroy(dev, arena);
+    if (e) be->exec_release(dev, ctx, e);
+    if (arena) be->buffer_destroy(dev, ctx, arena);
     if (w) be->weights_release(dev, w);
     free(offsets);
     free(poison);

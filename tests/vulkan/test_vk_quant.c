@@ -127,7 +127,7 @@ static void test_dequant(vkl_context *ctx, vkl_backend_device *dev, rng *r) {
                 if (q) {
                     CHECK_OK(ctx, vkl_quant_dequantize(ctx, f->dtype, groups[gi], q, bytes, rows, cols, ref));
                     memset(got, 0, n * sizeof(float));
-                    CHECK_OK(ctx, vkl_vk_dequantize(dev, f->dtype, groups[gi], rows, cols, q, bytes, got));
+                    CHECK_OK(ctx, vkl_vk_dequantize(dev, ctx, f->dtype, groups[gi], rows, cols, q, bytes, got));
                     size_t bad = 0, first = 0;
                     for (size_t i = 0; i < n; i++)
                         if (memcmp(&got[i], &ref[i], sizeof(float)) && !bad++) first = i;
@@ -241,30 +241,30 @@ static bool run_vulkan(vkl_context *ctx, const vkl_backend_vtable *be, const vkl
         st = vkl_fail(ctx, VKL_ERR_INTERNAL, "asked for %s math, the device runs %s", f16 ? "f16" : "f32",
                       f16 ? "f32" : "f16");
     if (!st) st = be->weights_load(dev, g, &w);
-    if (!st) st = be->buffer_create(dev, VKL_BUFFER_DEVICE, total, &arena);
-    if (!st) st = be->buffer_write(dev, arena, 0, poison, total);
-    if (!st) st = be->buffer_write(dev, arena, 0, a, a_bytes);
+    if (!st) st = be->buffer_create(dev, ctx, VKL_BUFFER_DEVICE, total, &arena);
+    if (!st) st = be->buffer_write(dev, ctx, arena, 0, poison, total);
+    if (!st) st = be->buffer_write(dev, ctx, arena, 0, a, a_bytes);
     mem.arena = arena;
-    if (!st) st = be->prepare(dev, g, w, &mem, &b, &e);
-    if (!st) st = be->execute(dev, e, &b);
-    if (!st) st = be->wait(dev, e);
-    if (!st) st = be->buffer_read(dev, arena, y_off, y, y_count * sizeof(float));
+    if (!st) st = be->prepare(dev, ctx, g, w, &mem, &b, &e);
+    if (!st) st = be->execute(dev, ctx, e, &b);
+    if (!st) st = be->wait(dev, ctx, e);
+    if (!st) st = be->buffer_read(dev, ctx, arena, y_off, y, y_count * sizeof(float));
     CHECK_OK(ctx, st);
     if (!st) {
         /* Replay: poison again, run the same command buffer, same bits. */
-        st = be->buffer_write(dev, arena, y_off, poison, y_count * sizeof(float));
-        if (!st) st = be->execute(dev, e, &b);
-        if (!st) st = be->wait(dev, e);
-        if (!st) st = be->buffer_read(dev, arena, y_off, again, y_count * sizeof(float));
+        st = be->buffer_write(dev, ctx, arena, y_off, poison, y_count * sizeof(float));
+        if (!st) st = be->execute(dev, ctx, e, &b);
+        if (!st) st = be->wait(dev, ctx, e);
+        if (!st) st = be->buffer_read(dev, ctx, arena, y_off, again, y_count * sizeof(float));
         CHECK_OK(ctx, st);
         CHECKF(st || !memcmp(y, again, y_count * sizeof(float)), "a replay gave different bits");
         double ms[4];
         size_t n = 0;
-        CHECK_OK(ctx, be->node_times(dev, e, ms, 4, &n));
+        CHECK_OK(ctx, be->node_times(dev, ctx, e, ms, 4, &n));
         CHECKF(n == 1 && ms[0] >= 0 && ms[0] < 60e3, "node_times: %zu entries, first %g ms", n, n ? ms[0] : 0.0);
     }
-    if (e) be->exec_release(dev, e);
-    if (arena) be->buffer_destroy(dev, arena);
+    if (e) be->exec_release(dev, ctx, e);
+    if (arena) be->buffer_destroy(dev, ctx, arena);
     if (w) be->weights_release(dev, w);
     if (dev) be->close(dev);
     free(offsets);
