@@ -321,7 +321,6 @@ int vkl_cmd_import(vkl_context *ctx, int argc, char **argv) {
     if (!st && blobs[0]) meta[n_meta++] = (vkl_vkm_meta){"tokenizer.json", blobs[0], sizes[0]};
     if (!st && blobs[1]) meta[n_meta++] = (vkl_vkm_meta){"tokenizer_config.json", blobs[1], sizes[1]};
     vkl_progress_phase(&progress, "write");
-    double t_write = vkl_progress_elapsed(&progress);
     if (!st) st = vkl_vkm_write(ctx, vkl_onnx_graph(m), meta, n_meta, out);
     vkl_progress_end(&progress);
     int rc = st ? vkl_cli_fail(PROG, ctx, st) : 0;
@@ -335,11 +334,12 @@ int vkl_cmd_import(vkl_context *ctx, int argc, char **argv) {
         printf("wrote %s\n", out);
         /* Peak RSS matters: imports must fit beside the model on small machines. */
         struct rusage ru;
+        char phases[160];
         clock_gettime(CLOCK_MONOTONIC, &t1);
         getrusage(RUSAGE_SELF, &ru);
-        printf("import took %.2f s (writing %.2f s), peak RSS %.1f MiB\n",
+        printf("import took %.2f s (%s), peak RSS %.1f MiB\n",
                (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec),
-               vkl_progress_elapsed(&progress) - t_write, (double)ru.ru_maxrss / 1024.0);
+               vkl_progress_times(&progress, phases, sizeof(phases)), (double)ru.ru_maxrss / 1024.0);
     }
     for (int k = 0; k < 2; k++) vkl_free(ctx, blobs[k]);
     vkl_onnx_close(m);

@@ -22,9 +22,31 @@ void vkl_progress_init(vkl_progress *p, const char *label, bool quiet) {
     p->out = stderr;
     p->quiet = quiet;
     p->tty = isatty(fileno(stderr));
-    p->start = p->last = now();
+    p->start = p->last = p->phase_start = now();
     p->label = label;
     p->phase = "";
+}
+
+/* Closes the current phase's time. */
+static void close_phase(vkl_progress *p, double t) {
+    if (*p->phase && p->n_phases < sizeof(p->names) / sizeof(p->names[0])) {
+        p->names[p->n_phases] = p->phase;
+        p->seconds[p->n_phases++] = t - p->phase_start;
+    }
+    p->phase_start = t;
+}
+
+const char *vkl_progress_times(vkl_progress *p, char *buf, size_t cap) {
+    close_phase(p, now());
+    p->phase = "";
+    size_t at = 0;
+    buf[0] = 0;
+    for (unsigned i = 0; i < p->n_phases && at < cap; i++) {
+        int n = snprintf(buf + at, cap - at, "%s%s %.2f s", i ? ", " : "", p->names[i], p->seconds[i]);
+        if (n < 0) break;
+        at += (size_t)n;
+    }
+    return buf;
 }
 
 double vkl_progress_elapsed(const vkl_progress *p) { return now() - p->start; }
@@ -55,8 +77,9 @@ static void draw(vkl_progress *p, double t, uint64_t done, uint64_t total) {
 }
 
 void vkl_progress_phase(vkl_progress *p, const char *phase) {
-    p->phase = phase;
     double t = now();
+    close_phase(p, t);
+    p->phase = phase;
     if (!p->quiet && t - p->start >= QUIET_SECONDS) draw(p, t, 0, 0);
 }
 
