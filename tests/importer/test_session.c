@@ -7,28 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc_counter.h"
 #include "check.h"
 #include "npy.h"
 #include "onnx_import.h"
 #include "passes/pipeline.h"
 #include "vkllm.h"
 #include "vkm.h"
-
-typedef struct counter {
-    size_t allocs;
-} counter;
-static void *c_malloc(void *u, size_t n) {
-    ((counter *)u)->allocs++;
-    return malloc(n);
-}
-static void *c_realloc(void *u, void *p, size_t n) {
-    ((counter *)u)->allocs++;
-    return realloc(p, n);
-}
-static void c_free(void *u, void *p) {
-    (void)u;
-    free(p);
-}
 
 /* Import the fixture with every pass and write it as a .vkm. */
 static int make_vkm(vkl_context *ctx, const char *onnx, const char *out) {
@@ -77,10 +62,10 @@ static void check_logits(vkl_context *ctx, vkl_session *s, int step, size_t voca
 }
 
 int main(void) {
-    counter c = {0};
+    alloc_counter c = {0};
     vkl_context_options co;
     vkl_context_options_init(&co);
-    co.allocator = (vkl_allocator){&c, c_malloc, c_realloc, c_free};
+    co.allocator = alloc_counter_hook(&c);
     vkl_context *ctx;
     if (vkl_context_create(&co, &ctx)) return 2;
     char onnx[512], vkm[] = "/tmp/vkllm_test_session.vkm";

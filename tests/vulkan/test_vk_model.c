@@ -15,25 +15,10 @@
 #include <string.h>
 
 #include "../../backends/vulkan/vulkan_backend.h"
+#include "alloc_counter.h"
 #include "check.h"
 #include "model.h"
 #include "vkllm.h"
-
-typedef struct counter {
-    size_t allocs;
-} counter;
-static void *c_malloc(void *u, size_t n) {
-    ((counter *)u)->allocs++;
-    return malloc(n);
-}
-static void *c_realloc(void *u, void *p, size_t n) {
-    ((counter *)u)->allocs++;
-    return realloc(p, n);
-}
-static void c_free(void *u, void *p) {
-    (void)u;
-    free(p);
-}
 
 /* "In the beginning" in the bundled tokenizer, with its BOS. */
 static const int32_t prompt[] = {1, 1163, 262, 2050};
@@ -73,10 +58,10 @@ static int generate(vkl_context *ctx, const char *path, const char *backend, int
 
 /* N_DECODE steps after a short prompt, counting host work around them. */
 static void count_decode_work(const char *path) {
-    counter c = {0};
+    alloc_counter c = {0};
     vkl_context_options co;
     vkl_context_options_init(&co);
-    co.allocator = (vkl_allocator){&c, c_malloc, c_realloc, c_free};
+    co.allocator = alloc_counter_hook(&c);
     vkl_context *ctx;
     CHECK(vkl_context_create(&co, &ctx) == VKL_OK);
     vkl_model_options mo;
