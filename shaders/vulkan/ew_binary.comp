@@ -153,8 +153,8 @@ uvec2 elem(uint e) {
     }
     uint f = floatBitsToUint(v);
     switch (DT_OUT) {
-    case VKL_DT_F16: return uvec2(vkl_f32_bits_to_f16(f), 0u);
-    case VKL_DT_BF16: return uvec2(vkl_f32_bits_to_bf16(f), 0u);
+    case VKL_DT_F16: return uvec2(vkl_f32_to_f16_bits(f), 0u);
+    case VKL_DT_BF16: return uvec2(vkl_f32_to_bf16_bits(f), 0u);
     case VKL_DT_BOOL: return uvec2(v == 0.0 ? 0u : 1u, 0u); // NaN is true, as C's v != 0
     default: return uvec2(f, 0u);
     }

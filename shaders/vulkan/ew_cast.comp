@@ -31,8 +31,8 @@ uvec2 elem(uint e) {
                  : in_int ? vkl_l_to_f32_bits(vkl_raw_l(DT_IN, r), DT_IN != VKL_DT_U64)
                           : vkl_raw_f32_bits(DT_IN, r);
         switch (DT_OUT) {
-        case VKL_DT_F16: return uvec2(vkl_f32_bits_to_f16(f), 0u);
-        case VKL_DT_BF16: return uvec2(vkl_f32_bits_to_bf16(f), 0u);
+        case VKL_DT_F16: return uvec2(vkl_f32_to_f16_bits(f), 0u);
+        case VKL_DT_BF16: return uvec2(vkl_f32_to_bf16_bits(f), 0u);
         case VKL_DT_FP8_E4M3: case VKL_DT_FP8_E5M2:
             return uvec2(vkl_f32_bits_to_fp8(f, DT_OUT == VKL_DT_FP8_E4M3, SATURATE), 0u);
         default: return uvec2(f, 0u);

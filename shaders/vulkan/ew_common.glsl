@@ -8,13 +8,9 @@
 #ifndef VKL_EW_COMMON_GLSL
 #define VKL_EW_COMMON_GLSL
 
+#include "kv_encode.glsl"
 #include "tensor.glsl"
 
-#define VKL_DT_F64 4u
-
-// tensor.glsl's sizes, f64 included (8 bytes: two words, as i64)
-uint vkl_ew_size(uint dt) { return dt == VKL_DT_F64 ? 8u : vkl_dt_size(dt); }
-uint vkl_ew_unit_elems(uint dt) { return max(1u, 4u / vkl_ew_size(dt)); }
 
 // ---- 64-bit integers: uvec2(low word, high word), two's complement ---------------------------
 
@@ -106,15 +102,7 @@ uvec2 vkl_l_shr_rne(uvec2 v, uint s) {
 
 // ---- exact conversions on bits ---------------------------------------------------------------
 
-// fp16 / bf16 / fp8 bits -> f32 bits, exactly (subnormals normalized by hand)
-uint vkl_f16_to_f32_bits(uint h) {
-    uint sign = (h & 0x8000u) << 16, e = (h >> 10) & 31u, m = h & 0x3ffu;
-    if (e == 31u) return sign | 0x7f800000u | (m << 13);
-    if (e != 0u) return sign | ((e + 112u) << 23) | (m << 13);
-    if (m == 0u) return sign;
-    int msb = findMSB(m); // m * 2^-24 = 2^(msb - 24) * 1.f
-    return sign | (uint(msb - 24 + 127) << 23) | ((m << uint(23 - msb)) & 0x7fffffu);
-}
+// fp8 bits -> f32 bits, exactly (f16 -> f32: kv_encode.glsl)
 uint vkl_fp8_to_f32_bits(uint b, bool e4m3) {
     uint sign = (b & 0x80u) << 24;
     uint mb = e4m3 ? 3u : 2u, emax = e4m3 ? 15u : 31u;
@@ -126,31 +114,6 @@ uint vkl_fp8_to_f32_bits(uint b, bool e4m3) {
     if (m == 0u) return sign;
     int msb = findMSB(m); // m * 2^(1 - bias - mb)
     return sign | (uint(msb + 1 - bias - int(mb) + 127) << 23) | ((m << uint(23 - msb)) & 0x7fffffu);
-}
-
-// f32 bits -> fp16 bits, nearest even, NaN quiet with its payload's top
-// bits: engine/dtype.c's vkl_f32_to_f16, step for step.
-uint vkl_f32_bits_to_f16(uint u) {
-    uint sign = (u >> 16) & 0x8000u, exp = (u >> 23) & 0xffu, man = u & 0x7fffffu;
-    if (exp == 0xffu) return sign | 0x7c00u | (man != 0u ? 0x200u | (man >> 13) : 0u);
-    int e = int(exp) - 127 + 15;
-    if (e >= 31) return sign | 0x7c00u;
-    if (e <= 0) {
-        if (e < -10) return sign;
-        man |= 0x800000u;
-        uint shift = uint(14 - e);
-        uint h = man >> shift, rem = man & ((1u << shift) - 1u), mid = 1u << (shift - 1u);
-        if (rem > mid || (rem == mid && (h & 1u) != 0u)) h++;
-        return sign | h;
-    }
-    uint h = sign | (uint(e) << 10) | (man >> 13), rem = man & 0x1fffu;
-    if (rem > 0x1000u || (rem == 0x1000u && (h & 1u) != 0u)) h++; // a carry into inf is right
-    return h;
-}
-// f32 bits -> bf16 bits (engine/dtype.c's vkl_f32_to_bf16)
-uint vkl_f32_bits_to_bf16(uint u) {
-    if ((u & 0x7fffffffu) > 0x7f800000u) return (u >> 16) | 0x40u;
-    return (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
 }
 
 // f32 bits -> fp8 (OCP e4m3fn or e5m2), the ref Cast's rule: nearest even;
@@ -283,7 +246,7 @@ uvec2 vkl_f64_bits_to_int(uvec2 d, uint dt) {
 #define VKL_EW_IN(NAME, BINDING)                                                                     \
     layout(set = 0, binding = BINDING, std430) readonly buffer NAME##_t { uint NAME[]; };            \
     uvec2 NAME##_raw(uint dt, uint i) {                                                              \
-        if (vkl_ew_size(dt) == 8u) return uvec2(NAME[2u * i], NAME[2u * i + 1u]);                    \
+        if (vkl_dt_size(dt) == 8u) return uvec2(NAME[2u * i], NAME[2u * i + 1u]);                    \
         return uvec2(vkl_field(NAME[vkl_word_of(dt, i)], dt, i), 0u);                                \
     }
 
@@ -328,17 +291,17 @@ double vkl_raw_d(uint dt, uvec2 r) {
 // one word (or two for 8-byte elements). ELEM is called at one site.
 #define VKL_EW_STORE_UNIT(OUT, DT, U, COUNT, ELEM)                                   \
     {                                                                                \
-        uint n_ = vkl_ew_unit_elems(DT), e0_ = (U) * n_, word_ = 0u;                 \
+        uint n_ = vkl_unit_elems(DT), e0_ = (U) * n_, word_ = 0u;                 \
         for (uint j_ = 0u; j_ < n_ && e0_ + j_ < (COUNT); j_++) {                    \
             uvec2 v_ = ELEM(e0_ + j_);                                               \
-            if (vkl_ew_size(DT) == 8u) {                                             \
+            if (vkl_dt_size(DT) == 8u) {                                             \
                 OUT[2u * (U)] = v_.x;                                                \
                 OUT[2u * (U) + 1u] = v_.y;                                           \
             } else {                                                                 \
                 word_ |= vkl_place(DT, v_.x, e0_ + j_);                              \
             }                                                                        \
         }                                                                            \
-        if (vkl_ew_size(DT) != 8u && e0_ < (COUNT)) OUT[U] = word_;                  \
+        if (vkl_dt_size(DT) != 8u && e0_ < (COUNT)) OUT[U] = word_;                  \
     }
 
 // ---- grid and views -----------------------------------------------------------------------------

@@ -149,7 +149,7 @@ uvec2 elem(uint e) {
     float v[3];
     for (uint k = 0u; k < n; k++) v[k] = vkl_raw_f(DT, raw[k]);
     uint f = floatBitsToUint(op_f(v[0], v[1], v[2]));
-    return uvec2(DT == VKL_DT_F16 ? vkl_f32_bits_to_f16(f) : DT == VKL_DT_BF16 ? vkl_f32_bits_to_bf16(f) : f, 0u);
+    return uvec2(DT == VKL_DT_F16 ? vkl_f32_to_f16_bits(f) : DT == VKL_DT_BF16 ? vkl_f32_to_bf16_bits(f) : f, 0u);
 }
 
 void main() {

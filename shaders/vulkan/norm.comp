@@ -113,7 +113,7 @@ void main() {
 
     // Words wholly inside the row are written whole; a 1- or 2-byte
     // element in a word shared with the neighbouring row goes through _put.
-    const uint UE = vkl_elems_per_word(Y_DT);
+    const uint UE = vkl_unit_elems(Y_DT);
     if (UE == 1u) {
         for (uint k = tid; k < n; k += WG) Y_put(Y_DT, base + k, vkl_real_bits(Y_DT, value(base + k, k)));
         return;

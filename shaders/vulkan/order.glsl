@@ -62,7 +62,7 @@ uvec2 vkl_key_max(uvec2 a, uvec2 b) { return vkl_key_gt(b, a) ? b : a; }
 // A read-only tensor NAME's element i as raw bits (x: field or low word, y: high word).
 #define VKL_RAW_IN(NAME)                                                              \
     uvec2 NAME##_raw(uint dt, uint i) {                                               \
-        const uint size_ = vkl_elem_bytes(dt);                                        \
+        const uint size_ = vkl_dt_size(dt);                                        \
         if (size_ == 8u) return uvec2(NAME[2u * i], NAME[2u * i + 1u]);               \
         if (size_ == 4u) return uvec2(NAME[i], 0u);                                   \
         return uvec2(vkl_field(NAME[vkl_word_of(dt, i)], dt, i), 0u);                 \

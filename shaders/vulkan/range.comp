@@ -22,7 +22,7 @@ uvec2 elem(uint e) {
     if (DOMAIN == 2u) return unpackDouble2x32(vkl_raw_d(DT, s) + double(e) * vkl_raw_d(DT, d));
 #endif
     uint f = floatBitsToUint(vkl_raw_f(DT, s) + float(e) * vkl_raw_f(DT, d));
-    return uvec2(DT == VKL_DT_F16 ? vkl_f32_bits_to_f16(f) : DT == VKL_DT_BF16 ? vkl_f32_bits_to_bf16(f) : f, 0u);
+    return uvec2(DT == VKL_DT_F16 ? vkl_f32_to_f16_bits(f) : DT == VKL_DT_BF16 ? vkl_f32_to_bf16_bits(f) : f, 0u);
 }
 
 void main() {

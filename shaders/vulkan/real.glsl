@@ -28,8 +28,6 @@
 
 // Element bytes and elements per written unit, f64 included (tensor.glsl's
 // vkl_dt_size predates the f64 builds and counts f64 as 1 byte).
-uint vkl_elem_bytes(uint dt) { return dt == VKL_DT_F64 ? 8u : vkl_dt_size(dt); }
-uint vkl_elems_per_word(uint dt) { return max(1u, 4u / vkl_elem_bytes(dt)); }
 
 bool vkl_dt_is_signed(uint dt) {
     return dt == VKL_DT_I64 || dt == VKL_DT_I32 || dt == VKL_DT_I16 || dt == VKL_DT_I8;
@@ -62,7 +60,7 @@ uvec2 vkl_real_bits(uint dt, real v) {
 #define VKL_TENSOR_STORE(NAME, BINDING)                                           \
     layout(set = 0, binding = BINDING, std430) buffer NAME##_t { uint NAME[]; };  \
     void NAME##_put(uint dt, uint i, uvec2 b) {                                   \
-        const uint size_ = vkl_elem_bytes(dt);                                     \
+        const uint size_ = vkl_dt_size(dt);                                     \
         if (size_ == 8u) {                                                        \
             NAME[2u * i] = b.x;                                                   \
             NAME[2u * i + 1u] = b.y;                                              \
