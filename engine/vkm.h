@@ -73,7 +73,7 @@ vkl_status vkl_vkm_open(vkl_context *ctx, const char *path, vkl_vkm **out);
 vkl_status vkl_vkm_open_memory(vkl_context *ctx, const void *data, size_t size, vkl_vkm **out);
 
 /* Open flags. Hashing the data section reads every weight byte (the whole
- * file, and every page of the mapping) at each load: about 0.3 s per GB from
+ * file, and every page of the mapping) at each load: about 0.1 s per GB from
  * the page cache (docs/perf.md). A flipped weight byte otherwise loads and
  * surfaces much later, if at all, as NaN logits or plausible wrong text. */
 #define VKL_VKM_NO_DATA_CHECK 1u /* skip the data checksum (vkl_vkm_verify_data can run it later) */

@@ -355,6 +355,24 @@ vkl_status vkl_onnx_open(vkl_context *ctx, const char *path, vkl_onnx_model **ou
 
 vkl_graph *vkl_onnx_graph(vkl_onnx_model *m) { return m ? m->graph : NULL; }
 
+bool vkl_onnx_read(const vkl_onnx_model *m, const void *data, size_t bytes, void *dst) {
+    if (!m || !data || !dst) return false;
+    uintptr_t lo = (uintptr_t)data, hi = lo + bytes;
+    for (const onnx_extfile *f = m->extfiles; f; f = f->next) {
+        uintptr_t base = (uintptr_t)f->map;
+        if (!f->map || f->fd < 0 || lo < base || hi > base + f->size) continue;
+        size_t done = 0;
+        while (done < bytes) {
+            ssize_t n = pread(f->fd, (char *)dst + done, bytes - done, (off_t)(lo - base + done));
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) return false; /* the caller reads the mapping instead */
+            done += (size_t)n;
+        }
+        return true;
+    }
+    return false;
+}
+
 void vkl_onnx_release(vkl_onnx_model *m, const void *data, size_t bytes) {
     if (!m || !data || !bytes) return;
     uintptr_t lo = (uintptr_t)data, hi = lo + bytes;

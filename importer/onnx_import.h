@@ -46,6 +46,11 @@ vkl_graph *vkl_onnx_graph(vkl_onnx_model *m);
  * (they are read again from the file if needed, so the graph's weights stay
  * valid). Anything else is left alone. For vkl_quantize_options.release. */
 void vkl_onnx_release(vkl_onnx_model *m, const void *data, size_t bytes);
+/* Copies [data, data + bytes) into dst with pread when it lies in a mapped
+ * external data file (so its pages are never mapped into the process);
+ * false otherwise, or on a read error. Thread-safe. For
+ * vkl_quantize_options.read. */
+bool vkl_onnx_read(const vkl_onnx_model *m, const void *data, size_t bytes, void *dst);
 const vkl_onnx_stats *vkl_onnx_stats_get(const vkl_onnx_model *m);
 void vkl_onnx_close(vkl_onnx_model *m);
 

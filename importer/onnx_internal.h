@@ -29,6 +29,7 @@ typedef struct onnx_extfile {
     char *location; /* as written in the model, relative to its directory */
     const uint8_t *map;
     size_t size;
+    int fd;         /* kept open for vkl_onnx_read; -1 when closed */
     struct onnx_extfile *next;
 } onnx_extfile;
 

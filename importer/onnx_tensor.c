@@ -195,11 +195,14 @@ void onnx_extfiles_close(vkl_context *ctx, onnx_extfile *list) {
     while (list) {
         onnx_extfile *next = list->next;
         if (list->map) munmap((void *)list->map, list->size);
+        if (list->fd >= 0) close(list->fd);
         vkl_free(ctx, list->location);
         vkl_free(ctx, list);
         list = next;
     }
 }
+
+#define EXTFILE_KEEP_FDS 256
 
 static vkl_status open_extfile(onnx_builder *b, const char *location, const char *path, onnx_extfile *f) {
     int fd;
@@ -215,8 +218,14 @@ static vkl_status open_extfile(onnx_builder *b, const char *location, const char
         else
             f->map = map;
     }
-    close(fd);
+    /* Kept for vkl_onnx_read (pread, without mapping the weights), up to a
+     * bound: exporters may write a file per tensor, and the descriptors are
+     * a limited resource; past it, reads go through the mapping. */
+    unsigned kept = 0;
+    for (const onnx_extfile *e = *b->extfiles; e; e = e->next) kept += e->fd >= 0;
+    if (st || kept >= EXTFILE_KEEP_FDS) close(fd);
     if (st) return st;
+    f->fd = kept < EXTFILE_KEEP_FDS ? fd : -1;
     f->size = (size_t)sb.st_size;
     f->location = vkl_strdup(b->ctx, location);
     return f->location ? VKL_OK : VKL_ERR_OUT_OF_MEMORY;
@@ -233,6 +242,7 @@ static vkl_status get_extfile(onnx_builder *b, const char *location, onnx_extfil
     size_t len = strlen(b->base_dir) + strlen(location) + 2;
     char *path = vkl_malloc(b->ctx, len);
     onnx_extfile *f = vkl_calloc(b->ctx, 1, sizeof(*f));
+    if (f) f->fd = -1;
     vkl_status st = path && f ? VKL_OK : VKL_ERR_OUT_OF_MEMORY;
     if (!st) {
         snprintf(path, len, "%s/%s", b->base_dir, location);

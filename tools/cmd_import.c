@@ -140,6 +140,10 @@ static void release_hook(void *user, const void *data, size_t bytes) {
     vkl_onnx_release(((import_hooks *)user)->model, data, bytes);
 }
 
+static bool read_hook(void *user, const void *data, size_t bytes, void *dst) {
+    return vkl_onnx_read(((import_hooks *)user)->model, data, bytes, dst);
+}
+
 static int progress_hook(void *user, uint64_t done, uint64_t total) {
     vkl_progress *p = ((import_hooks *)user)->progress;
     if (p) vkl_progress_update(p, done, total);
@@ -158,6 +162,7 @@ vkl_status vkl_tool_import_opts(vkl_context *ctx, const char *path, uint32_t pas
     vkl_quantize_options_init(&qo);
     qo.threads = threads;
     qo.release = release_hook;
+    qo.read = read_hook;
     qo.progress = progress_hook;
     qo.user = &hooks;
     if (progress) vkl_progress_phase(progress, "quantize");

@@ -89,8 +89,8 @@ typedef struct vkl_quantize_report {
  * rewritten. The output does not depend on the thread count. */
 vkl_status vkl_pass_quantize(vkl_graph *g, const vkl_quant_recipe *r, vkl_quantize_report *report, uint32_t *fired);
 
-/* How the pass runs (never what it makes). Hooks are called on the calling
- * thread, between rounds of about 64 MB of source. */
+/* How the pass runs (never what it makes). release and progress are called
+ * on the calling thread, between rounds of about 64 MB of source. */
 typedef struct vkl_quantize_options {
     uint32_t threads; /* threads converting, the caller's included; 0 (default): one per online CPU */
     /* Optional: the pass will not read these f32 source bytes again (others
@@ -98,6 +98,14 @@ typedef struct vkl_quantize_options {
      * a file drops their pages, so that an import's peak RSS is about its
      * output, not its f32 input. */
     void (*release)(void *user, const void *data, size_t bytes);
+    /* Optional: copy source bytes [data, data + bytes) into dst without
+     * mapping them (pread on the file an importer mapped them from); false
+     * when it cannot (not from such a file, an I/O error), and the pass then
+     * reads them in place. Called from the pass's threads at once: must be
+     * thread-safe. Through a mapping, a [K, N] source read in column bands
+     * gets all its pages mapped by the first band (the kernel maps whole
+     * large folios): this keeps an import's peak RSS at its output. */
+    bool (*read)(void *user, const void *data, size_t bytes, void *dst);
     /* Optional: source bytes converted so far, of about `total` (an upper
      * bound until the end, when done == total). A nonzero return stops the
      * pass: VKL_ERR_STATE, the graph half converted. */

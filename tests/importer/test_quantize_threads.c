@@ -2,11 +2,13 @@
  * graph with a [K, N] MatMul weight large enough for two rounds of
  * conversion, an odd N, a Gemm with transB ([N, K], read in place), an int8
  * lm_head whose K is not a multiple of the transposing copy's block, and a
- * bf16 embedding table, quantized on 1, 2, 3 and 5 threads. The release hook
- * sees only source bytes and finally each whole source; progress ends at
- * done == total. A matrix with a NaN fails at the same stripe, with the
+ * bf16 embedding table, quantized on 1, 2, 3 and 5 threads, with no read
+ * hook, one that copies, and one that declines. The release hook sees only
+ * source bytes and each source read in place whole; progress ends at done ==
+ * total. A matrix with a NaN fails at the same stripe, with the
  * same message, on any thread count; a progress hook can stop the pass. */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,7 +34,17 @@ typedef struct hooks {
     uint64_t released_outside, releases, last_done, last_total, reports;
     bool whole[8];   /* a release covered source i entirely */
     bool monotone;
+    int read_mode;   /* 0: no read hook; 1: copy (as pread would); 2: decline every read */
+    atomic_ulong reads; /* called from the pass's threads */
 } hooks;
+
+static bool on_read(void *user, const void *data, size_t bytes, void *dst) {
+    hooks *h = user;
+    atomic_fetch_add(&h->reads, 1);
+    if (h->read_mode == 2) return false;
+    memcpy(dst, data, bytes);
+    return true;
+}
 
 static void on_release(void *user, const void *data, size_t bytes) {
     hooks *h = user;
@@ -96,6 +108,7 @@ static size_t quantize_on(vkl_context *ctx, const source *src, uint32_t threads,
     o.threads = threads;
     o.release = on_release;
     o.progress = on_progress;
+    if (h->read_mode) o.read = on_read;
     o.user = h;
     vkl_quantize_report rep;
     uint32_t fired = 0;
@@ -136,20 +149,32 @@ static void test_same_bytes(vkl_context *ctx) {
     hooks h1 = {src, 4, .monotone = true};
     size_t n1 = quantize_on(ctx, src, 1, &one, &h1);
     CHECK(one && n1 > 0);
+    /* threads x read hook: none, copying (w_big, [K, N] and over a round, is
+     * read in column bands through it), declining (the mapping after all) */
     const uint32_t counts[3] = {2, 3, 5};
-    for (int c = 0; c < 3 && one; c++) {
+    for (int c = 0; c < 9 && one; c++) {
         uint8_t *many = NULL;
-        hooks h = {src, 4, .monotone = true};
-        size_t n = quantize_on(ctx, src, counts[c], &many, &h);
-        CHECKF(n == n1 && many && !memcmp(one, many, n1), "%u threads: the converted bytes differ from 1 thread's",
-               counts[c]);
-        CHECKF(h.released_outside == 0 && h.whole[0] && h.whole[1] && h.whole[2] && h.whole[3],
-               "%u threads: %llu releases outside the sources; whole sources released: %d %d %d %d", counts[c],
-               (unsigned long long)h.released_outside, h.whole[0], h.whole[1], h.whole[2], h.whole[3]);
-        /* w_big ([K, N]) is released column band by band: one range per source row per round */
-        CHECKF(h.releases > K_BIG, "%u threads: %llu releases", counts[c], (unsigned long long)h.releases);
+        hooks h = {src, 4, .monotone = true, .read_mode = c / 3};
+        size_t n = quantize_on(ctx, src, counts[c % 3], &many, &h);
+        CHECKF(n == n1 && many && !memcmp(one, many, n1),
+               "%u threads, read mode %d: the converted bytes differ from 1 thread's", counts[c % 3], h.read_mode);
+        CHECKF(h.released_outside == 0, "%u threads: %llu releases outside the sources", counts[c % 3],
+               (unsigned long long)h.released_outside);
+        /* every source but w_big is read in place and released whole; w_big
+         * through the mapping is released column band by band (a range per
+         * source row per round), through a copying hook not at all */
+        CHECKF(h.whole[1] && h.whole[2] && h.whole[3] && h.whole[0] == (h.read_mode != 1),
+               "read mode %d: whole sources released: %d %d %d %d", h.read_mode, h.whole[0], h.whole[1], h.whole[2],
+               h.whole[3]);
+        CHECKF(h.read_mode == 1 ? h.releases == 3 : h.releases > K_BIG, "read mode %d: %llu releases", h.read_mode,
+               (unsigned long long)h.releases);
+        /* copying: a read per source row per band; declining: stops at the first */
+        CHECKF(h.read_mode == 1 ? atomic_load(&h.reads) >= K_BIG
+                                : h.read_mode == 2 ? atomic_load(&h.reads) >= 1 : atomic_load(&h.reads) == 0,
+               "read mode %d: %lu reads",
+               h.read_mode, (unsigned long)atomic_load(&h.reads));
         CHECKF(h.monotone && h.reports > 4 && h.last_done == h.last_total, "%u threads: progress ended at %llu of %llu",
-               counts[c], (unsigned long long)h.last_done, (unsigned long long)h.last_total);
+               counts[c % 3], (unsigned long long)h.last_done, (unsigned long long)h.last_total);
         free(many);
     }
     free(one);
