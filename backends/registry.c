@@ -3,20 +3,23 @@
 #include <string.h>
 
 #include "../engine/backend.h"
+#ifdef VKL_HAVE_VULKAN
+#include "vkllm_vulkan.h"
+#endif
 
 extern const vkl_backend_vtable vkl_backend_ref;
 #ifdef VKL_HAVE_VULKAN
 extern const vkl_backend_vtable vkl_backend_vulkan;
 #endif
 
-/* "auto" takes the first whose probe succeeds. Vulkan runs every op but
- * stays after ref until auto-choice can tell a real GPU from a software
- * rasterizer (lavapipe) and knows the driver quirks: it is asked for by name. */
+/* Preference order for "auto" (engine/model.c): the first hardware GPU,
+ * else the first backend written for the CPU; a GPU API on the CPU
+ * (lavapipe) only by name. */
 static const vkl_backend_vtable *const backends[] = {
-    &vkl_backend_ref,
 #ifdef VKL_HAVE_VULKAN
     &vkl_backend_vulkan,
 #endif
+    &vkl_backend_ref,
 };
 
 size_t vkl_backend_count(void) { return sizeof(backends) / sizeof(backends[0]); }
@@ -29,4 +32,13 @@ const vkl_backend_vtable *vkl_backend_find(const char *name) {
     for (size_t i = 0; i < vkl_backend_count(); i++)
         if (!strcmp(backends[i]->name, name)) return backends[i];
     return NULL;
+}
+
+bool vkl_vulkan_external_given(const struct vkl_vulkan_options *o) {
+#ifdef VKL_HAVE_VULKAN
+    return o && o->external;
+#else
+    (void)o;
+    return false;
+#endif
 }

@@ -10,6 +10,9 @@ install(TARGETS vkllm EXPORT vkllmTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(FILES engine/include/vkllm.h engine/include/vkllm_tokenizer.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+if(VKL_HAVE_VULKAN)
+  install(FILES engine/include/vkllm_vulkan.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+endif()
 install(TARGETS vkllm_cli vkbench RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 
 install(EXPORT vkllmTargets NAMESPACE vkllm:: DESTINATION ${VKL_CMAKE_DIR})

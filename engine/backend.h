@@ -33,15 +33,15 @@ typedef struct vkl_backend_buffer vkl_backend_buffer;   /* backend-defined */
 typedef struct vkl_backend_weights vkl_backend_weights; /* backend-defined */
 typedef struct vkl_backend_exec vkl_backend_exec;       /* backend-defined */
 
-/* Optional features. A backend reports what it has; options mask them off. */
-enum {
-    VKL_FEATURE_FP16 = 1u << 0,         /* fp16 arithmetic */
-    VKL_FEATURE_INT8_DOT = 1u << 1,     /* int8 dot products (sdot, VNNI, integer dot) */
-    VKL_FEATURE_COOPMAT = 1u << 2,      /* cooperative matrix / tensor cores / i8mm */
-    VKL_FEATURE_FUSION = 1u << 3,       /* fused kernels (attention, norms) */
-    VKL_FEATURE_PRIORITY = 1u << 4,     /* low queue priority for UI smoothness */
-    VKL_FEATURE_TIMESTAMPS = 1u << 5    /* per-op timing */
-};
+/* Optional features (VKL_FEATURE_*, public: vkllm.h): a backend reports
+ * what it has; options mask them off. */
+
+/* How "auto" tells devices apart (engine/model.c's choice). */
+typedef enum vkl_device_class {
+    VKL_DEVICE_CPU = 0,      /* a backend written for the CPU (ref, cpu) */
+    VKL_DEVICE_GPU,          /* a hardware GPU (discrete, integrated or virtual) */
+    VKL_DEVICE_EMULATED      /* a GPU API run on the CPU (lavapipe, PoCL): for tests, never chosen by "auto" */
+} vkl_device_class;
 
 typedef struct vkl_backend_caps {
     char device_name[128];
@@ -50,6 +50,8 @@ typedef struct vkl_backend_caps {
     uint64_t device_memory;     /* bytes usable for buffers, 0 if unknown */
     bool unified_memory;        /* host and device share memory (phones, CPU) */
     size_t buffer_alignment;    /* required offset alignment inside a buffer */
+    vkl_device_class device_class;
+    char queue_priority[64];    /* the queue's global priority as granted, in words ("" where none applies) */
 } vkl_backend_caps;
 
 static inline size_t vkl_arena_alignment(const vkl_backend_caps *caps) {
@@ -58,11 +60,10 @@ static inline size_t vkl_arena_alignment(const vkl_backend_caps *caps) {
 
 typedef struct vkl_backend_options {
     uint32_t disable_features;  /* VKL_FEATURE_* to turn off */
-    /* Borrowed device from the host app (e.g. VkInstance/VkDevice/queue for
-     * Vulkan, cl_context for OpenCL); NULL: the backend makes its own. The
-     * backend never destroys what it borrowed. Meaning is backend-specific. */
-    const void *external_device;
-    int device_index;           /* which device when several (-1: best) */
+    /* The Vulkan backend's options (vkllm_vulkan.h: the app's device, device
+     * choice, priority, kill switches, tuning); NULL: its defaults. Other
+     * backends ignore it. */
+    const struct vkl_vulkan_options *vulkan;
     /* Record per-node timestamps in executables (node_times answers);
      * off, executables carry no timing work at all. */
     bool profile;
@@ -209,5 +210,7 @@ typedef struct vkl_backend_vtable {
 size_t vkl_backend_count(void);
 const vkl_backend_vtable *vkl_backend_at(size_t index);
 const vkl_backend_vtable *vkl_backend_find(const char *name);
+/* Whether options name an app's own Vulkan device (false without Vulkan). */
+bool vkl_vulkan_external_given(const struct vkl_vulkan_options *options);
 
 #endif

@@ -1,6 +1,7 @@
 /* vkl_model: open a .vkm, choose and open a backend, load the weights,
  * find the inputs/outputs and symbols a causal LM session binds, and plan
  * its memory once for all sessions. */
+#include <stdio.h>
 #include <string.h>
 
 #include "model.h"
@@ -9,19 +10,49 @@ void vkl_model_options_init(vkl_model_options *o) {
     if (o) memset(o, 0, sizeof(*o));
 }
 
-static const vkl_backend_vtable *choose_backend(vkl_context *ctx, const vkl_model_options *o) {
+static const char *class_name(const vkl_backend_caps *c) {
+    return c->unified_memory ? "an integrated GPU" : "a discrete GPU";
+}
+
+/* "auto": the first hardware GPU in the registry's order, else the first
+ * backend written for the CPU; a GPU API run on the CPU (lavapipe) only
+ * when asked for by name. The reason goes to m->reason. */
+static const vkl_backend_vtable *choose_backend(vkl_context *ctx, const vkl_model_options *o, vkl_model *m) {
+    const vkl_backend_vtable *be_named;
     if (o->backend) {
         const vkl_backend_vtable *be = vkl_backend_find(o->backend);
         if (!be) vkl_fail(ctx, VKL_ERR_NOT_FOUND, "no backend named '%s' in this build", o->backend);
+        snprintf(m->reason, sizeof(m->reason), "asked for by name");
         return be;
     }
-    vkl_backend_options bo = {o->disable_features, o->external_device, -1};
-    for (size_t i = 0; i < vkl_backend_count(); i++) {
-        vkl_backend_caps caps;
-        if (vkl_backend_at(i)->probe(ctx, &bo, &caps) == VKL_OK) return vkl_backend_at(i);
+    if (vkl_vulkan_external_given(o->vulkan) && (be_named = vkl_backend_find("vulkan"))) {
+        snprintf(m->reason, sizeof(m->reason), "the app's own Vulkan device");
+        return be_named;
     }
-    vkl_fail(ctx, VKL_ERR_UNSUPPORTED, "no backend in this build can run on this machine");
-    return NULL;
+    vkl_backend_options bo = {.disable_features = o->disable_features, .vulkan = o->vulkan};
+    const vkl_backend_vtable *host = NULL;
+    char skipped[sizeof(m->reason)] = "";
+    for (size_t i = 0; i < vkl_backend_count(); i++) {
+        const vkl_backend_vtable *be = vkl_backend_at(i);
+        vkl_backend_caps caps;
+        if (be->probe(ctx, &bo, &caps) != VKL_OK) {
+            if (!skipped[0]) snprintf(skipped, sizeof(skipped), "%s: %s", be->name, vkl_context_error(ctx));
+            continue;
+        }
+        if (caps.device_class == VKL_DEVICE_GPU) {
+            snprintf(m->reason, sizeof(m->reason), "%.120s: %s", caps.device_name, class_name(&caps));
+            return be;
+        }
+        if (caps.device_class == VKL_DEVICE_EMULATED && !skipped[0])
+            snprintf(skipped, sizeof(skipped), "%s: %.100s runs on the CPU", be->name, caps.device_name);
+        if (caps.device_class == VKL_DEVICE_CPU && !host) host = be;
+    }
+    if (!host) {
+        vkl_fail(ctx, VKL_ERR_UNSUPPORTED, "no backend in this build can run on this machine");
+        return NULL;
+    }
+    snprintf(m->reason, sizeof(m->reason), "no hardware GPU (%.170s)", skipped[0] ? skipped : "none in this build");
+    return host;
 }
 
 static uint32_t find_io(const vkl_graph *g, const uint32_t *list, uint32_t n, const char *name) {
@@ -106,10 +137,10 @@ vkl_status vkl_model_load(vkl_context *ctx, const char *path, const vkl_model_op
     vkl_status st = vkl_vkm_open_flags(ctx, path, options->no_verify ? VKL_VKM_NO_DATA_CHECK : 0, &m->vkm);
     if (!st) {
         m->g = vkl_vkm_graph(m->vkm);
-        m->be = choose_backend(ctx, options);
+        m->be = choose_backend(ctx, options, m);
         if (!m->be) st = VKL_ERR_NOT_FOUND;
     }
-    vkl_backend_options bo = {options->disable_features, options->external_device, -1};
+    vkl_backend_options bo = {.disable_features = options->disable_features, .vulkan = options->vulkan};
     if (!st) st = m->be->open(ctx, &bo, &m->dev);
     if (!st) m->be->caps(m->dev, &m->caps);
     if (!st) st = m->be->weights_load(m->dev, m->g, &m->weights);
@@ -134,6 +165,8 @@ int vkl_model_metadata(const vkl_model *m, const char *key, const void **data, s
 }
 
 const char *vkl_model_backend_name(const vkl_model *m) { return m ? m->be->name : ""; }
+
+const char *vkl_model_backend_reason(const vkl_model *m) { return m ? m->reason : ""; }
 
 size_t vkl_model_weight_bytes(const vkl_model *m) {
     size_t bytes = 0;

@@ -18,6 +18,7 @@ struct vkl_model {
     vkl_backend_device *dev;
     vkl_backend_weights *weights;
     vkl_backend_caps caps;          /* as probed with the model's options */
+    char reason[192];               /* why this backend (vkl_model_backend_reason) */
     /* The memory plan every session lays out for its own bindings: made at
      * load because making it interns expressions in the graph's symbol table,
      * which sessions read concurrently. NULL for graphs sessions refuse. */

@@ -36,8 +36,8 @@ void vkl_runner_destroy(vkl_runner *r) {
     vkl_free(r->ctx, r);
 }
 
-vkl_status vkl_runner_create(vkl_context *ctx, const vkl_backend_vtable *be, const vkl_graph *g, int64_t max_context,
-                             vkl_runner **out) {
+vkl_status vkl_runner_create(vkl_context *ctx, const vkl_backend_vtable *be, const vkl_backend_options *opt,
+                             const vkl_graph *g, int64_t max_context, vkl_runner **out) {
     *out = NULL;
     if (max_context <= 0) return vkl_fail(ctx, VKL_ERR_INVALID_ARGUMENT, "runner: max_context must be positive");
     vkl_runner *r = vkl_calloc(ctx, 1, sizeof(*r));
@@ -51,7 +51,7 @@ vkl_status vkl_runner_create(vkl_context *ctx, const vkl_backend_vtable *be, con
     r->row_bytes = vkl_calloc(ctx, g->n_tensors ? g->n_tensors : 1, sizeof(size_t));
     r->values = vkl_calloc(ctx, r->n_values ? r->n_values : 1, sizeof(int64_t));
     vkl_status st = (!r->offsets || !r->row_bytes || !r->values) ? VKL_ERR_OUT_OF_MEMORY : VKL_OK;
-    if (!st) st = be->open(ctx, NULL, &r->dev);
+    if (!st) st = be->open(ctx, opt, &r->dev);
     if (!st) {
         vkl_backend_caps caps;
         be->caps(r->dev, &caps);

@@ -14,9 +14,10 @@ typedef struct vkl_sym_value {
     int64_t value;
 } vkl_sym_value;
 
-/* max_context: rows reserved along dim 0 of every state tensor. */
-vkl_status vkl_runner_create(vkl_context *ctx, const vkl_backend_vtable *be, const vkl_graph *g, int64_t max_context,
-                             vkl_runner **out);
+/* max_context: rows reserved along dim 0 of every state tensor; opt: the
+ * backend's options (NULL: defaults). */
+vkl_status vkl_runner_create(vkl_context *ctx, const vkl_backend_vtable *be, const vkl_backend_options *opt,
+                             const vkl_graph *g, int64_t max_context, vkl_runner **out);
 void vkl_runner_destroy(vkl_runner *r);
 
 /* One step: inputs in graph input order; symbols the inputs do not bind

@@ -14,7 +14,7 @@
  * NaN first and checked: a kernel that skips outputs does not get a time.
  *
  * Both arithmetic settings of the Vulkan matvecs are timed, one device open
- * each (the setting is chosen at open, through VKL_VK_MATH): "f32" (f32
+ * each (the setting is chosen at open, by the math option): "f32" (f32
  * products and sums) and, where the device has shaderFloat16, "f16" (fp16
  * products and sums within each 32-code step: the paper's setting, where
  * E0M4's bitcast decode should beat int4's int -> half conversion). Other
@@ -26,12 +26,13 @@
  * bandwidth as a share of it, int4 latency / this latency in the same
  * arithmetic (the paper's "Acceleration" on the E0M4 row), and the same
  * format's f32 latency / this latency. */
-#define _POSIX_C_SOURCE 200809L /* setenv */
+#define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend_env.h"
 #include "backend.h"
 #include "bench_quant.h"
 #include "bench_util.h"
@@ -293,31 +294,33 @@ static int bench_device(vkl_context *ctx, const vkl_backend_vtable *be, vkl_back
 
 int vkl_bench_quant(vkl_context *ctx, const vkl_bench_quant_options *o) {
     print_header(o);
+    vkl_env_options env;
+    if (vkl_env_options_read(ctx, &env)) {
+        fprintf(stderr, "vkbench: %s\n", vkl_context_error(ctx));
+        return 1;
+    }
     int failed = 0, ran = 0;
     for (size_t i = 0; i < vkl_backend_count(); i++) {
         const vkl_backend_vtable *be = vkl_backend_at(i);
         if (o->backend && strcmp(o->backend, be->name)) continue;
-        /* A backend that refuses an absurd device index has devices to
-         * enumerate (Vulkan); others have one. */
-        vkl_backend_options bo = {0, NULL, 1 << 20, true};
+        const bool vulkan = !strcmp(be->name, "vulkan");
+        vkl_backend_options bo = env.backend; /* its vulkan options stay env's */
+        bo.profile = true;
+        /* Vulkan: every device in turn (an absurd index finds how many:
+         * NOT_FOUND), each with f32 then f16 matvec math where it has fp16. */
+        vkl_env_set_device(&env, 1 << 20);
         vkl_backend_caps caps;
-        const bool several = be->probe(ctx, &bo, &caps) == VKL_ERR_NOT_FOUND;
+        const bool several = vulkan && be->probe(ctx, &bo, &caps) == VKL_ERR_NOT_FOUND;
         for (int d = several ? 0 : -1;; d++) {
-            bo.device_index = d;
+            vkl_env_set_device(&env, d);
             vkl_status st = be->probe(ctx, &bo, &caps);
             if (st && several && d > 0 && st == VKL_ERR_NOT_FOUND) break; /* past the last device */
-            /* The Vulkan backend picks its arithmetic at open (VKL_VK_MATH,
-             * backends/vulkan/vk_device.c): time f32, then f16 where the
-             * device has it. The caller's VKL_VK_MATH is restored after. */
-            const bool vulkan = !strcmp(be->name, "vulkan");
             const bool f16 = !st && vulkan && (caps.features & VKL_FEATURE_FP16);
             const char *maths[2] = {"f32", "f16"};
-            const char *env = getenv("VKL_VK_MATH");
-            char *saved = env ? strdup(env) : NULL;
             double copy_bw = 0, f32_ms[N_SHAPES][N_FMT];
             memset(f32_ms, 0, sizeof(f32_ms));
             for (int m = 0; !st && m < (f16 ? 2 : 1); m++) {
-                if (vulkan) setenv("VKL_VK_MATH", maths[m], 1);
+                vkl_env_set_f16_math(&env, m == 1);
                 vkl_backend_device *dev = NULL;
                 st = be->open(ctx, &bo, &dev);
                 if (!st) {
@@ -326,9 +329,6 @@ int vkl_bench_quant(vkl_context *ctx, const vkl_bench_quant_options *o) {
                 }
                 if (dev) be->close(dev);
             }
-            if (vulkan && saved) setenv("VKL_VK_MATH", saved, 1);
-            else if (vulkan) unsetenv("VKL_VK_MATH");
-            free(saved);
             if (st) {
                 printf("%-8s unavailable: %s\n", be->name, vkl_context_error(ctx));
                 break;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend_env.h"
 #include "cli.h"
 #include "cmd_run.h"
 #include "context.h"
@@ -106,7 +107,7 @@ int vkl_cmd_chat(vkl_context *ctx, int argc, char **argv) {
     chat c = {0};
     c.ctx = ctx;
     vkl_model *m = NULL;
-    vkl_status st = vkl_model_load(ctx, path, &mo, &m);
+    vkl_status st = vkl_env_model_load(ctx, path, &mo, &m);
     if (!st) st = vkl_tokenizer_load_model(ctx, m, &c.tok);
     size_t tok_max = 0;
     so.max_context = context ? context : m ? vkl_tool_default_context(m, VKL_TOOL_DEFAULT_CONTEXT, &tok_max) : 1;

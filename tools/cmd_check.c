@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "backend_env.h"
 #include "cli.h"
 #include "commands.h"
 #include "npy.h"
@@ -320,8 +321,10 @@ int vkl_cmd_check(vkl_context *ctx, int argc, char **argv) {
     vkl_onnx_model *m = NULL;
     vkl_runner *r = NULL;
     int rc = VKL_EXIT_FAILURE;
-    vkl_status st = vkl_tool_import_recipe(ctx, path, o.passes, &o.recipe, false, &m);
-    if (!st) st = vkl_runner_create(ctx, o.be, vkl_onnx_graph(m), 4096, &r);
+    vkl_env_options env;
+    vkl_status st = vkl_env_options_read(ctx, &env);
+    if (!st) st = vkl_tool_import_recipe(ctx, path, o.passes, &o.recipe, false, &m);
+    if (!st) st = vkl_runner_create(ctx, o.be, &env.backend, vkl_onnx_graph(m), 4096, &r);
     if (st) {
         vkl_cli_fail(PROG, ctx, st);
     } else {

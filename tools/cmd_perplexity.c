@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend_env.h"
 #include "cli.h"
 #include "cmd_run.h"
 #include "context.h"
@@ -119,7 +120,7 @@ int vkl_cmd_perplexity(vkl_context *ctx, int argc, char **argv) {
     so.prefill_chunk = so.max_context;
     so.check_finite = check_finite;
     scorer c = {.window = so.max_context, .bos = -1};
-    vkl_status st = vkl_model_load(ctx, model_path, &mo, &m);
+    vkl_status st = vkl_env_model_load(ctx, model_path, &mo, &m);
     if (!st) st = vkl_tokenizer_load_model(ctx, m, &tok);
     if (!st) st = vkl_session_create(m, &so, &c.s);
     c.vocab = m ? vkl_model_vocab_size(m) : 0;

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend_env.h"
 #include "cli.h"
 #include "cmd_run.h"
 #include "stream.h"
@@ -117,7 +118,8 @@ int vkl_cmd_run(vkl_context *ctx, int argc, char **argv) {
     int32_t *prompt = NULL;
     size_t n_prompt = 0, tok_max = 0;
     vkl_text_stream st = {0};
-    vkl_status status = vkl_model_load(ctx, o.model, &mo, &m);
+    vkl_status status = vkl_env_model_load(ctx, o.model, &mo, &m);
+    if (!status) fprintf(stderr, "backend: %s (%s)\n", vkl_model_backend_name(m), vkl_model_backend_reason(m));
     if (!status) status = vkl_tokenizer_load_model(ctx, m, &tok);
     if (!status) {
         size_t def = vkl_tool_default_context(m, VKL_TOOL_DEFAULT_CONTEXT, &tok_max);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend_env.h"
 #include "backend.h"
 #include "bench_quant.h"
 #include "bench_util.h"
@@ -54,7 +55,7 @@ static int decode(vkl_context *ctx, const char *path, const char *backend, size_
     vkl_model *m = NULL;
     vkl_session *s = NULL;
     double t_load = vkl_bench_now();
-    vkl_status st = vkl_model_load(ctx, path, &mo, &m);
+    vkl_status st = vkl_env_model_load(ctx, path, &mo, &m);
     t_load = vkl_bench_now() - t_load;
     if (!st) st = vkl_session_create(m, &so, &s);
     int32_t tok = 1;

@@ -51,6 +51,7 @@ static vkl_status ref_probe(vkl_context *ctx, const vkl_backend_options *opt, vk
     out->features = VKL_FEATURE_FP16 & ~(opt ? opt->disable_features : 0u);
     out->unified_memory = true;
     out->buffer_alignment = 64;
+    out->device_class = VKL_DEVICE_CPU;
     return VKL_OK;
 }
 
@@ -59,8 +60,6 @@ static void ref_caps(vkl_backend_device *dev, vkl_backend_caps *out) { ref_probe
 static vkl_status ref_open(vkl_context *ctx, const vkl_backend_options *opt, vkl_backend_device **out) {
     (void)opt;
     *out = NULL;
-    if (opt && opt->external_device)
-        return vkl_fail(ctx, VKL_ERR_INVALID_ARGUMENT, "ref backend: an external device was given; ref runs on the host");
     vkl_backend_device *dev = vkl_calloc(ctx, 1, sizeof(*dev));
     if (!dev) return VKL_ERR_OUT_OF_MEMORY;
     dev->ctx = ctx;

@@ -307,7 +307,7 @@ vkl_status vkl_vk_record_attention(const vkl_vk_node *nd, vkl_vk_dispatch *out, 
     vkl_status st = attn_read(nd, &a);
     if (st || !a.o->count) return st;
     if (!a.D) return vkl_vk_node_unsupported(nd, "head dim 0");
-    /* by the number of query rows; VKL_VK_ATTN=prefill / decode force one where it applies */
+    /* by the number of query rows; options.attention PREFILL / DECODE force one where it applies */
     const uint32_t kind = nd->dev->attn_kernel;
     const bool decode = kind != 1 && (kind == 2 || a.S <= DECODE_MAX_S) && decode_fits(nd, &a);
     st = decode ? record_decode(nd, &a, out) : record_prefill(nd, &a, out);
@@ -315,34 +315,23 @@ vkl_status vkl_vk_record_attention(const vkl_vk_node *nd, vkl_vk_dispatch *out, 
     return st;
 }
 
-/* An unsigned knob from the environment within [lo, hi]. */
-static vkl_status env_knob(vkl_context *ctx, const char *name, uint32_t lo, uint32_t hi, uint32_t *v) {
-    const char *s = getenv(name);
-    if (!s || !*s) return VKL_OK;
-    char *end;
-    unsigned long x = strtoul(s, &end, 10);
-    if (*end || x < lo || x > hi)
-        return vkl_fail(ctx, VKL_ERR_INVALID_ARGUMENT, "vulkan: %s=%s: want %u..%u", name, s, lo, hi);
-    *v = (uint32_t)x;
-    return VKL_OK;
-}
-
-vkl_status vkl_vk_attention_tuning(vkl_backend_device *dev) {
+vkl_status vkl_vk_attention_tuning(vkl_backend_device *dev, const vkl_vulkan_options *o) {
     /* Workgroups a decode step aims at: a few per compute unit on a GPU
      * (Vulkan does not say how many units; these are guesses to measure on
      * each device), about the thread count on a CPU device. */
     const VkPhysicalDeviceType type = dev->props.deviceType;
     dev->attn_target = type == VK_PHYSICAL_DEVICE_TYPE_CPU ? 16 : type == VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU ? 128 : 512;
-    dev->attn_splits = 0;
-    dev->attn_kernel = 0;
-    const char *k = getenv("VKL_VK_ATTN");
-    if (k && *k) {
-        if (!strcmp(k, "prefill")) dev->attn_kernel = 1;
-        else if (!strcmp(k, "decode")) dev->attn_kernel = 2;
-        else if (strcmp(k, "auto"))
-            return vkl_fail(dev->ctx, VKL_ERR_INVALID_ARGUMENT, "vulkan: VKL_VK_ATTN=%s: want auto, prefill or decode", k);
-    }
-    vkl_status st = env_knob(dev->ctx, "VKL_VK_ATTN_SPLITS", 0, MAX_SPLITS, &dev->attn_splits);
-    if (!st) st = env_knob(dev->ctx, "VKL_VK_ATTN_TARGET", 1, 65535, &dev->attn_target);
-    return st;
+    if (o->attention > VKL_VULKAN_ATTENTION_DECODE)
+        return vkl_fail(dev->ctx, VKL_ERR_INVALID_ARGUMENT, "vulkan: option attention = %d: want AUTO, PREFILL or DECODE",
+                        (int)o->attention);
+    if (o->attention_splits > MAX_SPLITS)
+        return vkl_fail(dev->ctx, VKL_ERR_INVALID_ARGUMENT, "vulkan: option attention_splits = %u: want 0..%u",
+                        o->attention_splits, MAX_SPLITS);
+    if (o->attention_target > 65535)
+        return vkl_fail(dev->ctx, VKL_ERR_INVALID_ARGUMENT, "vulkan: option attention_target = %u: want 0..65535",
+                        o->attention_target);
+    dev->attn_kernel = (uint32_t)o->attention; /* 0 auto, 1 prefill, 2 decode */
+    dev->attn_splits = o->attention_splits;
+    if (o->attention_target) dev->attn_target = o->attention_target;
+    return VKL_OK;
 }

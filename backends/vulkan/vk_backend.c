@@ -67,8 +67,6 @@ static void vk_caps(vkl_backend_device *dev, vkl_backend_caps *out) { *out = dev
 
 static vkl_status vk_open(vkl_context *ctx, const vkl_backend_options *opt, vkl_backend_device **out) {
     *out = NULL;
-    if (opt && opt->external_device)
-        return vkl_fail(ctx, VKL_ERR_UNSUPPORTED, "vulkan: an external (app-owned) device is not supported yet");
     vkl_backend_device *dev = vkl_calloc(ctx, 1, sizeof(*dev));
     if (!dev) return VKL_ERR_OUT_OF_MEMORY;
     dev->ctx = dev->own_ctx = ctx;
@@ -82,9 +80,10 @@ static vkl_status vk_open(vkl_context *ctx, const vkl_backend_options *opt, vkl_
         vk_close(dev);
         return st;
     }
-    vkl_log(ctx, VKL_LOG_INFO, "vulkan: %s (%s), subgroup %u%s, timestamps %s, %s matvec math", dev->caps.device_name,
-            dev->caps.driver, dev->subgroup_size, dev->subgroup_arith ? " with arithmetic" : "",
-            dev->timestamp_bits ? "on" : "off", dev->f16_math ? "f16" : "f32");
+    vkl_log(ctx, VKL_LOG_INFO, "vulkan: %s (%s)%s, subgroup %u%s, timestamps %s, %s matvec math, priority %s",
+            dev->caps.device_name, dev->caps.driver, dev->external ? ", the app's device" : "", dev->subgroup_size,
+            dev->subgroup_arith ? " with arithmetic" : "", dev->timestamp_bits ? "on" : "off",
+            dev->f16_math ? "f16" : "f32", dev->priority);
     *out = dev;
     return VKL_OK;
 }
@@ -617,7 +616,7 @@ static vkl_status execute(vkl_backend_device *dev, vkl_backend_exec *e, const vk
     vkl_status st = wait_exec(dev, dev->ctx, e, true); /* a command buffer is submitted once at a time */
     if (!st) st = VKL_VKD(dev, vkResetFences, (dev->device, 1, &e->fence));
     VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &e->cmd};
-    if (!st) st = VKL_VKD(dev, vkQueueSubmit, (dev->queue, 1, &si, e->fence));
+    if (!st) st = vkl_vk_submit(dev, &si, e->fence);
     dev->work.submits++;
     if (!st) e->pending = true;
     return st;

@@ -105,7 +105,7 @@ vkl_status vkl_vk_once_begin(vkl_backend_device *dev, VkCommandBuffer *cmd) {
 vkl_status vkl_vk_once_end(vkl_backend_device *dev) {
     vkl_status st = VKL_VKD(dev, vkEndCommandBuffer, (dev->once));
     VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &dev->once};
-    if (!st) st = VKL_VKD(dev, vkQueueSubmit, (dev->queue, 1, &si, dev->once_fence));
+    if (!st) st = vkl_vk_submit(dev, &si, dev->once_fence);
     dev->work.submits++;
     if (!st) st = VKL_VKD(dev, vkWaitForFences, (dev->device, 1, &dev->once_fence, VK_TRUE, VKL_VK_WAIT_NS));
     dev->work.waits++;

@@ -1,8 +1,10 @@
 /* The Vulkan device: loader (volk, loaded at run time, so a machine without
- * Vulkan gets a status, never a crash), instance with optional validation
- * (VKL_VK_VALIDATION=1), physical device choice, what it can do (caps),
- * logical device and compute queue, and the device lock every vtable call
- * holds (vkl_vk_enter / vkl_vk_leave, vk_internal.h says why). */
+ * Vulkan gets a status, never a crash), instance with optional validation,
+ * physical device choice, what it can do (caps), logical device and compute
+ * queue at the asked global priority, or all of these borrowed from an app
+ * (vkllm_vulkan.h), and the device lock every vtable call holds
+ * (vkl_vk_enter / vkl_vk_leave, vk_internal.h says why). Every knob comes
+ * from vkl_vulkan_options: the library reads no environment variable. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,29 +12,6 @@
 #include "vk_internal.h"
 
 #define VALIDATION_LAYER "VK_LAYER_KHRONOS_validation"
-
-static bool env_on(const char *name) {
-    const char *v = getenv(name);
-    return v && *v && strcmp(v, "0") != 0;
-}
-
-/* VKL_VK_DISABLE=fp16,int8-dot,coopmat,priority,timestamps: features
- * masked as if the device lacked them (beside the options'
- * disable_features), the one-line workaround for a driver bug in an
- * optional path, and how the test suite runs every path's fallback. */
-static uint32_t env_disabled_features(void) {
-    static const struct { const char *name; uint32_t bit; } names[] = {
-        {"fp16", VKL_FEATURE_FP16},         {"int8-dot", VKL_FEATURE_INT8_DOT}, {"coopmat", VKL_FEATURE_COOPMAT},
-        {"fusion", VKL_FEATURE_FUSION},     {"priority", VKL_FEATURE_PRIORITY}, {"timestamps", VKL_FEATURE_TIMESTAMPS}};
-    const char *v = getenv("VKL_VK_DISABLE");
-    uint32_t mask = 0;
-    for (size_t i = 0; v && i < sizeof(names) / sizeof(names[0]); i++) {
-        size_t n = strlen(names[i].name);
-        for (const char *p = strstr(v, names[i].name); p; p = strstr(p + 1, names[i].name))
-            if ((p == v || p[-1] == ',') && (p[n] == 0 || p[n] == ',')) mask |= names[i].bit;
-    }
-    return mask;
-}
 
 /* Validation messages are counted (the next vtable call then fails, see
  * vkl_vk_validation_status) and logged through the context, so a test's log
@@ -70,24 +49,44 @@ static void messenger_info(vkl_vk_messages *m, VkDebugUtilsMessengerCreateInfoEX
 
 static vkl_status have_validation_layer(vkl_context *ctx) {
     uint32_t n = 0;
-    vkl_status st = VKL_VKI(ctx, vkEnumerateInstanceLayerProperties, (&n, NULL));
+    vkl_status st = VKL_VKG(ctx, vkEnumerateInstanceLayerProperties, (&n, NULL));
     VkLayerProperties *layers = st || !n ? NULL : vkl_calloc(ctx, n, sizeof(*layers));
     if (!st && n && !layers) return VKL_ERR_OUT_OF_MEMORY;
-    if (!st && n) st = VKL_VKI(ctx, vkEnumerateInstanceLayerProperties, (&n, layers));
+    if (!st && n) st = VKL_VKG(ctx, vkEnumerateInstanceLayerProperties, (&n, layers));
     bool found = false;
     for (uint32_t i = 0; !st && i < n; i++) found |= !strcmp(layers[i].layerName, VALIDATION_LAYER);
     vkl_free(ctx, layers);
     if (!st && !found)
         st = vkl_fail(ctx, VKL_ERR_UNSUPPORTED,
-                      "vulkan: VKL_VK_VALIDATION=1 but %s is not installed (Debian: vulkan-validationlayers; "
+                      "vulkan: validation asked for, but %s is not installed (Debian: vulkan-validationlayers; "
                       "or point VK_LAYER_PATH at its .json)",
                       VALIDATION_LAYER);
     return st;
 }
 
+/* The instance functions, from the instance's own vkGetInstanceProcAddr. */
+static vkl_status load_instance_table(vkl_backend_device *dev, PFN_vkGetInstanceProcAddr gipa, bool messenger) {
+    vkl_vk_instance_table *t = &dev->vki;
+    memset(t, 0, sizeof(*t));
+    t->vkGetInstanceProcAddr = gipa;
+#define LOAD(fn) (t->fn = (PFN_##fn)gipa(dev->instance, #fn))
+    const bool ok = LOAD(vkDestroyInstance) && LOAD(vkEnumeratePhysicalDevices) &&
+                    LOAD(vkGetPhysicalDeviceProperties) && LOAD(vkGetPhysicalDeviceProperties2) &&
+                    LOAD(vkGetPhysicalDeviceFeatures2) && LOAD(vkGetPhysicalDeviceMemoryProperties) &&
+                    LOAD(vkGetPhysicalDeviceQueueFamilyProperties) && LOAD(vkEnumerateDeviceExtensionProperties) &&
+                    LOAD(vkCreateDevice) && LOAD(vkGetDeviceProcAddr) &&
+                    (!messenger || (LOAD(vkCreateDebugUtilsMessengerEXT) && LOAD(vkDestroyDebugUtilsMessengerEXT)));
+#undef LOAD
+    if (!ok)
+        return vkl_fail(dev->ctx, VKL_ERR_DEVICE,
+                        "vulkan: vkGetInstanceProcAddr gave no address for a Vulkan 1.1 instance function "
+                        "(an instance made for Vulkan 1.0, or a broken loader)");
+    return VKL_OK;
+}
+
 /* Loader, instance and (with validation) the messenger. A machine without a
  * loader, a driver or a device is VKL_ERR_NOT_FOUND saying which. */
-static vkl_status instance_create(vkl_backend_device *dev) {
+static vkl_status instance_create(vkl_backend_device *dev, const vkl_vulkan_options *o) {
     vkl_context *ctx = dev->ctx;
     if (volkInitialize() != VK_SUCCESS)
         return vkl_fail(ctx, VKL_ERR_NOT_FOUND,
@@ -96,7 +95,7 @@ static vkl_status instance_create(vkl_backend_device *dev) {
     if (version < VK_API_VERSION_1_1)
         return vkl_fail(ctx, VKL_ERR_NOT_FOUND, "vulkan: the loader offers Vulkan %u.%u; vkllm needs 1.1",
                         VK_API_VERSION_MAJOR(version), VK_API_VERSION_MINOR(version));
-    bool validation = env_on("VKL_VK_VALIDATION");
+    const bool validation = o->validation;
     vkl_status st = validation ? have_validation_layer(ctx) : VKL_OK;
     if (st) return st;
     if (validation) {
@@ -129,8 +128,10 @@ static vkl_status instance_create(vkl_backend_device *dev) {
                         "vulkan: no Vulkan driver (vkCreateInstance: VK_ERROR_INCOMPATIBLE_DRIVER); "
                         "headless NVIDIA hosts: see docs/vulkan.md");
     if ((st = vkl_vk_check(ctx, r, "vkCreateInstance"))) return st;
-    volkLoadInstanceOnly(dev->instance);
-    if (validation) st = VKL_VKI(ctx, vkCreateDebugUtilsMessengerEXT, (dev->instance, &mi, NULL, &dev->messenger));
+    dev->instance_version = app.apiVersion;
+    if ((st = load_instance_table(dev, vkGetInstanceProcAddr, validation))) return st;
+    if (validation)
+        st = VKL_VKI(dev, vkCreateDebugUtilsMessengerEXT, (dev->instance, &mi, NULL, &dev->messenger));
     return st;
 }
 
@@ -144,56 +145,84 @@ static int type_rank(VkPhysicalDeviceType t) {
     }
 }
 
-/* options->device_index (>= 0: that device in the loader's order), else the
- * best type: discrete > integrated > virtual > cpu, first among equals. */
-static vkl_status choose_physical(vkl_backend_device *dev, const vkl_backend_options *opt) {
+static void device_uuid(vkl_backend_device *dev, VkPhysicalDevice p, uint8_t *uuid) {
+    VkPhysicalDeviceIDProperties id = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES};
+    VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &id};
+    dev->vki.vkGetPhysicalDeviceProperties2(p, &p2);
+    memcpy(uuid, id.deviceUUID, VK_UUID_SIZE);
+}
+
+/* By UUID, else by index in the loader's order, else the best type:
+ * discrete > integrated > virtual > cpu, first among equals. */
+static vkl_status choose_physical(vkl_backend_device *dev, const vkl_vulkan_options *o) {
     vkl_context *ctx = dev->ctx;
     uint32_t n = 0;
-    vkl_status st = VKL_VKI(ctx, vkEnumeratePhysicalDevices, (dev->instance, &n, NULL));
+    vkl_status st = VKL_VKI(dev, vkEnumeratePhysicalDevices, (dev->instance, &n, NULL));
     if (st) return st;
     if (!n)
         return vkl_fail(ctx, VKL_ERR_NOT_FOUND, "vulkan: no Vulkan device (a driver is installed but reports none)");
     VkPhysicalDevice *all = vkl_calloc(ctx, n, sizeof(*all));
     if (!all) return VKL_ERR_OUT_OF_MEMORY;
-    st = VKL_VKI(ctx, vkEnumeratePhysicalDevices, (dev->instance, &n, all));
-    int best = -1, best_rank = -1;
+    st = VKL_VKI(dev, vkEnumeratePhysicalDevices, (dev->instance, &n, all));
+    int best = -1, best_rank = -1, by_uuid = -1;
     for (uint32_t i = 0; !st && i < n; i++) {
         VkPhysicalDeviceProperties p;
-        vkGetPhysicalDeviceProperties(all[i], &p);
+        dev->vki.vkGetPhysicalDeviceProperties(all[i], &p);
         if (p.apiVersion < VK_API_VERSION_1_1) continue;
+        uint8_t uuid[VK_UUID_SIZE];
+        device_uuid(dev, all[i], uuid);
+        if (o->use_device_uuid && by_uuid < 0 && !memcmp(uuid, o->device_uuid, VK_UUID_SIZE)) by_uuid = (int)i;
         if (type_rank(p.deviceType) > best_rank) {
             best = (int)i;
             best_rank = type_rank(p.deviceType);
         }
     }
-    int want = opt && opt->device_index >= 0 ? opt->device_index : best;
-    if (!st && opt && opt->device_index >= 0 && (uint32_t)opt->device_index >= n)
-        st = vkl_fail(ctx, VKL_ERR_NOT_FOUND, "vulkan: device index %d, but there are %u device(s)",
-                      opt->device_index, n);
+    int want = o->use_device_uuid ? by_uuid : o->device_index >= 0 ? o->device_index : best;
+    if (!st && o->use_device_uuid && want < 0)
+        st = vkl_fail(ctx, VKL_ERR_NOT_FOUND, "vulkan: no Vulkan 1.1 device has the UUID in the options (%u device(s))",
+                      n);
+    else if (!st && !o->use_device_uuid && o->device_index >= 0 && (uint32_t)o->device_index >= n)
+        st = vkl_fail(ctx, VKL_ERR_NOT_FOUND, "vulkan: device index %d, but there are %u device(s)", o->device_index,
+                      n);
     else if (!st && want < 0)
         st = vkl_fail(ctx, VKL_ERR_NOT_FOUND, "vulkan: none of the %u device(s) supports Vulkan 1.1", n);
-    if (!st) {
-        dev->phys = all[want];
-        vkGetPhysicalDeviceProperties(dev->phys, &dev->props);
-        if (dev->props.apiVersion < VK_API_VERSION_1_1)
-            st = vkl_fail(ctx, VKL_ERR_UNSUPPORTED,
-                          "vulkan: device %d (%s) supports only Vulkan %u.%u; vkllm needs 1.1", want,
-                          dev->props.deviceName, VK_API_VERSION_MAJOR(dev->props.apiVersion),
-                          VK_API_VERSION_MINOR(dev->props.apiVersion));
-    }
+    if (!st) dev->phys = all[want];
     vkl_free(ctx, all);
     return st;
 }
 
-/* The first compute-capable queue family, preferring one with timestamps. */
+static vkl_status check_api_version(vkl_backend_device *dev) {
+    dev->vki.vkGetPhysicalDeviceProperties(dev->phys, &dev->props);
+    if (dev->props.apiVersion < VK_API_VERSION_1_1 || dev->instance_version < VK_API_VERSION_1_1)
+        return vkl_fail(dev->ctx, VKL_ERR_UNSUPPORTED,
+                        "vulkan: %s: device Vulkan %u.%u, instance made for %u.%u; vkllm needs 1.1 for both",
+                        dev->props.deviceName, VK_API_VERSION_MAJOR(dev->props.apiVersion),
+                        VK_API_VERSION_MINOR(dev->props.apiVersion), VK_API_VERSION_MAJOR(dev->instance_version),
+                        VK_API_VERSION_MINOR(dev->instance_version));
+    return VKL_OK;
+}
+
+/* Own device: the first compute-capable queue family, preferring one with
+ * timestamps. The app's: the family it named, which must do compute. */
 static vkl_status choose_queue(vkl_backend_device *dev) {
     uint32_t n = 0;
-    vkGetPhysicalDeviceQueueFamilyProperties(dev->phys, &n, NULL);
+    dev->vki.vkGetPhysicalDeviceQueueFamilyProperties(dev->phys, &n, NULL);
     VkQueueFamilyProperties *f = n ? vkl_calloc(dev->ctx, n, sizeof(*f)) : NULL;
     if (n && !f) return VKL_ERR_OUT_OF_MEMORY;
-    vkGetPhysicalDeviceQueueFamilyProperties(dev->phys, &n, f);
+    dev->vki.vkGetPhysicalDeviceQueueFamilyProperties(dev->phys, &n, f);
     int pick = -1;
-    for (uint32_t i = 0; i < n; i++) {
+    const vkl_vulkan_external *x = dev->external;
+    vkl_status st = VKL_OK;
+    if (x) {
+        if (x->queue_family >= n || !(f[x->queue_family].queueFlags & VK_QUEUE_COMPUTE_BIT) ||
+            x->queue_index >= f[x->queue_family].queueCount)
+            st = vkl_fail(dev->ctx, VKL_ERR_INVALID_ARGUMENT,
+                          "vulkan: the app's queue (family %u, index %u) is not a compute queue of %s (%u families)",
+                          x->queue_family, x->queue_index, dev->props.deviceName, n);
+        else
+            pick = (int)x->queue_family;
+    }
+    for (uint32_t i = 0; !x && i < n; i++) {
         if (!(f[i].queueFlags & VK_QUEUE_COMPUTE_BIT)) continue;
         if (pick < 0 || (f[i].timestampValidBits && !f[pick].timestampValidBits)) pick = (int)i;
     }
@@ -202,9 +231,9 @@ static vkl_status choose_queue(vkl_backend_device *dev) {
         dev->timestamp_bits = f[pick].timestampValidBits;
     }
     vkl_free(dev->ctx, f);
-    if (pick < 0)
-        return vkl_fail(dev->ctx, VKL_ERR_UNSUPPORTED, "vulkan: %s has no compute queue", dev->props.deviceName);
-    return VKL_OK;
+    if (!st && pick < 0)
+        st = vkl_fail(dev->ctx, VKL_ERR_UNSUPPORTED, "vulkan: %s has no compute queue", dev->props.deviceName);
+    return st;
 }
 
 static bool has_extension(const VkExtensionProperties *e, uint32_t n, const char *name) {
@@ -213,30 +242,55 @@ static bool has_extension(const VkExtensionProperties *e, uint32_t n, const char
     return false;
 }
 
+static bool app_enabled(const vkl_vulkan_external *x, const char *name) {
+    for (uint32_t i = 0; i < x->enabled_extension_count; i++)
+        if (x->enabled_extensions && x->enabled_extensions[i] && !strcmp(x->enabled_extensions[i], name)) return true;
+    return false;
+}
+
+/* What the app enabled at vkCreateDevice: shaderFloat16 (1.2 features or
+ * the float16/int8 struct) and shaderFloat64, from its pNext chain or its
+ * pEnabledFeatures. */
+static void app_features(const vkl_vulkan_external *x, bool *f16, bool *f64) {
+    *f16 = *f64 = false;
+    if (x->enabled_core_features) *f64 = x->enabled_core_features->shaderFloat64;
+    for (const VkBaseInStructure *p = x->enabled_features_chain; p; p = p->pNext) {
+        if (p->sType == VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2)
+            *f64 |= ((const VkPhysicalDeviceFeatures2 *)p)->features.shaderFloat64;
+        else if (p->sType == VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES)
+            *f16 |= ((const VkPhysicalDeviceVulkan12Features *)p)->shaderFloat16;
+        else if (p->sType == VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES)
+            *f16 |= ((const VkPhysicalDeviceShaderFloat16Int8Features *)p)->shaderFloat16;
+    }
+}
+
 /* Everything vkl_backend_caps reports, and what the kernels may use. The
- * features are the device's; of fp16, integer dot and cooperative matrix the
- * kernels use fp16 only, when choose_math says so (docs/vulkan.md). */
-static vkl_status describe(vkl_backend_device *dev, const vkl_backend_options *opt) {
+ * features are the device's (on an app's device: what the app enabled); of
+ * fp16, integer dot and cooperative matrix the kernels use fp16 only, when
+ * choose_math says so (docs/vulkan.md). */
+static vkl_status describe(vkl_backend_device *dev, const vkl_backend_options *opt, const vkl_vulkan_options *o) {
     vkl_context *ctx = dev->ctx;
     vkl_backend_caps *c = &dev->caps;
     memset(c, 0, sizeof(*c));
-    vkGetPhysicalDeviceMemoryProperties(dev->phys, &dev->memory);
+    dev->vki.vkGetPhysicalDeviceMemoryProperties(dev->phys, &dev->memory);
     const bool v12 = dev->props.apiVersion >= VK_API_VERSION_1_2;
     VkPhysicalDeviceDriverProperties drv = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
     VkPhysicalDeviceSubgroupProperties sub = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES,
                                               .pNext = v12 ? &drv : NULL};
     VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &sub};
-    vkGetPhysicalDeviceProperties2(dev->phys, &p2);
+    dev->vki.vkGetPhysicalDeviceProperties2(dev->phys, &p2);
     VkPhysicalDeviceShaderFloat16Int8Features f16 = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
     VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = v12 ? &f16 : NULL};
-    vkGetPhysicalDeviceFeatures2(dev->phys, &f2);
+    dev->vki.vkGetPhysicalDeviceFeatures2(dev->phys, &f2);
+    bool has_f16 = v12 && f16.shaderFloat16, has_f64 = f2.features.shaderFloat64;
+    if (dev->external) app_features(dev->external, &has_f16, &has_f64);
 
     uint32_t n_ext = 0;
-    vkl_status st = VKL_VKI(ctx, vkEnumerateDeviceExtensionProperties, (dev->phys, NULL, &n_ext, NULL));
+    vkl_status st = VKL_VKI(dev, vkEnumerateDeviceExtensionProperties, (dev->phys, NULL, &n_ext, NULL));
     VkExtensionProperties *ext = st || !n_ext ? NULL : vkl_calloc(ctx, n_ext, sizeof(*ext));
     if (!st && n_ext && !ext) return VKL_ERR_OUT_OF_MEMORY;
-    if (!st && n_ext) st = VKL_VKI(ctx, vkEnumerateDeviceExtensionProperties, (dev->phys, NULL, &n_ext, ext));
+    if (!st && n_ext) st = VKL_VKI(dev, vkEnumerateDeviceExtensionProperties, (dev->phys, NULL, &n_ext, ext));
     if (st) {
         vkl_free(ctx, ext);
         return st;
@@ -250,21 +304,26 @@ static vkl_status describe(vkl_backend_device *dev, const vkl_backend_options *o
         snprintf(c->driver, sizeof(c->driver), "driver 0x%x, Vulkan %u.%u.%u", dev->props.driverVersion,
                  VK_API_VERSION_MAJOR(dev->props.apiVersion), VK_API_VERSION_MINOR(dev->props.apiVersion),
                  VK_API_VERSION_PATCH(dev->props.apiVersion));
+    /* An extension counts if the device has it and, on an app's device,
+     * the app enabled it. */
+#define EXT(name) (has_extension(ext, n_ext, name) && (!dev->external || app_enabled(dev->external, name)))
     uint32_t f = 0;
-    dev->has_f16 = v12 && f16.shaderFloat16;
+    dev->has_f16 = has_f16;
     /* f64 tensors run in the _f64 kernel variants, which need shaderFloat64
-     * (desktop GPUs and lavapipe have it, phone GPUs do not);
-     * VKL_VK_NO_F64=1 refuses them as if it were missing. */
-    dev->has_f64 = f2.features.shaderFloat64 && !env_on("VKL_VK_NO_F64");
+     * (desktop GPUs and lavapipe have it, phone GPUs do not); no_f64
+     * refuses them as if it were missing. */
+    dev->has_f64 = has_f64 && !o->no_f64;
     if (dev->has_f16) f |= VKL_FEATURE_FP16;
-    if (has_extension(ext, n_ext, "VK_KHR_shader_integer_dot_product")) f |= VKL_FEATURE_INT8_DOT;
-    if (has_extension(ext, n_ext, "VK_KHR_cooperative_matrix") || has_extension(ext, n_ext, "VK_NV_cooperative_matrix"))
-        f |= VKL_FEATURE_COOPMAT;
-    if (has_extension(ext, n_ext, "VK_KHR_global_priority") || has_extension(ext, n_ext, "VK_EXT_global_priority"))
-        f |= VKL_FEATURE_PRIORITY;
+    if (EXT("VK_KHR_shader_integer_dot_product")) f |= VKL_FEATURE_INT8_DOT;
+    if (EXT("VK_KHR_cooperative_matrix") || EXT("VK_NV_cooperative_matrix")) f |= VKL_FEATURE_COOPMAT;
+    /* a priority vkllm can ask for: only on its own device */
+    dev->has_khr_priority = !dev->external && has_extension(ext, n_ext, "VK_KHR_global_priority");
+    dev->has_ext_priority = !dev->external && has_extension(ext, n_ext, "VK_EXT_global_priority");
+    if (dev->has_khr_priority || dev->has_ext_priority) f |= VKL_FEATURE_PRIORITY;
     if (dev->timestamp_bits && dev->props.limits.timestampPeriod > 0) f |= VKL_FEATURE_TIMESTAMPS;
+#undef EXT
     vkl_free(ctx, ext);
-    c->features = f & ~((opt ? opt->disable_features : 0u) | env_disabled_features());
+    c->features = f & ~(opt ? opt->disable_features : 0u);
     if (!(c->features & VKL_FEATURE_TIMESTAMPS)) dev->timestamp_bits = 0;
     dev->profile = opt && opt->profile && dev->timestamp_bits;
     for (uint32_t i = 0; i < dev->memory.memoryHeapCount; i++)
@@ -273,69 +332,77 @@ static vkl_status describe(vkl_backend_device *dev, const vkl_backend_options *o
             c->device_memory = dev->memory.memoryHeaps[i].size;
     c->unified_memory = dev->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU ||
                         dev->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
+    c->device_class = dev->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ? VKL_DEVICE_EMULATED : VKL_DEVICE_GPU;
     VkDeviceSize align = dev->props.limits.minStorageBufferOffsetAlignment;
     c->buffer_alignment = align > 16 ? (size_t)align : 16;
     dev->subgroup_size = sub.subgroupSize;
-    /* VKL_VK_NO_SUBGROUP_OPS=1: the shared-memory reductions, for a driver
-     * whose subgroup arithmetic is suspect. */
+    /* no_subgroup_ops: the shared-memory reductions, for a driver whose
+     * subgroup arithmetic is suspect. */
     dev->subgroup_arith = (sub.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
                           (sub.supportedOperations & VK_SUBGROUP_FEATURE_BASIC_BIT) &&
-                          (sub.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) &&
-                          !env_on("VKL_VK_NO_SUBGROUP_OPS");
+                          (sub.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) && !o->no_subgroup_ops;
     return VKL_OK;
 }
 
-/* An integer knob from the environment: in [lo, hi], a power of two if pow2. */
-static vkl_status env_uint(vkl_context *ctx, const char *name, uint32_t lo, uint32_t hi, bool pow2, uint32_t *v) {
-    const char *s = getenv(name);
-    if (!s || !*s) return VKL_OK;
-    char *end;
-    unsigned long x = strtoul(s, &end, 10);
-    if (*end || x < lo || x > hi || (pow2 && (x & (x - 1))))
-        return vkl_fail(ctx, VKL_ERR_INVALID_ARGUMENT, "vulkan: %s=%s: want %s%u..%u", name, s,
+/* A tuning option: 0 keeps the device's choice; else within [lo, hi], a
+ * power of two if pow2. */
+static vkl_status option_uint(vkl_context *ctx, const char *name, uint32_t x, uint32_t lo, uint32_t hi, bool pow2,
+                              uint32_t *v) {
+    if (!x) return VKL_OK;
+    if (x < lo || x > hi || (pow2 && (x & (x - 1))))
+        return vkl_fail(ctx, VKL_ERR_INVALID_ARGUMENT, "vulkan: option %s = %u: want %s%u..%u", name, x,
                         pow2 ? "a power of two in " : "", lo, hi);
-    *v = (uint32_t)x;
+    *v = x;
+    return VKL_OK;
+}
+
+/* A yes/no tuning option: -1 keeps the device's choice. */
+static vkl_status option_bool(vkl_context *ctx, const char *name, int x, uint32_t *v) {
+    if (x < -1 || x > 1) return vkl_fail(ctx, VKL_ERR_INVALID_ARGUMENT, "vulkan: option %s = %d: want -1, 0 or 1", name, x);
+    if (x >= 0) *v = (uint32_t)x;
     return VKL_OK;
 }
 
 /* The matvecs' arithmetic, decided here and nowhere else:
  *
  *   fp16 math  iff  the device has shaderFloat16 (VKL_FEATURE_FP16 in caps:
- *                   Vulkan 1.2+ and not masked by options->disable_features)
- *              and  VKL_VK_MATH=f16, or VKL_VK_MATH unset and
- *                   VKL_VK_F16_DEFAULT (false: f32 is the default);
- *   f32 math   otherwise; VKL_VK_MATH=f32 forces it.
+ *                   Vulkan 1.2+, on an app's device enabled by the app, and
+ *                   not masked by disable_features)
+ *              and  options.math is F16, or DEFAULT and VKL_VK_F16_DEFAULT
+ *                   (false: f32 is the default);
+ *   f32 math   otherwise; F32 forces it.
  *
- * VKL_VK_MATH=f16 on a device without the feature (or with it masked) fails
- * open, saying why, rather than silently measuring f32. Why f32 is the
- * default (fp16's error and overflow range against f32's): docs/vulkan.md. */
+ * F16 on a device without the feature (or with it masked) fails open,
+ * saying why, rather than silently measuring f32. Why f32 is the default
+ * (fp16's error and overflow range against f32's): docs/vulkan.md. */
 #define VKL_VK_F16_DEFAULT false
 
-static vkl_status choose_math(vkl_backend_device *dev) {
+static vkl_status choose_math(vkl_backend_device *dev, const vkl_vulkan_options *o) {
     const bool can = (dev->caps.features & VKL_FEATURE_FP16) != 0;
-    const char *v = getenv("VKL_VK_MATH");
     bool want = VKL_VK_F16_DEFAULT && can;
-    if (v && *v) {
-        if (strcmp(v, "f16") && strcmp(v, "f32"))
-            return vkl_fail(dev->ctx, VKL_ERR_INVALID_ARGUMENT, "vulkan: VKL_VK_MATH=%s: want f16 or f32", v);
-        want = !strcmp(v, "f16");
+    if (o->math > VKL_VULKAN_MATH_F16)
+        return vkl_fail(dev->ctx, VKL_ERR_INVALID_ARGUMENT, "vulkan: option math = %d: want DEFAULT, F32 or F16",
+                        (int)o->math);
+    if (o->math != VKL_VULKAN_MATH_DEFAULT) {
+        want = o->math == VKL_VULKAN_MATH_F16;
         if (want && !can)
-            return vkl_fail(dev->ctx, VKL_ERR_UNSUPPORTED,
-                            "vulkan: VKL_VK_MATH=f16, but %s %s", dev->caps.device_name,
+            return vkl_fail(dev->ctx, VKL_ERR_UNSUPPORTED, "vulkan: f16 math asked for, but %s %s",
+                            dev->caps.device_name,
                             dev->has_f16 ? "has fp16 disabled by the options (VKL_FEATURE_FP16)"
-                                         : "has no shaderFloat16 (or is older than Vulkan 1.2)");
+                            : dev->external ? "was made without shaderFloat16 enabled by the app"
+                                            : "has no shaderFloat16 (or is older than Vulkan 1.2)");
     }
     dev->f16_math = want;
     return VKL_OK;
 }
 
-static vkl_status tuning(vkl_backend_device *dev) {
+static vkl_status tuning(vkl_backend_device *dev, const vkl_vulkan_options *o) {
     /* Matvec shape: 64 invocations, 8 output rows each: the best of ten
      * (workgroup, rows, staging, unroll) configurations on an H100
      * (docs/vulkan.md); the others with one K step per invocation ran 8-20%
-     * slower, the unrolled ones 4% to 2.7x slower. VKL_VK_QMV_WG / _ROWS /
-     * _STAGE / _UNROLL, VKL_VK_E0M4_F32 and VKL_VK_F16_CENTER override them
-     * for tuning on a new device (quant_matvec*.glsl/.comp say what each does). */
+     * slower, the unrolled ones 4% to 2.7x slower. The matvec_* options
+     * override them for tuning on a new device (quant_matvec*.glsl/.comp
+     * say what each does). */
     dev->qmv_wg = 64;
     dev->qmv_rows = 8;
     dev->qmv_stage = dev->props.deviceType != VK_PHYSICAL_DEVICE_TYPE_CPU;
@@ -345,17 +412,18 @@ static vkl_status tuning(vkl_backend_device *dev) {
     uint32_t max_wg = dev->props.limits.maxComputeWorkGroupSize[0];
     if (dev->props.limits.maxComputeWorkGroupInvocations < max_wg)
         max_wg = dev->props.limits.maxComputeWorkGroupInvocations;
-    vkl_status st = env_uint(dev->ctx, "VKL_VK_QMV_WG", 32, max_wg, true, &dev->qmv_wg);
-    if (!st) st = env_uint(dev->ctx, "VKL_VK_QMV_ROWS", 1, 16, false, &dev->qmv_rows);
-    if (!st) st = env_uint(dev->ctx, "VKL_VK_QMV_STAGE", 0, 1, false, &dev->qmv_stage);
-    if (!st) st = env_uint(dev->ctx, "VKL_VK_QMV_UNROLL", 1, 4, false, &dev->qmv_unroll);
-    if (!st) st = env_uint(dev->ctx, "VKL_VK_E0M4_F32", 0, 1, false, &dev->qmv_e0m4_f32);
-    if (!st) st = env_uint(dev->ctx, "VKL_VK_F16_CENTER", 0, 1, false, &dev->qmv_f16_center);
+    vkl_context *ctx = dev->ctx;
+    vkl_status st = option_uint(ctx, "matvec_workgroup", o->matvec_workgroup, 32, max_wg, true, &dev->qmv_wg);
+    if (!st) st = option_uint(ctx, "matvec_rows", o->matvec_rows, 1, 16, false, &dev->qmv_rows);
+    if (!st) st = option_bool(ctx, "matvec_stage", o->matvec_stage, &dev->qmv_stage);
+    if (!st) st = option_uint(ctx, "matvec_unroll", o->matvec_unroll, 1, 4, false, &dev->qmv_unroll);
+    if (!st) st = option_bool(ctx, "matvec_e0m4_f32", o->matvec_e0m4_f32, &dev->qmv_e0m4_f32);
+    if (!st) st = option_bool(ctx, "matvec_f16_center", o->matvec_f16_center, &dev->qmv_f16_center);
     /* Shared memory: staged activations (9 vec4 per invocation and unrolled
      * step for 4-bit formats) and one partial sum per invocation and row. */
     const size_t shared =
         (size_t)dev->qmv_wg * ((dev->qmv_stage ? 9 * 16 * dev->qmv_unroll : 0) + 4 * dev->qmv_rows);
-    if (!st) st = vkl_vk_attention_tuning(dev);
+    if (!st) st = vkl_vk_attention_tuning(dev, o);
     if (!st && shared > dev->props.limits.maxComputeSharedMemorySize)
         st = vkl_fail(dev->ctx, VKL_ERR_INVALID_ARGUMENT,
                       "vulkan: matvec workgroup %u, %u rows, unroll %u, staging %s needs %zu bytes of shared memory; "
@@ -364,20 +432,76 @@ static vkl_status tuning(vkl_backend_device *dev) {
     return st;
 }
 
-vkl_status vkl_vk_device_create(vkl_context *ctx, const vkl_backend_options *opt, vkl_backend_device *dev) {
-    dev->ctx = dev->own_ctx = ctx;
-    vkl_status st = instance_create(dev);
-    if (!st) st = choose_physical(dev, opt);
+/* The app's instance and physical device, checked as far as Vulkan lets us. */
+static vkl_status adopt_external(vkl_backend_device *dev, const vkl_vulkan_external *x) {
+    if (!x->get_instance_proc_addr || !x->instance || !x->physical_device || !x->device)
+        return vkl_fail(dev->ctx, VKL_ERR_INVALID_ARGUMENT,
+                        "vulkan: the app's device needs get_instance_proc_addr, instance, physical_device and device");
+    if (!x->queue_lock != !x->queue_unlock)
+        return vkl_fail(dev->ctx, VKL_ERR_INVALID_ARGUMENT, "vulkan: the app's queue_lock and queue_unlock go together");
+    dev->external = x;
+    dev->instance = x->instance;
+    dev->instance_version = x->api_version;
+    dev->phys = x->physical_device;
+    dev->queue_lock = x->queue_lock;
+    dev->queue_unlock = x->queue_unlock;
+    dev->queue_lock_user = x->queue_lock_user;
+    return load_instance_table(dev, x->get_instance_proc_addr, false);
+}
+
+/* Instance (or the app's), physical device, queue family, caps: what probe
+ * and open share. */
+static vkl_status find_device(vkl_backend_device *dev, const vkl_backend_options *opt, const vkl_vulkan_options *o) {
+    vkl_status st = o->external ? adopt_external(dev, o->external) : instance_create(dev, o);
+    if (!st && !o->external) st = choose_physical(dev, o);
+    if (!st) st = check_api_version(dev);
     if (!st) st = choose_queue(dev);
-    if (!st) st = describe(dev, opt);
-    if (!st) st = tuning(dev);
-    if (!st) st = choose_math(dev);
-    if (st) return st;
-    const float priority = 1.0f;
+    if (!st) st = describe(dev, opt, o);
+    return st;
+}
+
+static const char *priority_name(vkl_vulkan_priority p) {
+    static const char *names[] = {"LOW", "MEDIUM", "HIGH", "REALTIME"};
+    return p < VKL_VULKAN_PRIORITY_DRIVER ? names[p] : "the driver's default";
+}
+
+/* The global priority to chain into the queue's create info, or none (and
+ * the reason in dev->priority). The KHR and EXT structs are one layout. */
+static bool priority_request(vkl_backend_device *dev, const vkl_vulkan_options *o,
+                             VkDeviceQueueGlobalPriorityCreateInfoKHR *gp, const char **ext) {
+    static const VkQueueGlobalPriorityKHR levels[] = {VK_QUEUE_GLOBAL_PRIORITY_LOW_KHR, VK_QUEUE_GLOBAL_PRIORITY_MEDIUM_KHR,
+                                                      VK_QUEUE_GLOBAL_PRIORITY_HIGH_KHR,
+                                                      VK_QUEUE_GLOBAL_PRIORITY_REALTIME_KHR};
+    if (o->priority >= VKL_VULKAN_PRIORITY_DRIVER) {
+        snprintf(dev->priority, sizeof(dev->priority), "the driver's default (none asked for)");
+        return false;
+    }
+    if (!(dev->caps.features & VKL_FEATURE_PRIORITY)) {
+        snprintf(dev->priority, sizeof(dev->priority), "the driver's default (%s)",
+                 dev->has_khr_priority || dev->has_ext_priority ? "priority turned off by the options"
+                                                                : "no global priority extension");
+        return false;
+    }
+    *gp = (VkDeviceQueueGlobalPriorityCreateInfoKHR){.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_GLOBAL_PRIORITY_CREATE_INFO_KHR,
+                                                     .globalPriority = levels[o->priority]};
+    *ext = dev->has_khr_priority ? "VK_KHR_global_priority" : "VK_EXT_global_priority";
+    snprintf(dev->priority, sizeof(dev->priority), "%s (%s)", priority_name(o->priority), *ext);
+    return true;
+}
+
+/* Own device: logical device and queue at the asked priority; a driver that
+ * refuses the priority (VK_ERROR_NOT_PERMITTED) gets a device without one,
+ * and the log says so. */
+static vkl_status own_device_create(vkl_backend_device *dev, const vkl_vulkan_options *o) {
+    const float level = 1.0f;
+    VkDeviceQueueGlobalPriorityCreateInfoKHR gp;
+    const char *ext = NULL;
+    const bool ask = priority_request(dev, o, &gp, &ext);
     VkDeviceQueueCreateInfo q = {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
+                                 .pNext = ask ? &gp : NULL,
                                  .queueFamilyIndex = dev->queue_family,
                                  .queueCount = 1,
-                                 .pQueuePriorities = &priority};
+                                 .pQueuePriorities = &level};
     /* Features the kernels use: shaderFloat16 for the fp16 matvecs only
      * (they keep f16 in registers and shared memory: no 16-bit storage);
      * shaderFloat64 where the device has it, for f64 tensors. */
@@ -388,10 +512,60 @@ vkl_status vkl_vk_device_create(vkl_context *ctx, const vkl_backend_options *opt
                                .pNext = dev->f16_math ? &f16 : NULL,
                                .queueCreateInfoCount = 1,
                                .pQueueCreateInfos = &q,
+                               .enabledExtensionCount = ask ? 1 : 0,
+                               .ppEnabledExtensionNames = ask ? &ext : NULL,
                                .pEnabledFeatures = &core};
-    if ((st = VKL_VKI(ctx, vkCreateDevice, (dev->phys, &info, NULL, &dev->device)))) return st;
+    VkResult r = dev->vki.vkCreateDevice(dev->phys, &info, NULL, &dev->device);
+    if (ask && (r == VK_ERROR_NOT_PERMITTED_KHR || r == VK_ERROR_INITIALIZATION_FAILED)) {
+        vkl_log(dev->ctx, VKL_LOG_WARN, "vulkan: %s refused global priority %s (%s); running at its default",
+                dev->caps.device_name, priority_name(o->priority), vkl_vk_result_name(r));
+        snprintf(dev->priority, sizeof(dev->priority), "the driver's default (%.8s refused)",
+                 priority_name(o->priority));
+        q.pNext = NULL;
+        info.enabledExtensionCount = 0;
+        info.ppEnabledExtensionNames = NULL;
+        r = dev->vki.vkCreateDevice(dev->phys, &info, NULL, &dev->device);
+    }
+    return vkl_vk_check(dev->ctx, r, "vkCreateDevice");
+}
+
+/* The device's function table, through this instance's vkGetDeviceProcAddr.
+ * volk reads its global vkGetDeviceProcAddr while it loads a table; it is
+ * pointed at ours for that moment only, under a lock, and put back. */
+static void load_device_table(vkl_backend_device *dev) {
+    static pthread_mutex_t volk_lock = PTHREAD_MUTEX_INITIALIZER;
+    pthread_mutex_lock(&volk_lock);
+    PFN_vkGetDeviceProcAddr saved = vkGetDeviceProcAddr;
+    vkGetDeviceProcAddr = dev->vki.vkGetDeviceProcAddr;
     volkLoadDeviceTable(&dev->vk, dev->device);
-    dev->vk.vkGetDeviceQueue(dev->device, dev->queue_family, 0, &dev->queue);
+    vkGetDeviceProcAddr = saved;
+    pthread_mutex_unlock(&volk_lock);
+}
+
+static const vkl_vulkan_options *options_of(const vkl_backend_options *opt, vkl_vulkan_options *defaults) {
+    if (opt && opt->vulkan) return opt->vulkan;
+    vkl_vulkan_options_init(defaults);
+    return defaults;
+}
+
+vkl_status vkl_vk_device_create(vkl_context *ctx, const vkl_backend_options *opt, vkl_backend_device *dev) {
+    dev->ctx = dev->own_ctx = ctx;
+    vkl_vulkan_options defaults;
+    const vkl_vulkan_options *o = options_of(opt, &defaults);
+    vkl_status st = find_device(dev, opt, o);
+    if (!st) st = tuning(dev, o);
+    if (!st) st = choose_math(dev, o);
+    if (st) return st;
+    if (dev->external) {
+        dev->device = dev->external->device;
+        snprintf(dev->priority, sizeof(dev->priority), "the app's (its own queue)");
+    } else if ((st = own_device_create(dev, o))) {
+        return st;
+    }
+    snprintf(dev->caps.queue_priority, sizeof(dev->caps.queue_priority), "%s", dev->priority);
+    load_device_table(dev);
+    dev->vk.vkGetDeviceQueue(dev->device, dev->queue_family, dev->external ? dev->external->queue_index : 0,
+                             &dev->queue);
     VkCommandPoolCreateInfo pool = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
                                     .flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
                                     .queueFamilyIndex = dev->queue_family};
@@ -403,21 +577,25 @@ vkl_status vkl_vk_device_create(vkl_context *ctx, const vkl_backend_options *opt
     if (!st) st = VKL_VKD(dev, vkAllocateCommandBuffers, (dev->device, &cb, &dev->once));
     VkFenceCreateInfo fence = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
     if (!st) st = VKL_VKD(dev, vkCreateFence, (dev->device, &fence, NULL, &dev->once_fence));
+    dev->cache_dir_option = o->pipeline_cache_dir; /* read by vkl_vk_pipelines_init only */
     if (!st) st = vkl_vk_pipelines_init(dev);
     return vkl_vk_validation_status(dev, st, "open");
 }
 
+/* Everything vkllm submitted has been waited for by now (executables wait
+ * for their fence when released, one-shot work at once), so the app's
+ * device is never waited idle; our own is, as a last guard. */
 void vkl_vk_device_destroy(vkl_backend_device *dev) {
     if (dev->device) {
-        dev->vk.vkDeviceWaitIdle(dev->device); /* nothing may run on what we free */
+        if (!dev->external) dev->vk.vkDeviceWaitIdle(dev->device);
         vkl_vk_pipelines_destroy(dev);
         vkl_vk_buffer_free(dev, &dev->staging);
         if (dev->once_fence) dev->vk.vkDestroyFence(dev->device, dev->once_fence, NULL);
         if (dev->pool) dev->vk.vkDestroyCommandPool(dev->device, dev->pool, NULL);
-        dev->vk.vkDestroyDevice(dev->device, NULL);
+        if (!dev->external) dev->vk.vkDestroyDevice(dev->device, NULL);
     }
-    if (dev->messenger) vkDestroyDebugUtilsMessengerEXT(dev->instance, dev->messenger, NULL);
-    if (dev->instance) vkDestroyInstance(dev->instance, NULL);
+    if (dev->messenger) dev->vki.vkDestroyDebugUtilsMessengerEXT(dev->instance, dev->messenger, NULL);
+    if (dev->instance && !dev->external) dev->vki.vkDestroyInstance(dev->instance, NULL);
     if (dev->msgs) pthread_mutex_destroy(&dev->msgs->lock);
     vkl_free(dev->own_ctx, dev->msgs);
     dev->msgs = NULL;
@@ -427,16 +605,20 @@ void vkl_vk_device_destroy(vkl_backend_device *dev) {
 
 vkl_status vkl_vk_probe(vkl_context *ctx, const vkl_backend_options *opt, vkl_backend_caps *out) {
     memset(out, 0, sizeof(*out));
-    if (opt && opt->external_device)
-        return vkl_fail(ctx, VKL_ERR_UNSUPPORTED, "vulkan: an external (app-owned) device is not supported yet");
     vkl_backend_device dev = {.ctx = ctx, .own_ctx = ctx};
-    vkl_status st = instance_create(&dev);
-    if (!st) st = choose_physical(&dev, opt);
-    if (!st) st = choose_queue(&dev);
-    if (!st) st = describe(&dev, opt);
+    vkl_vulkan_options defaults;
+    const vkl_vulkan_options *o = options_of(opt, &defaults);
+    vkl_status st = find_device(&dev, opt, o);
     if (!st) *out = dev.caps;
     st = vkl_vk_validation_status(&dev, st, "probe");
     vkl_vk_device_destroy(&dev);
+    return st;
+}
+
+vkl_status vkl_vk_submit(vkl_backend_device *dev, const VkSubmitInfo *submit, VkFence fence) {
+    if (dev->queue_lock) dev->queue_lock(dev->queue_lock_user);
+    vkl_status st = VKL_VKD(dev, vkQueueSubmit, (dev->queue, 1, submit, fence));
+    if (dev->queue_unlock) dev->queue_unlock(dev->queue_lock_user);
     return st;
 }
 

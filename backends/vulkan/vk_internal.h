@@ -21,9 +21,13 @@
  *   vk_measure.c       device copy bandwidth (vkbench's roofline)
  *   vk_result.c        VkResult -> vkl_status with the call's name
  *
- * Device-level functions go through each device's own VolkDeviceTable, so
- * several devices can be open at once; instance-level ones through volk's
- * global pointers (loader trampolines, valid for every instance).
+ * Device-level functions go through each device's own VolkDeviceTable and
+ * instance-level ones through each device's vkl_vk_instance_table, both
+ * loaded from the instance's vkGetInstanceProcAddr (the app's, on an app's
+ * device), so several devices and instances can be in use at once and
+ * nothing rests on process-global function pointers. volk supplies only the
+ * loader's global entry points (vkCreateInstance, vkEnumerateInstance*) for
+ * the instance vkllm makes itself.
  *
  * Threads: sessions of one model share its device and call the vtable from
  * their own threads. Every vtable call holds the device's `lock` for its
@@ -43,6 +47,7 @@
 #include "../../engine/backend.h"
 #include "../../engine/context.h"
 #include "../../engine/quant/quant.h"
+#include "vkllm_vulkan.h"
 #include "vulkan_backend.h"
 
 #define VKL_VK_MAX_BINDINGS 8         /* storage buffers per dispatch */
@@ -57,11 +62,31 @@
  * (VK_ERROR_OUT_OF_*_MEMORY -> VKL_ERR_OUT_OF_MEMORY, else VKL_ERR_DEVICE). */
 vkl_status vkl_vk_check(vkl_context *ctx, VkResult r, const char *call);
 const char *vkl_vk_result_name(VkResult r);
-/* Global/instance functions (volk's pointers) and device functions (the device's table):
- *   st = VKL_VKI(ctx, vkCreateInstance, (&info, NULL, &inst));
+/* Global functions (volk's loader entry points), instance functions (the
+ * device's instance table) and device functions (the device's table):
+ *   st = VKL_VKG(ctx, vkCreateInstance, (&info, NULL, &inst));
+ *   st = VKL_VKI(dev, vkEnumeratePhysicalDevices, (dev->instance, &n, NULL));
  *   st = VKL_VKD(dev, vkCreateBuffer, (dev->device, &info, NULL, &buf)); */
-#define VKL_VKI(ctx, fn, args) vkl_vk_check((ctx), fn args, #fn)
+#define VKL_VKG(ctx, fn, args) vkl_vk_check((ctx), fn args, #fn)
+#define VKL_VKI(dev, fn, args) vkl_vk_check((dev)->ctx, (dev)->vki.fn args, #fn)
 #define VKL_VKD(dev, fn, args) vkl_vk_check((dev)->ctx, (dev)->vk.fn args, #fn)
+
+/* The instance-level functions the backend calls, per instance. */
+typedef struct vkl_vk_instance_table {
+    PFN_vkGetInstanceProcAddr vkGetInstanceProcAddr;
+    PFN_vkDestroyInstance vkDestroyInstance;
+    PFN_vkEnumeratePhysicalDevices vkEnumeratePhysicalDevices;
+    PFN_vkGetPhysicalDeviceProperties vkGetPhysicalDeviceProperties;
+    PFN_vkGetPhysicalDeviceProperties2 vkGetPhysicalDeviceProperties2;
+    PFN_vkGetPhysicalDeviceFeatures2 vkGetPhysicalDeviceFeatures2;
+    PFN_vkGetPhysicalDeviceMemoryProperties vkGetPhysicalDeviceMemoryProperties;
+    PFN_vkGetPhysicalDeviceQueueFamilyProperties vkGetPhysicalDeviceQueueFamilyProperties;
+    PFN_vkEnumerateDeviceExtensionProperties vkEnumerateDeviceExtensionProperties;
+    PFN_vkCreateDevice vkCreateDevice;
+    PFN_vkGetDeviceProcAddr vkGetDeviceProcAddr;
+    PFN_vkCreateDebugUtilsMessengerEXT vkCreateDebugUtilsMessengerEXT;   /* with validation only */
+    PFN_vkDestroyDebugUtilsMessengerEXT vkDestroyDebugUtilsMessengerEXT; /* with validation only */
+} vkl_vk_instance_table;
 
 /* ---- buffers (vk_buffer.c) ---------------------------------------------------------------------- */
 
@@ -112,10 +137,18 @@ struct vkl_backend_device {
      * and a session waits for its own fence without it. */
     pthread_mutex_t lock;
     bool lock_made;                 /* `lock` initialized (close destroys it) */
-    /* external_device (an app's VkInstance/VkPhysicalDevice/VkDevice/queue
-     * family and index, borrowed and never destroyed) goes here, with a flag
-     * saying so; open() refuses it until it is implemented. */
+    /* The app's device (vkllm_vulkan.h), borrowed: instance, physical device,
+     * device and queue are its, never destroyed or waited idle here; NULL:
+     * vkllm made them. */
+    const vkl_vulkan_external *external;
+    /* The app's queue lock, when it shares the queue across threads. */
+    void (*queue_lock)(void *user);
+    void (*queue_unlock)(void *user);
+    void *queue_lock_user;
+    char priority[64];              /* the global priority granted, in words (caps.queue_priority) */
     VkInstance instance;
+    uint32_t instance_version;      /* the apiVersion the instance was made with */
+    vkl_vk_instance_table vki;
     VkDebugUtilsMessengerEXT messenger;
     vkl_vk_messages *msgs;          /* heap: the messenger keeps its address */
     VkPhysicalDevice phys;
@@ -130,6 +163,7 @@ struct vkl_backend_device {
     bool subgroup_arith;            /* compute shaders may use subgroupAdd */
     bool has_f16;                   /* shaderFloat16, before options mask VKL_FEATURE_FP16 */
     bool has_f64;                   /* shaderFloat64 enabled: the _f64 kernel variants may run */
+    bool has_khr_priority, has_ext_priority; /* VK_KHR/EXT_global_priority (own device only) */
     uint32_t subgroup_size;
     vkl_backend_caps caps;
     /* one-shot work (uploads, downloads, measurements), waited for at once */
@@ -140,6 +174,7 @@ struct vkl_backend_device {
     /* pipelines */
     VkPipelineCache cache;
     char *cache_path;               /* VKL_VK_PIPELINE_CACHE: loaded at open, saved at close */
+    const char *cache_dir_option;   /* vkl_vulkan_options.pipeline_cache_dir, valid during open only */
     VkDescriptorSetLayout set_layout[VKL_VK_MAX_BINDINGS + 1]; /* by binding count, made on demand */
     VkPipelineLayout pipe_layout[VKL_VK_MAX_BINDINGS + 1];
     vkl_vk_pipeline *pipelines;
@@ -172,6 +207,9 @@ vkl_status vkl_vk_buffer_download(vkl_backend_device *dev, vkl_vk_buffer *b, siz
  * is always waited for), record, then end = submit + wait. */
 vkl_status vkl_vk_once_begin(vkl_backend_device *dev, VkCommandBuffer *cmd);
 vkl_status vkl_vk_once_end(vkl_backend_device *dev);
+/* vkQueueSubmit on the device's queue, inside the app's queue lock when it
+ * gave one. */
+vkl_status vkl_vk_submit(vkl_backend_device *dev, const VkSubmitInfo *submit, VkFence fence);
 /* Every earlier shader/transfer/host write visible to every later
  * shader/transfer/host access: the conservative barrier between steps. */
 void vkl_vk_barrier_all(vkl_backend_device *dev, VkCommandBuffer cmd);
@@ -398,9 +436,9 @@ void vkl_vk_bind_or(vkl_vk_dispatch *d, uint32_t j, const vkl_vk_tensor *t, cons
 vkl_status vkl_vk_record_rope(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
 vkl_status vkl_vk_record_attention(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
 vkl_status vkl_vk_record_kv_append(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
-/* The attention knobs of the device (VKL_VK_ATTN, VKL_VK_ATTN_SPLITS,
- * VKL_VK_ATTN_TARGET), read at open. */
-vkl_status vkl_vk_attention_tuning(vkl_backend_device *dev);
+/* The attention knobs of the device (options attention, attention_splits,
+ * attention_target), read at open. */
+vkl_status vkl_vk_attention_tuning(vkl_backend_device *dev, const vkl_vulkan_options *o);
 
 /* ---- strided views (vk_view.c; shaders/vulkan/view.glsl) ----------------------------------------- */
 

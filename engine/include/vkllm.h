@@ -126,10 +126,29 @@ VKLLM_API const char *vkl_context_error(const vkl_context *ctx);
  * sessions may run on different threads (Threads, above). */
 typedef struct vkl_model vkl_model;
 
+/* Optional backend features, reported by a backend and masked off by
+ * vkl_model_options.disable_features: the kill switches for a driver bug in
+ * an optional path (docs/vulkan.md, "Driver quirks and kill switches"). */
+enum {
+    VKL_FEATURE_FP16 = 1u << 0,         /* fp16 arithmetic */
+    VKL_FEATURE_INT8_DOT = 1u << 1,     /* int8 dot products (sdot, VNNI, integer dot) */
+    VKL_FEATURE_COOPMAT = 1u << 2,      /* cooperative matrix / tensor cores / i8mm */
+    VKL_FEATURE_FUSION = 1u << 3,       /* fused kernels (attention, norms) */
+    VKL_FEATURE_PRIORITY = 1u << 4,     /* a global queue priority (Vulkan: LOW by default) */
+    VKL_FEATURE_TIMESTAMPS = 1u << 5    /* per-op timing */
+};
+
+struct vkl_vulkan_options; /* vkllm_vulkan.h */
+
 typedef struct vkl_model_options {
-    const char *backend;        /* "ref", ...; NULL: the first backend that probes OK */
-    uint32_t disable_features;  /* backend features to turn off (engine/backend.h VKL_FEATURE_*) */
-    const void *external_device;/* the app's device (e.g. Vulkan handles), borrowed; NULL: own */
+    /* "ref", "vulkan", ...; NULL: automatic (vkl_model_backend_reason says
+     * what was chosen and why): a hardware GPU first, never a CPU-type
+     * Vulkan device such as lavapipe, else the fastest CPU backend. */
+    const char *backend;
+    uint32_t disable_features;  /* VKL_FEATURE_* to turn off */
+    /* The Vulkan backend's options (vkllm_vulkan.h), among them the app's
+     * own VkDevice; NULL: defaults. Read during vkl_model_load only. */
+    const struct vkl_vulkan_options *vulkan;
     int no_verify;              /* 0 (default): loading hashes the weights and fails with VKL_ERR_FORMAT,
                                    naming the data section, when they do not match the checksum written
                                    with them (a corrupt file); costs one read of the file (docs/perf.md).
@@ -146,6 +165,10 @@ VKLLM_API size_t vkl_model_vocab_size(const vkl_model *model);
  * ...): its bytes, valid while the model is loaded. 0 if absent. */
 VKLLM_API int vkl_model_metadata(const vkl_model *model, const char *key, const void **data, size_t *size);
 VKLLM_API const char *vkl_model_backend_name(const vkl_model *model);
+/* Why that backend runs the model, one line: "asked for by name", or the
+ * automatic choice's reason ("NVIDIA H100 80GB HBM3: a discrete GPU";
+ * "no GPU: lavapipe is a CPU-type Vulkan device"). */
+VKLLM_API const char *vkl_model_backend_reason(const vkl_model *model);
 /* Bytes of weights one forward pass reads (every weight once). */
 VKLLM_API size_t vkl_model_weight_bytes(const vkl_model *model);
 

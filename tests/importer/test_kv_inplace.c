@@ -88,7 +88,7 @@ static void test_fixture(const char *name, uint32_t layers, uint32_t kv_heads) {
         snprintf(want, sizeof(want), "[past + seq, batch, %u, 32]", kv_heads);
         CHECK(!strcmp(dims, want) || (fprintf(stderr, "state %s is %s\n", pk, dims), 0));
     }
-    CHECK_OK(ctx, vkl_runner_create(ctx, vkl_backend_find("ref"), g, 64, &r));
+    CHECK_OK(ctx, vkl_runner_create(ctx, vkl_backend_find("ref"), NULL, g, 64, &r));
     for (int step = 0; r && step < 3; step++) {
         vkl_host_tensor in[3] = {0}, out[1] = {0}, past, want;
         bool ok = true;
@@ -221,7 +221,7 @@ static void run_kv_steps(vkl_graph *plain, vkl_graph *fused, bool bshd, const ch
     vkl_context *ctx = plain->ctx;
     vkl_runner *r = NULL;
     vkl_host_tensor presents[2] = {0};
-    CHECK_OK(ctx, vkl_runner_create(ctx, vkl_backend_find("ref"), fused, 16, &r));
+    CHECK_OK(ctx, vkl_runner_create(ctx, vkl_backend_find("ref"), NULL, fused, 16, &r));
     const int64_t seqs[2] = {3, 2};
     int64_t past = 0;
     for (int step = 0; r && step < 2; step++) {

@@ -50,7 +50,7 @@ static vkl_onnx_model *import_recipe(vkl_context *ctx, const char *dir, const ch
 static bool run_steps(vkl_context *ctx, const vkl_graph *g, const char *dir, vkl_host_tensor logits[STEPS]) {
     vkl_runner *r = NULL;
     bool ok = g->n_inputs <= 8 && g->n_outputs == 1 &&
-              vkl_runner_create(ctx, vkl_backend_find("ref"), g, 64, &r) == VKL_OK;
+              vkl_runner_create(ctx, vkl_backend_find("ref"), NULL, g, 64, &r) == VKL_OK;
     for (int step = 0; ok && step < STEPS; step++) {
         vkl_host_tensor in[8] = {{0}}, past;
         for (uint32_t i = 0; i < g->n_inputs && ok; i++)

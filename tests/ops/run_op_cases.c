@@ -16,6 +16,7 @@
 #include "ops.h"
 #include "ops/shape_util.h"
 #include "run_once.h"
+#include "backend_env_open.h"
 
 #define MAX_IO 16
 
@@ -393,7 +394,7 @@ int main(int argc, char **argv) {
         vkl_context_destroy(ctx);
         return 2;
     }
-    vkl_status ost = tg.be->open(ctx, NULL, &tg.dev);
+    vkl_status ost = test_open_env(ctx, tg.be, 0, false, &tg.dev);
     if (ost) {
         /* No device at all (no Vulkan driver): ctest's skip code, with why. */
         fprintf(stderr, "run_op_cases: cannot open backend '%s': %s\n", backend, vkl_context_error(ctx));

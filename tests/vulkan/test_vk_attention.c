@@ -37,9 +37,9 @@
 #include "ops/shape_util.h"
 #include "quant/quant.h"
 #include "run_once.h"
+#include "backend_env_open.h"
 
 /* node_times answers only on a device opened for profiling */
-static const vkl_backend_options profiled = {.device_index = -1, .profile = true};
 
 #define BOUND 1e-5
 
@@ -211,7 +211,7 @@ static void test_attention(vkl_context *ctx, const vkl_backend_vtable *ref, vkl_
             set_knobs(&settings[s]);
             vkl_backend_device *dev = NULL;
             vkl_host_tensor got = {0};
-            CHECK_OK(ctx, vk->open(ctx, NULL, &dev));
+            CHECK_OK(ctx, test_open_env(ctx, vk, 0, false, &dev));
             if (dev) CHECK_OK(ctx, vkl_run_once_on(ctx, vk, dev, g, hin, &got));
             if (got.data) {
                 const double e = rel_l2(got.data, want.data, n);
@@ -444,7 +444,7 @@ static double time_attention(vkl_context *ctx, const vkl_backend_vtable *vk, rng
     setenv("VKL_VK_ATTN", kernel, 1);
     vkl_backend_device *dev = NULL;
     double ms = -1;
-    if (g) CHECK_OK(ctx, vk->open(ctx, &profiled, &dev));
+    if (g) CHECK_OK(ctx, test_open_env(ctx, vk, 0, true, &dev));
     if (dev && run_manual(ctx, vk, dev, g, hin, reps, NULL, &ms)) ms = -1;
     if (dev) vk->close(dev);
     unsetenv("VKL_VK_ATTN");
@@ -504,7 +504,7 @@ int main(void) {
     if (vkl_context_create(&o, &ctx)) return 2;
     const vkl_backend_vtable *vk = vkl_backend_find("vulkan"), *ref = vkl_backend_find("ref");
     vkl_backend_caps caps;
-    vkl_status st = vk ? vk->probe(ctx, NULL, &caps) : VKL_ERR_NOT_FOUND;
+    vkl_status st = vk ? test_probe_env(ctx, vk, &caps) : VKL_ERR_NOT_FOUND;
     if (st == VKL_ERR_NOT_FOUND) {
         printf("test_vk_attention: skipped: %s\n", vk ? vkl_context_error(ctx) : "no vulkan backend in this build");
         vkl_context_destroy(ctx);
@@ -517,8 +517,8 @@ int main(void) {
                val && strcmp(val, "0") ? "on" : "off");
     rng r = {0x2545F4914F6CDD1Dull ^ (getenv("VKL_TEST_SEED") ? strtoull(getenv("VKL_TEST_SEED"), NULL, 10) : 0)};
     vkl_backend_device *ref_dev = NULL, *dev = NULL;
-    if (!st) CHECK_OK(ctx, ref->open(ctx, NULL, &ref_dev));
-    if (!st) CHECK_OK(ctx, vk->open(ctx, &profiled, &dev));
+    if (!st) CHECK_OK(ctx, test_open_env(ctx, ref, 0, false, &ref_dev));
+    if (!st) CHECK_OK(ctx, test_open_env(ctx, vk, 0, true, &dev));
     const char *b = getenv("VKL_TEST_ATTN_BENCH");
     if (dev && b && strcmp(b, "0")) bench(ctx, vk, &r);
     else if (ref_dev && dev) {

@@ -16,6 +16,7 @@
 
 #include "../../backends/vulkan/vulkan_backend.h"
 #include "alloc_counter.h"
+#include "backend_env.h"
 #include "check.h"
 #include "model.h"
 #include "vkllm.h"
@@ -32,7 +33,7 @@ static int generate(vkl_context *ctx, const char *path, const char *backend, int
     vkl_model_options_init(&mo);
     mo.backend = backend;
     vkl_model *m;
-    vkl_status st = vkl_model_load(ctx, path, &mo, &m);
+    vkl_status st = vkl_env_model_load(ctx, path, &mo, &m);
     if (st) {
         fprintf(stderr, "%s: load: %s\n", backend, vkl_context_error(ctx));
         return st == VKL_ERR_NOT_FOUND ? 77 : 1;
@@ -68,7 +69,7 @@ static void count_decode_work(const char *path) {
     vkl_model_options_init(&mo);
     mo.backend = "vulkan";
     vkl_model *m;
-    CHECK(vkl_model_load(ctx, path, &mo, &m) == VKL_OK);
+    CHECK(vkl_env_model_load(ctx, path, &mo, &m) == VKL_OK);
     vkl_session_options so;
     vkl_session_options_init(&so);
     so.max_context = 1024;

@@ -24,6 +24,7 @@
 #include "ops.h"
 #include "ops/shape_util.h"
 #include "run_once.h"
+#include "backend_env_open.h"
 
 #define MAX_IN 20
 #define MAX_OUT 12
@@ -443,7 +444,7 @@ int main(void) {
     if (vkl_context_create(&o, &ctx)) return 2;
     const vkl_backend_vtable *vk = vkl_backend_find("vulkan");
     vkl_backend_device *dev = NULL;
-    vkl_status st = vk ? vk->open(ctx, NULL, &dev) : VKL_ERR_NOT_FOUND;
+    vkl_status st = vk ? test_open_env(ctx, vk, 0, false, &dev) : VKL_ERR_NOT_FOUND;
     if (st == VKL_ERR_NOT_FOUND) {
         printf("test_vk_move: skipped: %s\n", vk ? vkl_context_error(ctx) : "no vulkan backend in this build");
         vkl_context_destroy(ctx);

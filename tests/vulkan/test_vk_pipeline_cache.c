@@ -15,6 +15,7 @@
 
 #include "backend.h"
 #include "check.h"
+#include "backend_env_open.h"
 
 static const vkl_backend_vtable *vk;
 
@@ -42,7 +43,7 @@ static void count_free(void *user, void *p) {
 static void open_close(vkl_context *ctx, const char *path) {
     setenv("VKL_VK_PIPELINE_CACHE", path, 1);
     vkl_backend_device *dev = NULL;
-    CHECK_OK(ctx, vk->open(ctx, NULL, &dev));
+    CHECK_OK(ctx, test_open_env(ctx, vk, 0, false, &dev));
     if (dev) vk->close(dev);
     unsetenv("VKL_VK_PIPELINE_CACHE");
 }
@@ -84,7 +85,7 @@ int main(void) {
     if (vkl_context_create(&o, &ctx)) return 2;
     vk = vkl_backend_find("vulkan");
     vkl_backend_caps caps;
-    vkl_status st = vk ? vk->probe(ctx, NULL, &caps) : VKL_ERR_NOT_FOUND;
+    vkl_status st = vk ? test_probe_env(ctx, vk, &caps) : VKL_ERR_NOT_FOUND;
     if (st == VKL_ERR_NOT_FOUND) {
         printf("test_vk_pipeline_cache: skipped: %s\n", vk ? vkl_context_error(ctx) : "no vulkan backend");
         vkl_context_destroy(ctx);

@@ -41,6 +41,7 @@
 #include "ops.h"
 #include "quant/quant.h"
 #include "run_once.h"
+#include "backend_env_open.h"
 
 /* ---- validation messages, seen through the context's logger -------------------------------------- */
 
@@ -235,8 +236,7 @@ static bool run_vulkan(vkl_context *ctx, const vkl_backend_vtable *be, const vkl
     memset(poison, 0xFF, total);
     vkl_memory_map mem = {NULL, offsets, g->n_tensors};
     vkl_binding b = {NULL, 0};
-    const vkl_backend_options profiled = {.device_index = -1, .profile = true}; /* node_times below */
-    vkl_status st = be->open(ctx, &profiled, &dev);
+    vkl_status st = test_open_env(ctx, be, 0, true, &dev); /* profiled: node_times below */
     if (!st && vkl_vk_f16_math(dev) != f16)
         st = vkl_fail(ctx, VKL_ERR_INTERNAL, "asked for %s math, the device runs %s", f16 ? "f16" : "f32",
                       f16 ? "f32" : "f16");
@@ -384,8 +384,14 @@ static void test_unsupported(vkl_context *ctx) {
     vkl_host_tensor out = {0};
     if (!st) {
         setenv("VKL_VK_NO_F64", "1", 1);
-        CHECK_ERR(ctx, vkl_run_once(ctx, vkl_backend_find("vulkan"), g, &in, &out), VKL_ERR_UNSUPPORTED, "the_relu");
-        CHECK_MSG(ctx, "Relu");
+        const vkl_backend_vtable *vk = vkl_backend_find("vulkan");
+        vkl_backend_device *dev = NULL;
+        CHECK_OK(ctx, test_open_env(ctx, vk, 0, false, &dev));
+        if (dev) {
+            CHECK_ERR(ctx, vkl_run_once_on(ctx, vk, dev, g, &in, &out), VKL_ERR_UNSUPPORTED, "the_relu");
+            CHECK_MSG(ctx, "Relu");
+            vk->close(dev);
+        }
         unsetenv("VKL_VK_NO_F64");
     }
     vkl_free(ctx, out.data);
@@ -401,7 +407,7 @@ int main(void) {
     if (vkl_context_create(&o, &ctx)) return 2;
     const vkl_backend_vtable *vk = vkl_backend_find("vulkan");
     vkl_backend_caps caps;
-    vkl_status st = vk ? vk->probe(ctx, NULL, &caps) : VKL_ERR_NOT_FOUND;
+    vkl_status st = vk ? test_probe_env(ctx, vk, &caps) : VKL_ERR_NOT_FOUND;
     if (st == VKL_ERR_NOT_FOUND) {
         printf("test_vk_quant: skipped: %s\n", vk ? vkl_context_error(ctx) : "no vulkan backend in this build");
         vkl_context_destroy(ctx);
@@ -418,7 +424,7 @@ int main(void) {
     /* VKL_TEST_SEED=n: other random data (how the bounds above were measured) */
     rng r = {0x9E3779B97F4A7C15ull ^ (getenv("VKL_TEST_SEED") ? strtoull(getenv("VKL_TEST_SEED"), NULL, 10) : 0)};
     vkl_backend_device *dev = NULL;
-    CHECK_OK(ctx, vk->open(ctx, NULL, &dev));
+    CHECK_OK(ctx, test_open_env(ctx, vk, 0, false, &dev));
     if (dev) {
         test_dequant(ctx, dev, &r);
         vk->close(dev);
@@ -449,22 +455,22 @@ int main(void) {
     {
         setenv("VKL_VK_MATH", "f16", 1);
         vkl_backend_device *d16 = NULL;
-        vkl_status s16 = vk->open(ctx, NULL, &d16);
+        vkl_status s16 = test_open_env(ctx, vk, 0, false, &d16);
         f16_ok = s16 == VKL_OK && vkl_vk_f16_math(d16);
         if (s16) snprintf(f16_why, sizeof(f16_why), "%s", vkl_context_error(ctx));
         CHECKF(s16 == VKL_OK || s16 == VKL_ERR_UNSUPPORTED, "open with VKL_VK_MATH=f16: %s", vkl_status_name(s16));
         CHECKF(s16 || (caps.features & VKL_FEATURE_FP16), "fp16 math opened without VKL_FEATURE_FP16 in caps");
         if (d16) vk->close(d16);
         /* masked by the options: refused, naming the mask */
-        vkl_backend_options no16 = {VKL_FEATURE_FP16, NULL, -1};
         d16 = NULL;
         if (f16_ok) {
-            CHECK_ERR(ctx, vk->open(ctx, &no16, &d16), VKL_ERR_UNSUPPORTED, "VKL_FEATURE_FP16");
+            CHECK_ERR(ctx, test_open_env(ctx, vk, VKL_FEATURE_FP16, false, &d16), VKL_ERR_UNSUPPORTED,
+                      "VKL_FEATURE_FP16");
             if (d16) vk->close(d16);
         }
         setenv("VKL_VK_MATH", "f64", 1);
         d16 = NULL;
-        CHECK_ERR(ctx, vk->open(ctx, NULL, &d16), VKL_ERR_INVALID_ARGUMENT, "VKL_VK_MATH=f64");
+        CHECK_ERR(ctx, test_open_env(ctx, vk, 0, false, &d16), VKL_ERR_INVALID_ARGUMENT, "VKL_VK_MATH=f64");
         if (d16) vk->close(d16);
         unsetenv("VKL_VK_MATH");
     }

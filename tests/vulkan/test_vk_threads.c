@@ -27,6 +27,7 @@
 #include "ops.h"
 #include "quant/quant.h"
 #include "test_rng.h"
+#include "backend_env_open.h"
 
 #define M 3
 #define K 512
@@ -177,7 +178,7 @@ static void run(vkl_context *ctx, shared *sh, job *jobs, bool together) {
     pthread_t threads[2];
     sh->dev = NULL;
     sh->w = NULL;
-    vkl_status st = sh->be->open(ctx, NULL, &sh->dev);
+    vkl_status st = test_open_env(ctx, sh->be, 0, false, &sh->dev);
     if (!st) st = sh->be->weights_load(sh->dev, sh->g, &sh->w);
     CHECK_OK(ctx, st);
     if (!st && together) CHECK(pthread_barrier_init(&start, NULL, 2) == 0);
@@ -206,7 +207,7 @@ int main(void) {
     if (vkl_context_create(&o, &ctx) || vkl_context_create(&o, &own[0]) || vkl_context_create(&o, &own[1])) return 2;
     shared sh = {.be = vkl_backend_find("vulkan")};
     vkl_backend_caps caps;
-    vkl_status st = sh.be ? sh.be->probe(ctx, NULL, &caps) : VKL_ERR_NOT_FOUND;
+    vkl_status st = sh.be ? test_probe_env(ctx, sh.be, &caps) : VKL_ERR_NOT_FOUND;
     if (st == VKL_ERR_NOT_FOUND) {
         printf("test_vk_threads: skipped: %s\n", sh.be ? vkl_context_error(ctx) : "no vulkan backend in this build");
         for (int k = 0; k < 2; k++) vkl_context_destroy(own[k]);

@@ -1,0 +1,143 @@
+/* vkllm on Vulkan: every knob of the Vulkan backend as an option, and the
+ * contract for running on an app's own VkDevice (a game, a camera or AR app
+ * that already renders with Vulkan and wants an LLM on the same GPU).
+ *
+ *   vkl_vulkan_options vk;
+ *   vkl_vulkan_options_init(&vk);
+ *   vk.external = &my_device;          (optional: see vkl_vulkan_external)
+ *   vkl_model_options mo;
+ *   vkl_model_options_init(&mo);
+ *   mo.backend = "vulkan";
+ *   mo.vulkan = &vk;
+ *   vkl_model_load(ctx, "model.vkm", &mo, &model);
+ *
+ * The library reads no environment variable for any of this; the vkllm and
+ * vkbench tools map VKL_VK_* variables onto these options for users who want
+ * them (docs/vulkan.md lists them). docs/vulkan.md, "Embedding vkllm in a
+ * Vulkan app", walks through the contract step by step. */
+#ifndef VKLLM_VULKAN_H
+#define VKLLM_VULKAN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <vulkan/vulkan_core.h>
+
+#include "vkllm.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The app's device, borrowed for the model's lifetime.
+ *
+ * What vkllm then does, and does not do:
+ *  - it creates no instance and no device; it loads the functions it needs
+ *    through get_instance_proc_addr (no process-global function pointers),
+ *  - it submits only to (queue_family, queue_index), never calls
+ *    vkDeviceWaitIdle or vkQueueWaitIdle, and waits only for its own fences,
+ *  - it creates and destroys only its own objects (buffers, memory,
+ *    pipelines, command pools, fences); vkl_model_free leaves the device as
+ *    it found it, once the model's own work has finished,
+ *  - it uses only the features and extensions the app enabled (listed here),
+ *    never what the physical device merely offers,
+ *  - where the app submits to the same queue from other threads, it brackets
+ *    each vkQueueSubmit with queue_lock / queue_unlock (Vulkan requires
+ *    external synchronization of a queue).
+ * The app must keep every handle valid until vkl_model_free returns. */
+typedef struct vkl_vulkan_external {
+    PFN_vkGetInstanceProcAddr get_instance_proc_addr; /* required: the loader's or the app's */
+    VkInstance instance;                 /* required */
+    uint32_t api_version;                /* VkApplicationInfo.apiVersion the instance was made with (>= 1.1) */
+    VkPhysicalDevice physical_device;    /* required */
+    VkDevice device;                     /* required */
+    uint32_t queue_family;               /* a family with VK_QUEUE_COMPUTE_BIT */
+    uint32_t queue_index;
+    /* The chain the app passed to vkCreateDevice as pNext (a
+     * VkPhysicalDeviceFeatures2, possibly followed by
+     * VkPhysicalDeviceVulkan12Features or
+     * VkPhysicalDeviceShaderFloat16Int8Features), or NULL when it passed
+     * pEnabledFeatures instead (then enabled_core_features) or none. */
+    const void *enabled_features_chain;
+    const VkPhysicalDeviceFeatures *enabled_core_features; /* or NULL */
+    /* The device extensions the app enabled. */
+    const char *const *enabled_extensions;
+    uint32_t enabled_extension_count;
+    /* Optional, both or neither: the app's lock for the queue. */
+    void (*queue_lock)(void *user);
+    void (*queue_unlock)(void *user);
+    void *queue_lock_user;
+} vkl_vulkan_external;
+
+/* Global queue priority (VK_KHR_global_priority / VK_EXT_global_priority)
+ * of the queue vkllm creates on its own device. LOW keeps an app's
+ * rendering smooth while the model runs (Transformer-Lite's fix for UI lag);
+ * where the driver does not grant a priority, vkllm says so in its log and
+ * runs at the default. On an app's device the app chose the priority. */
+typedef enum vkl_vulkan_priority {
+    VKL_VULKAN_PRIORITY_LOW = 0, /* the default */
+    VKL_VULKAN_PRIORITY_MEDIUM,
+    VKL_VULKAN_PRIORITY_HIGH,
+    VKL_VULKAN_PRIORITY_REALTIME,
+    VKL_VULKAN_PRIORITY_DRIVER   /* ask for nothing: the driver's default */
+} vkl_vulkan_priority;
+
+/* The matvecs' arithmetic (docs/vulkan.md says why f32 is the default). */
+typedef enum vkl_vulkan_math {
+    VKL_VULKAN_MATH_DEFAULT = 0, /* f32 */
+    VKL_VULKAN_MATH_F32,
+    VKL_VULKAN_MATH_F16          /* needs shaderFloat16 (VKL_FEATURE_FP16); the model fails to load without */
+} vkl_vulkan_math;
+
+/* Which attention kernel runs. */
+typedef enum vkl_vulkan_attention {
+    VKL_VULKAN_ATTENTION_AUTO = 0, /* by the number of query rows */
+    VKL_VULKAN_ATTENTION_PREFILL,  /* the flash (prefill) kernel always */
+    VKL_VULKAN_ATTENTION_DECODE    /* split-K decoding wherever it applies */
+} vkl_vulkan_attention;
+
+typedef struct vkl_vulkan_options {
+    /* The app's device, or NULL: vkllm creates its own instance and device. */
+    const vkl_vulkan_external *external;
+    /* Own device only. Which physical device: device_uuid when set (the
+     * VkPhysicalDeviceIDProperties.deviceUUID to match), else device_index
+     * (>= 0: that one in the loader's order), else the best type (discrete >
+     * integrated > virtual > cpu). */
+    bool use_device_uuid;
+    uint8_t device_uuid[VK_UUID_SIZE];
+    int device_index;              /* -1 (init): the best */
+    vkl_vulkan_priority priority;  /* LOW (init) */
+    /* The Khronos validation layer on vkllm's own instance; every message
+     * it reports fails the call in progress. For tests and bug reports. */
+    bool validation;
+    /* Directory of the pipeline cache file (one per device, driver and vkllm
+     * build, written atomically at close). NULL (init): $XDG_CACHE_HOME/vkllm
+     * or ~/.cache/vkllm; "": no cache on disk. */
+    const char *pipeline_cache_dir;
+    /* Kill switches beyond vkl_model_options.disable_features, for drivers
+     * whose subgroup arithmetic or f64 support is suspect: the kernels then
+     * use shared-memory reductions / refuse f64 tensors. */
+    bool no_subgroup_ops;
+    bool no_f64;
+    vkl_vulkan_math math;
+    /* Tuning for a new device; 0 (init) is the backend's choice for the
+     * probed device (docs/vulkan.md, "Tuning"). */
+    uint32_t matvec_workgroup;     /* invocations per matvec workgroup, a power of two >= 32 */
+    uint32_t matvec_rows;          /* output rows per workgroup, 1..16 */
+    int matvec_stage;              /* -1 (init): by device; 0: no; 1: activations staged in shared memory */
+    uint32_t matvec_unroll;        /* K steps per invocation, 1..4 */
+    int matvec_e0m4_f32;           /* -1 (init): by device; 1: E0M4 codes built as f32 (f32 math) */
+    int matvec_f16_center;         /* -1 (init): by device; 1: 4-bit codes centered before fp16 products */
+    vkl_vulkan_attention attention;
+    uint32_t attention_splits;     /* split-K pieces of a decode step, 0: from the KV length */
+    uint32_t attention_target;     /* workgroups a decode step aims at, 0: by device type */
+} vkl_vulkan_options;
+
+/* Defaults: own device, the best one, LOW priority, no validation, the
+ * default cache directory, nothing turned off, the device's tuning. */
+VKLLM_API void vkl_vulkan_options_init(vkl_vulkan_options *options);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,39 @@
+/* The VKL_VK_* environment variables as backend options, for the command
+ * line tools and the tests. The library reads no environment (vkllm_vulkan.h);
+ * a user who wants a knob without writing code sets one of these, and the
+ * tools map it here. docs/vulkan.md lists them. */
+#ifndef VKL_BACKEND_ENV_H
+#define VKL_BACKEND_ENV_H
+
+#include "backend.h"
+#include "context.h"
+#ifdef VKL_HAVE_VULKAN
+#include "vkllm_vulkan.h"
+#endif
+
+typedef struct vkl_env_options {
+    /* Points into this struct: read in place, never copied. */
+    vkl_backend_options backend;
+#ifdef VKL_HAVE_VULKAN
+    vkl_vulkan_options vulkan;
+#endif
+} vkl_env_options;
+
+/* Defaults, then the environment: VKL_VK_DISABLE (comma list: fp16,
+ * int8-dot, coopmat, fusion, priority, timestamps, subgroup-ops, f64),
+ * VKL_VK_VALIDATION, VKL_VK_DEVICE, VKL_VK_PRIORITY, VKL_VK_MATH,
+ * VKL_VK_PIPELINE_CACHE_DIR, VKL_VK_NO_SUBGROUP_OPS, VKL_VK_NO_F64, the
+ * matvec tuning (VKL_VK_QMV_WG, _ROWS, _STAGE, _UNROLL, VKL_VK_E0M4_F32,
+ * VKL_VK_F16_CENTER) and attention (VKL_VK_ATTN, _SPLITS, _TARGET). A
+ * malformed value is VKL_ERR_INVALID_ARGUMENT naming the variable. */
+vkl_status vkl_env_options_read(vkl_context *ctx, vkl_env_options *out);
+
+/* Device index (-1: the best) and matvec math of the Vulkan options, for
+ * vkbench's sweep over devices; nothing without Vulkan. */
+void vkl_env_set_device(vkl_env_options *e, int index);
+void vkl_env_set_f16_math(vkl_env_options *e, bool f16);
+
+/* vkl_model_load with the environment's backend options added to mo's. */
+vkl_status vkl_env_model_load(vkl_context *ctx, const char *path, vkl_model_options *mo, vkl_model **out);
+
+#endif
