@@ -36,7 +36,7 @@ static const vkl_backend_vtable *choose_backend(vkl_context *ctx, const vkl_mode
         const vkl_backend_vtable *be = vkl_backend_at(i);
         vkl_backend_caps caps;
         if (be->probe(ctx, &bo, &caps) != VKL_OK) {
-            if (!skipped[0]) snprintf(skipped, sizeof(skipped), "%s: %s", be->name, vkl_context_error(ctx));
+            if (!skipped[0]) snprintf(skipped, sizeof(skipped), "%s", vkl_context_error(ctx)); /* names the backend */
             continue;
         }
         if (caps.device_class == VKL_DEVICE_GPU) {

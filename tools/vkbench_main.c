@@ -26,16 +26,33 @@ static void print_features(uint32_t f) {
     printf("\n");
 }
 
+static const char *class_name(vkl_device_class c) {
+    return c == VKL_DEVICE_GPU ? "hardware GPU" : c == VKL_DEVICE_EMULATED ? "GPU API on the CPU" : "CPU";
+}
+
+/* Each backend opened as a model would open it (the VKL_VK_* environment
+ * mapped onto its options), so what it reports is what it got: the features
+ * left after the kill switches, the queue priority the driver granted. */
 static int probe(vkl_context *ctx) {
+    vkl_env_options env;
+    if (vkl_env_options_read(ctx, &env)) {
+        fprintf(stderr, "%s: %s\n", PROG, vkl_context_error(ctx));
+        return VKL_EXIT_USAGE;
+    }
     for (size_t i = 0; i < vkl_backend_count(); i++) {
         const vkl_backend_vtable *be = vkl_backend_at(i);
-        vkl_backend_caps caps;
-        if (be->probe(ctx, NULL, &caps)) {
+        vkl_backend_device *dev = NULL;
+        if (be->open(ctx, &env.backend, &dev)) {
             printf("%s: unavailable: %s\n", be->name, vkl_context_error(ctx));
             continue;
         }
-        printf("%s: %s (%s)\n  features:", be->name, caps.device_name, caps.driver);
+        vkl_backend_caps caps;
+        be->caps(dev, &caps);
+        be->close(dev);
+        printf("%s: %s (%s), %s\n  features:", be->name, caps.device_name, caps.driver,
+               class_name(caps.device_class));
         print_features(caps.features);
+        if (caps.queue_priority[0]) printf("  queue priority: %s\n", caps.queue_priority);
     }
     return 0;
 }
