@@ -25,7 +25,10 @@
  * second of a large device-to-device copy, timed the same way), the weight
  * bandwidth as a share of it, int4 latency / this latency in the same
  * arithmetic (the paper's "Acceleration" on the E0M4 row), and the same
- * format's f32 latency / this latency. */
+ * format's f32 latency / this latency; then the chain figures: one execute
+ * of all C matrices timed by the host clock from submit to the fence (launch
+ * gaps, barriers and the submit included) over C, and the bytes the chain
+ * must move (packed weights and scales, A, Y) as a share of copy bandwidth. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
@@ -130,6 +133,7 @@ static vkl_status build_graph(vkl_context *ctx, vkl_dtype dt, int64_t K, int64_t
 
 typedef struct case_result {
     double ms;            /* median latency per matrix */
+    double chain_ms;      /* median host time of one execute + wait over the chain, per matrix */
     size_t unwritten;     /* non-finite outputs after the runs */
     vkl_status st;
     char error[160];
@@ -147,14 +151,15 @@ static void run_case(vkl_context *ctx, const vkl_backend_vtable *be, vkl_backend
     uint8_t *wdata = NULL;
     size_t *offsets = NULL;
     float *a = NULL, *y = NULL;
-    double *samples = NULL, t0;
-    size_t n_samples = 0;
+    double *samples = NULL, *chain = NULL, t0;
+    size_t n_samples = 0, n_chain = 0;
     const size_t a_bytes = ((size_t)K * 4 + 255) / 256 * 256, y_bytes = ((size_t)N * 4 + 255) / 256 * 256;
     const size_t total = a_bytes + copies * y_bytes;
     vkl_binding b = {NULL, 0};
     vkl_status st = vkl_quant_canonical_bytes(ctx, dt, GROUP, N, K, &wbytes);
     if (!st && (!(wdata = malloc(wbytes * copies)) || !(a = malloc((size_t)K * 4)) || !(y = malloc(total)) ||
-                !(samples = calloc((size_t)reps * copies + 1, sizeof(double)))))
+                !(samples = calloc((size_t)reps * copies + 1, sizeof(double))) ||
+                !(chain = calloc((size_t)reps + 1, sizeof(double)))))
         st = vkl_fail(ctx, VKL_ERR_OUT_OF_MEMORY, "bench: out of host memory");
     if (!st) {
         uint64_t s = 0x243F6A8885A308D3ull ^ (uint64_t)dt << 32 ^ (uint64_t)K ^ (uint64_t)N << 20;
@@ -187,6 +192,7 @@ static void run_case(vkl_context *ctx, const vkl_backend_vtable *be, vkl_backend
         t0 = vkl_bench_now();
         st = be->execute(dev, ctx, e, &b);
         if (!st) st = be->wait(dev, ctx, e);
+        if (!st) chain[n_chain++] = (vkl_bench_now() - t0) * 1e3 / (double)copies;
         if (!st && timed) {
             size_t got = 0;
             st = be->node_times(dev, ctx, e, samples + n_samples, copies, &got);
@@ -204,6 +210,8 @@ static void run_case(vkl_context *ctx, const vkl_backend_vtable *be, vkl_backend
             for (int64_t n = 0; n < N; n++) res->unwritten += !isfinite(y[(a_bytes + i * y_bytes) / 4 + (size_t)n]);
         qsort(samples, n_samples, sizeof(double), cmp_double);
         res->ms = n_samples ? samples[n_samples / 2] : 0;
+        qsort(chain, n_chain, sizeof(double), cmp_double);
+        res->chain_ms = n_chain ? chain[n_chain / 2] : 0;
     } else {
         snprintf(res->error, sizeof(res->error), "%s", vkl_context_error(ctx));
     }
@@ -216,6 +224,7 @@ static void run_case(vkl_context *ctx, const vkl_backend_vtable *be, vkl_backend
     free(a);
     free(y);
     free(samples);
+    free(chain);
 }
 
 static void print_header(const vkl_bench_quant_options *o) {
@@ -223,8 +232,8 @@ static void print_header(const vkl_bench_quant_options *o) {
            "device the median over %d runs x enough weight copies for >= %zu MB rotated (GPU timestamps); ref: "
            "host clock, %d copies, <= %d runs\n",
            GROUP, o->reps, o->rotate_bytes >> 20, HOST_COPIES, HOST_REPS);
-    printf("%-8s %-28s %6s %6s %-6s %-4s %11s %12s %10s %8s %8s %7s\n", "backend", "device", "K", "N", "format", "math",
-           "latency ms", "weight GB/s", "copy GB/s", "of copy", "vs int4", "vs f32");
+    printf("%-8s %-28s %6s %6s %-6s %-4s %11s %12s %10s %8s %8s %7s %9s %8s\n", "backend", "device", "K", "N", "format",
+           "math", "latency ms", "weight GB/s", "copy GB/s", "of copy", "vs int4", "vs f32", "chain ms", "of copy");
 }
 
 /* Every shape and format on one open device, in one arithmetic setting
@@ -284,8 +293,15 @@ static int bench_device(vkl_context *ctx, const vkl_backend_vtable *be, vkl_back
             else printf("%10s %8s ", "-", "-");
             if (int4_ms > 0) printf("%8.2f ", int4_ms / res[f].ms);
             else printf("%8s ", "-");
-            if (f32_ms[si][f] > 0) printf("%7.2f\n", f32_ms[si][f] / res[f].ms);
-            else printf("%7s\n", "-");
+            if (f32_ms[si][f] > 0) printf("%7.2f ", f32_ms[si][f] / res[f].ms);
+            else printf("%7s ", "-");
+            /* the chain: launch gaps and the submit count; bytes are the
+             * packed weights with their scales, A read and Y written */
+            const double chain_bytes = (double)wbytes[f] + 4.0 * (double)(K + N);
+            printf("%9.4f ", res[f].chain_ms);
+            if (copy_bw > 0 && res[f].chain_ms > 0)
+                printf("%7.1f%%\n", 100.0 * chain_bytes / (res[f].chain_ms * 1e-3) / copy_bw);
+            else printf("%8s\n", "-");
             fflush(stdout);
         }
     }
