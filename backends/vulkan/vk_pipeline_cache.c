@@ -106,16 +106,16 @@ vkl_status vkl_vk_cache_path(vkl_backend_device *dev, const char *dir_option, ch
          * spec ignores a relative XDG_CACHE_HOME) */
         const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
         if (xdg && xdg[0] == '/') ok = cache_dir(xdg, "", dir, sizeof(dir), why[0], sizeof(why[0]));
-        else snprintf(why[0], sizeof(why[0]), "XDG_CACHE_HOME is not an absolute path");
+        else snprintf(why[0], sizeof(why[0]), "XDG_CACHE_HOME is unset or relative");
         if (!ok && home && home[0] == '/') ok = cache_dir(home, "/.cache", dir, sizeof(dir), why[1], sizeof(why[1]));
-        else if (!ok) snprintf(why[1], sizeof(why[1]), "HOME is not an absolute path");
+        else if (!ok) snprintf(why[1], sizeof(why[1]), "HOME is unset or relative");
     }
     if (!ok) {
         vkl_log(dev->ctx, VKL_LOG_INFO, "vulkan: no pipeline cache on disk: %s%s%s", why[0], why[1][0] ? "; " : "",
                 why[1]);
         return VKL_OK;
     }
-/* Everything that makes a driver's cache data unusable elsewhere is in
+    /* Everything that makes a driver's cache data unusable elsewhere is in
      * the name, so devices, drivers and builds never overwrite each other. */
     const VkPhysicalDeviceProperties *p = &dev->props;
     char uuid[2 * VK_UUID_SIZE + 1];

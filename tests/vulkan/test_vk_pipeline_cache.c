@@ -147,12 +147,33 @@ static bool is_dir_0700(const char *path) {
     return stat(path, &sb) == 0 && S_ISDIR(sb.st_mode) && (sb.st_mode & 0777) == 0700;
 }
 
+/* XDG_CACHE_HOME and HOME at regular files made in `dir` (their paths in
+ * xdg_file, home_file), where nobody, root included, can make a directory:
+ * nowhere usable. */
+static void nowhere_usable(const char *dir, char *xdg_file, char *home_file, size_t cap) {
+    snprintf(xdg_file, cap, "%s/xdg-file", dir);
+    snprintf(home_file, cap, "%s/home-file", dir);
+    write_text(xdg_file, "x");
+    write_text(home_file, "y");
+    setenv("XDG_CACHE_HOME", xdg_file, 1);
+    setenv("HOME", home_file, 1);
+    log_reset();
+}
+
 /* *path starts with `dir`/pipelines- and names the fake device below. */
 static void check_path(vkl_context *ctx, char *path, const char *dir) {
     char want[4200];
     snprintf(want, sizeof(want), "%s/pipelines-10de-2335-8a5c4000-abababababababababababababababab-", dir);
     CHECKF(path && !strncmp(path, want, strlen(want)) && strstr(path, ".bin"), "path %s, want %s...", path, want);
     vkl_free(ctx, path);
+}
+
+/* The default place is the directory `want`, made 0700. */
+static void expect_default(vkl_context *ctx, vkl_backend_device *fake, const char *want) {
+    char *path = NULL;
+    CHECK_OK(ctx, vkl_vk_cache_path(fake, NULL, &path));
+    check_path(ctx, path, want);
+    CHECK(is_dir_0700(want));
 }
 
 /* vkl_vk_cache_path on a device that is only its properties. */
@@ -162,35 +183,25 @@ static void path_tests(vkl_context *ctx, const char *dir) {
     fake.props.deviceID = 0x2335;
     fake.props.driverVersion = 0x8a5c4000;
     memset(fake.props.pipelineCacheUUID, 0xab, VK_UUID_SIZE);
-    char a[4200], b[4200], c[4300];
+    char paths[4200], a[4300], b[4300], c[4400];
     char *path = NULL;
+    snprintf(paths, sizeof(paths), "%s/paths", dir);
+    CHECK(mkdir(paths, 0700) == 0);
     /* $XDG_CACHE_HOME/vkllm, both levels made 0700 */
-    snprintf(a, sizeof(a), "%s/paths/xdg", dir);
-    snprintf(b, sizeof(b), "%s/paths", dir);
-    CHECK(mkdir(b, 0700) == 0);
+    snprintf(a, sizeof(a), "%s/xdg", paths);
     setenv("XDG_CACHE_HOME", a, 1);
-    CHECK_OK(ctx, vkl_vk_cache_path(&fake, NULL, &path));
     snprintf(c, sizeof(c), "%s/vkllm", a);
-    check_path(ctx, path, c);
-    CHECK(is_dir_0700(a) && is_dir_0700(c));
+    expect_default(ctx, &fake, c);
+    CHECK(is_dir_0700(a));
     /* a relative XDG_CACHE_HOME is ignored: $HOME/.cache/vkllm */
     setenv("XDG_CACHE_HOME", "relative/cache", 1);
-    snprintf(a, sizeof(a), "%s/paths/home", dir);
+    snprintf(a, sizeof(a), "%s/home", paths);
     CHECK(mkdir(a, 0755) == 0);
     setenv("HOME", a, 1);
-    CHECK_OK(ctx, vkl_vk_cache_path(&fake, NULL, &path));
     snprintf(c, sizeof(c), "%s/.cache/vkllm", a);
-    check_path(ctx, path, c);
-    CHECK(is_dir_0700(c));
-    /* nowhere usable (regular files where the directories would be; root
-     * may write anywhere else): no file, an info line */
-    snprintf(a, sizeof(a), "%s/paths/xdg-file", dir);
-    snprintf(b, sizeof(b), "%s/paths/home-file", dir);
-    write_text(a, "x");
-    write_text(b, "y");
-    setenv("XDG_CACHE_HOME", a, 1);
-    setenv("HOME", b, 1);
-    log_reset();
+    expect_default(ctx, &fake, c);
+    /* nowhere usable: no file, an info line */
+    nowhere_usable(paths, a, b, sizeof(a));
     CHECK_OK(ctx, vkl_vk_cache_path(&fake, NULL, &path));
     CHECKF(!path && strstr(log_text, "no pipeline cache on disk") && !warnings, "path %s, log: %s", path, log_text);
     unsetenv("XDG_CACHE_HOME");
@@ -203,7 +214,7 @@ static void path_tests(vkl_context *ctx, const char *dir) {
     CHECK_OK(ctx, vkl_vk_cache_path(&fake, "", &path));
     CHECKF(!path && strstr(log_text, "off"), "path %s, log: %s", path, log_text);
     /* a directory option: that directory, made 0700 */
-    snprintf(a, sizeof(a), "%s/paths/option", dir);
+    snprintf(a, sizeof(a), "%s/option", paths);
     CHECK_OK(ctx, vkl_vk_cache_path(&fake, a, &path));
     check_path(ctx, path, a);
     CHECK(is_dir_0700(a));
@@ -315,14 +326,8 @@ static void default_file_tests(vkl_context *ctx, const char *dir, const char *mo
     free(valid);
     CHECK(no_temp_files(cache_dir));
     /* nowhere to write: no file anywhere, an info line */
-    char a[4200], b[4200];
-    snprintf(a, sizeof(a), "%s/xdg-file", dir);
-    snprintf(b, sizeof(b), "%s/home-file", dir);
-    write_text(a, "x");
-    write_text(b, "y");
-    setenv("XDG_CACHE_HOME", a, 1);
-    setenv("HOME", b, 1);
-    log_reset();
+    char a[4300], b[4300];
+    nowhere_usable(dir, a, b, sizeof(a));
     open_close_default(ctx);
     size_t na, nb;
     uint8_t *pa = check_read_file(a, &na), *pb = check_read_file(b, &nb);
