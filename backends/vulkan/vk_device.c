@@ -265,6 +265,7 @@ static vkl_status describe(vkl_backend_device *dev, const vkl_backend_options *o
     if (dev->timestamp_bits && dev->props.limits.timestampPeriod > 0) f |= VKL_FEATURE_TIMESTAMPS;
     vkl_free(ctx, ext);
     c->features = f & ~((opt ? opt->disable_features : 0u) | env_disabled_features());
+    c->features_disabled = f & ~c->features;
     if (!(c->features & VKL_FEATURE_TIMESTAMPS)) dev->timestamp_bits = 0;
     dev->profile = opt && opt->profile && dev->timestamp_bits;
     for (uint32_t i = 0; i < dev->memory.memoryHeapCount; i++)
@@ -282,6 +283,7 @@ static vkl_status describe(vkl_backend_device *dev, const vkl_backend_options *o
                           (sub.supportedOperations & VK_SUBGROUP_FEATURE_BASIC_BIT) &&
                           (sub.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) &&
                           !env_on("VKL_VK_NO_SUBGROUP_OPS");
+    vkl_vk_apply_quirks(dev);
     return VKL_OK;
 }
 

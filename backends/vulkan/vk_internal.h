@@ -3,6 +3,7 @@
  * offers the others. Tests and tools use vulkan_backend.h instead.
  *
  *   vk_device.c        volk, instance, validation messages, device choice, caps
+ *   vk_quirks.c        the driver-quirk table and its application to caps
  *   vk_buffer.c        memory types, buffers, staged upload/download, one-shot submits
  *   vk_pipeline.c      embedded SPIR-V -> shader modules, layouts, pipelines
  *   vk_pipeline_cache.c the pipeline cache's file: where, checked reading, atomic writing
@@ -198,6 +199,39 @@ vkl_status vkl_vk_validation_status(vkl_backend_device *dev, vkl_status st, cons
  * one everything reports to; leave restores open()'s, unlocks, returns st. */
 void vkl_vk_enter(vkl_backend_device *dev, vkl_context *ctx);
 vkl_status vkl_vk_leave(vkl_backend_device *dev, vkl_status st);
+
+/* ---- driver quirks (vk_quirks.c) ----------------------------------------------------------------- */
+
+/* Paths a quirk (or kill switch) turns off beside the VKL_FEATURE_* bits. */
+#define VKL_VK_OFF_SUBGROUP_ARITH (1u << 16) /* subgroupAdd reductions: the shared-memory ones instead */
+#define VKL_VK_OFF_F64 (1u << 17)            /* shaderFloat64: f64 tensors refused */
+
+/* A device and driver on which optional paths go wrong. Matches when the
+ * vendor is the device's, and device_id (0: any), driver_id (a VkDriverId,
+ * 0: any; a device older than Vulkan 1.2 reports none and matches only 0)
+ * and driverVersion in [driver_min, driver_max] (the vendor's own
+ * encoding) agree. */
+typedef struct vkl_vk_quirk {
+    const char *name;              /* short and unique: logs, vkbench --probe */
+    uint32_t vendor_id, device_id, driver_id;
+    uint32_t driver_min, driver_max;
+    uint32_t off;                  /* VKL_FEATURE_* and VKL_VK_OFF_* turned off */
+    const char *reason;            /* what goes wrong, one line */
+    const char *symptom;           /* what was seen that justified the entry */
+} vkl_vk_quirk;
+
+extern const vkl_vk_quirk vkl_vk_quirks[];
+extern const size_t vkl_vk_quirk_count;
+bool vkl_vk_quirk_applies(const vkl_vk_quirk *q, const VkPhysicalDeviceProperties *p, uint32_t driver_id);
+/* What the matching entries turn off; each logged at info through `log`
+ * (NULL: silent) and listed in names ("name (what off); ...", "" none). */
+uint32_t vkl_vk_quirks_for(const VkPhysicalDeviceProperties *p, uint32_t driver_id, vkl_context *log, char *names,
+                           size_t cap);
+/* "fp16, coopmat, subgroup arithmetic" for the bits of `off`. */
+void vkl_vk_off_names(uint32_t off, char *buf, size_t cap);
+/* describe()'s last step: the quirks of dev's device and driver turn their
+ * paths off in caps (features_quirked, quirks) and in the device's flags. */
+void vkl_vk_apply_quirks(vkl_backend_device *dev);
 
 /* ---- pipelines (vk_pipeline.c) ------------------------------------------------------------------ */
 
