@@ -47,6 +47,13 @@ typedef struct vkl_backend_caps {
     char device_name[128];
     char driver[128];
     uint32_t features;          /* VKL_FEATURE_* present after masking */
+    /* Why features are missing (vkbench --probe): those the device has that
+     * the options or the backend's kill switches turned off, those a driver
+     * quirk turned off, and the quirks that matched ("name (what off); ...",
+     * "" for none). */
+    uint32_t features_disabled;
+    uint32_t features_quirked;
+    char quirks[256];
     uint64_t device_memory;     /* bytes usable for buffers, 0 if unknown */
     bool unified_memory;        /* host and device share memory (phones, CPU) */
     size_t buffer_alignment;    /* required offset alignment inside a buffer */

@@ -90,6 +90,7 @@ static vkl_status env_vulkan(vkl_context *ctx, vkl_vulkan_options *o) {
     choice = (int)o->attention;
     if (!st && !(st = env_choice(ctx, "VKL_VK_ATTN", attention, 3, &choice))) o->attention = (vkl_vulkan_attention)choice;
     if (!st && env("VKL_VK_PIPELINE_CACHE_DIR")) o->pipeline_cache_dir = getenv("VKL_VK_PIPELINE_CACHE_DIR");
+    if (!st && env("VKL_VK_PIPELINE_CACHE")) o->pipeline_cache_file = getenv("VKL_VK_PIPELINE_CACHE");
     flag = 0;
     if (!st && !(st = env_flag(ctx, "VKL_VK_NO_SUBGROUP_OPS", &flag))) o->no_subgroup_ops |= flag;
     flag = 0;

@@ -22,7 +22,7 @@ typedef struct vkl_env_options {
 /* Defaults, then the environment: VKL_VK_DISABLE (comma list: fp16,
  * int8-dot, coopmat, fusion, priority, timestamps, subgroup-ops, f64),
  * VKL_VK_VALIDATION, VKL_VK_DEVICE, VKL_VK_PRIORITY, VKL_VK_MATH,
- * VKL_VK_PIPELINE_CACHE_DIR, VKL_VK_NO_SUBGROUP_OPS, VKL_VK_NO_F64, the
+ * VKL_VK_PIPELINE_CACHE_DIR, VKL_VK_PIPELINE_CACHE (a file), VKL_VK_NO_SUBGROUP_OPS, VKL_VK_NO_F64, the
  * matvec tuning (VKL_VK_QMV_WG, _ROWS, _STAGE, _UNROLL, VKL_VK_E0M4_F32,
  * VKL_VK_F16_CENTER) and attention (VKL_VK_ATTN, _SPLITS, _TARGET). A
  * malformed value is VKL_ERR_INVALID_ARGUMENT naming the variable. */

@@ -53,7 +53,20 @@ static int probe(vkl_context *ctx) {
                class_name(caps.device_class));
         print_features(caps.features);
         if (caps.queue_priority[0]) printf("  queue priority: %s\n", caps.queue_priority);
+        if (caps.features_disabled) {
+            printf("  turned off by the options and kill switches:");
+            print_features(caps.features_disabled);
+        }
+        if (caps.features_quirked) {
+            printf("  turned off by driver quirks:");
+            print_features(caps.features_quirked);
+        }
+        printf("  driver quirks: %s\n", caps.quirks[0] ? caps.quirks : "none");
     }
+    /* The Vulkan kill switches (docs/vulkan.md) mapped onto the options above. */
+    static const char *const switches[] = {"VKL_VK_DISABLE", "VKL_VK_NO_SUBGROUP_OPS", "VKL_VK_NO_F64"};
+    for (size_t i = 0; i < sizeof(switches) / sizeof(switches[0]); i++)
+        if (getenv(switches[i])) printf("%s=%s\n", switches[i], getenv(switches[i]));
     return 0;
 }
 

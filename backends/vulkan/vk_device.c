@@ -324,6 +324,7 @@ static vkl_status describe(vkl_backend_device *dev, const vkl_backend_options *o
 #undef EXT
     vkl_free(ctx, ext);
     c->features = f & ~(opt ? opt->disable_features : 0u);
+    c->features_disabled = f & ~c->features;
     if (!(c->features & VKL_FEATURE_TIMESTAMPS)) dev->timestamp_bits = 0;
     dev->profile = opt && opt->profile && dev->timestamp_bits;
     for (uint32_t i = 0; i < dev->memory.memoryHeapCount; i++)
@@ -341,6 +342,7 @@ static vkl_status describe(vkl_backend_device *dev, const vkl_backend_options *o
     dev->subgroup_arith = (sub.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
                           (sub.supportedOperations & VK_SUBGROUP_FEATURE_BASIC_BIT) &&
                           (sub.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) && !o->no_subgroup_ops;
+    vkl_vk_apply_quirks(dev);
     return VKL_OK;
 }
 
@@ -578,6 +580,7 @@ vkl_status vkl_vk_device_create(vkl_context *ctx, const vkl_backend_options *opt
     VkFenceCreateInfo fence = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
     if (!st) st = VKL_VKD(dev, vkCreateFence, (dev->device, &fence, NULL, &dev->once_fence));
     dev->cache_dir_option = o->pipeline_cache_dir; /* read by vkl_vk_pipelines_init only */
+    dev->cache_file_option = o->pipeline_cache_file;
     if (!st) st = vkl_vk_pipelines_init(dev);
     return vkl_vk_validation_status(dev, st, "open");
 }

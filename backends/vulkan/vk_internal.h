@@ -3,8 +3,10 @@
  * offers the others. Tests and tools use vulkan_backend.h instead.
  *
  *   vk_device.c        volk, instance, validation messages, device choice, caps
+ *   vk_quirks.c        the driver-quirk table and its application to caps
  *   vk_buffer.c        memory types, buffers, staged upload/download, one-shot submits
- *   vk_pipeline.c      embedded SPIR-V -> shader modules, layouts, pipelines, cache
+ *   vk_pipeline.c      embedded SPIR-V -> shader modules, layouts, pipelines
+ *   vk_pipeline_cache.c the pipeline cache's file: where, checked reading, atomic writing
  *   vk_backend.c       the vtable: open/close, buffers, weights, prepare, execute, timing
  *   vk_weights.c       weights_load: every weight repacked into device memory
  *   vk_ops.c           op -> recorder table; node views for recorders
@@ -173,8 +175,15 @@ struct vkl_backend_device {
     vkl_vk_buffer staging;          /* host-visible bounce buffer, grown on demand */
     /* pipelines */
     VkPipelineCache cache;
-    char *cache_path;               /* VKL_VK_PIPELINE_CACHE: loaded at open, saved at close */
-    const char *cache_dir_option;   /* vkl_vulkan_options.pipeline_cache_dir, valid during open only */
+    /* Where the cache file goes (vkl_vk_cache_path): NULL, the default
+     * directory; "", no file; else that directory. Borrowed from
+     * vkl_vulkan_options.pipeline_cache_dir: valid during open only. */
+    const char *cache_dir_option;
+    const char *cache_file_option;  /* pipeline_cache_file, the same way: a file named by the user */
+    char *cache_path;               /* the file: loaded at open, saved at close; NULL: none */
+    size_t cache_loaded;            /* driver bytes loaded from it */
+    bool cache_rewrite;             /* it was absent, empty or bad: written at close whatever happens */
+    double pipeline_seconds;        /* spent in vkCreateComputePipelines since open */
     VkDescriptorSetLayout set_layout[VKL_VK_MAX_BINDINGS + 1]; /* by binding count, made on demand */
     VkPipelineLayout pipe_layout[VKL_VK_MAX_BINDINGS + 1];
     vkl_vk_pipeline *pipelines;
@@ -229,8 +238,43 @@ vkl_status vkl_vk_validation_status(vkl_backend_device *dev, vkl_status st, cons
 void vkl_vk_enter(vkl_backend_device *dev, vkl_context *ctx);
 vkl_status vkl_vk_leave(vkl_backend_device *dev, vkl_status st);
 
+/* ---- driver quirks (vk_quirks.c) ----------------------------------------------------------------- */
+
+/* Paths a quirk (or kill switch) turns off beside the VKL_FEATURE_* bits. */
+#define VKL_VK_OFF_SUBGROUP_ARITH (1u << 16) /* subgroupAdd reductions: the shared-memory ones instead */
+#define VKL_VK_OFF_F64 (1u << 17)            /* shaderFloat64: f64 tensors refused */
+
+/* A device and driver on which optional paths go wrong. Matches when the
+ * vendor is the device's, and device_id (0: any), driver_id (a VkDriverId,
+ * 0: any; a device older than Vulkan 1.2 reports none and matches only 0)
+ * and driverVersion in [driver_min, driver_max] (the vendor's own
+ * encoding) agree. */
+typedef struct vkl_vk_quirk {
+    const char *name;              /* short and unique: logs, vkbench --probe */
+    uint32_t vendor_id, device_id, driver_id;
+    uint32_t driver_min, driver_max;
+    uint32_t off;                  /* VKL_FEATURE_* and VKL_VK_OFF_* turned off */
+    const char *reason;            /* what goes wrong, one line */
+    const char *symptom;           /* what was seen that justified the entry */
+} vkl_vk_quirk;
+
+extern const vkl_vk_quirk vkl_vk_quirks[];
+extern const size_t vkl_vk_quirk_count;
+bool vkl_vk_quirk_applies(const vkl_vk_quirk *q, const VkPhysicalDeviceProperties *p, uint32_t driver_id);
+/* What the matching entries turn off; each logged at info through `log`
+ * (NULL: silent) and listed in names ("name (what off); ...", "" none). */
+uint32_t vkl_vk_quirks_for(const VkPhysicalDeviceProperties *p, uint32_t driver_id, vkl_context *log, char *names,
+                           size_t cap);
+/* "fp16, coopmat, subgroup arithmetic" for the bits of `off`. */
+void vkl_vk_off_names(uint32_t off, char *buf, size_t cap);
+/* describe()'s last step: the quirks of dev's device and driver turn their
+ * paths off in caps (features_quirked, quirks) and in the device's flags. */
+void vkl_vk_apply_quirks(vkl_backend_device *dev);
+
 /* ---- pipelines (vk_pipeline.c) ------------------------------------------------------------------ */
 
+/* The pipeline cache, from its file when there is one, and the file saved
+ * back at destroy. */
 vkl_status vkl_vk_pipelines_init(vkl_backend_device *dev);
 void vkl_vk_pipelines_destroy(vkl_backend_device *dev);
 /* The pipeline of `shader` (an embedded name) with n_bindings storage
@@ -246,6 +290,27 @@ vkl_status vkl_vk_set_once(vkl_backend_device *dev, uint32_t n, const VkDescript
 /* Bind pipe (n_bind storage buffers) and set, push constants, dispatch. */
 void vkl_vk_cmd_dispatch(vkl_backend_device *dev, VkCommandBuffer cmd, VkPipeline pipe, uint32_t n_bind,
                          VkDescriptorSet set, const uint32_t *push, uint32_t n_push, const uint32_t groups[3]);
+
+/* ---- the pipeline cache's file (vk_pipeline_cache.c) ---------------------------------------------- */
+
+/* This device's cache file (*out, allocated through own_ctx) in dir_option:
+ * NULL, the default ($XDG_CACHE_HOME/vkllm, else $HOME/.cache/vkllm); "",
+ * none. The directory is made 0700 when missing. *out stays NULL, with an
+ * info line saying why, when there is no usable directory or "" turns the
+ * file off; only running out of memory is an error. The name holds the
+ * vendor, device, driver version, pipelineCacheUUID and a hash of the
+ * embedded SPIR-V, so another driver or build never reads the file. */
+vkl_status vkl_vk_cache_path(vkl_backend_device *dev, const char *dir_option, char **out);
+/* dev->cache_path's driver data (*size bytes; free with dev->ctx), or NULL:
+ * absent, empty, or ignored with a warning saying what was wrong (corrupt,
+ * truncated, another build's, another device's or driver's), to be replaced
+ * at close. A FIFO, directory or device under the name, and a file a user
+ * named (user_named) that is no pipeline cache at all, are neither read nor
+ * replaced: cache_path becomes NULL. */
+void *vkl_vk_cache_read(vkl_backend_device *dev, bool user_named, size_t *size);
+/* Writes the cache to dev->cache_path atomically when it changed since the
+ * read (or the file must be replaced); a failure is a warning. */
+void vkl_vk_cache_save(vkl_backend_device *dev);
 
 /* ---- weights (vk_weights.c) --------------------------------------------------------------------- */
 

@@ -5,23 +5,15 @@
  * Pipelines are made on first use per (shader, specialization constants) —
  * workgroup and tile shapes are specialization constants, sizes are push
  * constants, so a new shape never makes a new pipeline — and kept for the
- * device's life. The VkPipelineCache is saved to and loaded from the file
- * named by VKL_VK_PIPELINE_CACHE, when set, so a driver compiles once; it is
- * replaced atomically, and only when it is absent, empty or a cache. */
+ * device's life. The VkPipelineCache starts from the file on disk and is
+ * saved back at close (vk_pipeline_cache.c), so a driver compiles once. */
 #define _POSIX_C_SOURCE 200809L
-#include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
+#include <time.h>
 
-#include "atomic_file.h"
-#include "file_open.h"
 #include "vk_internal.h"
 #include "vk_shaders.h"
-
-#define CACHE_FILE_MAX ((long)256 << 20)
 
 static const vkl_vk_spirv *spirv_find(const char *name) {
     for (size_t i = 0; i < vkl_vk_spirv_count; i++)
@@ -29,108 +21,28 @@ static const vkl_vk_spirv *spirv_find(const char *name) {
     return NULL;
 }
 
-/* What VkPipelineCacheHeaderVersionOne starts with: its length (32 or
- * more) and version 1. Anything else under the name is not ours to replace. */
-static bool looks_like_cache(const uint8_t *p, size_t n) {
-    uint32_t header_size, version;
-    if (n < 8) return false;
-    memcpy(&header_size, p, 4);
-    memcpy(&version, p + 4, 4);
-    return header_size >= 32 && header_size <= n && version == VK_PIPELINE_CACHE_HEADER_VERSION_ONE;
-}
-
-/* The cache file's bytes, or NULL: absent (a cold start is no error) or not
- * usable. *writable: the file may be replaced at close — it is absent,
- * empty or a pipeline cache; a FIFO, a device, a directory or some other
- * file under that name is neither read nor written (a warning says why).
- * The driver itself rejects data from another device or driver. */
-static void *read_cache_file(vkl_context *ctx, const char *path, size_t *size, bool *writable) {
-    *size = 0;
-    *writable = false;
-    int fd;
-    struct stat sb;
-    vkl_status st = vkl_open_regular(ctx, path, "pipeline cache", &fd, &sb);
-    if (st == VKL_ERR_NOT_FOUND) {
-        *writable = true;
-        return NULL;
-    }
-    if (st) {
-        vkl_log(ctx, VKL_LOG_WARN, "vulkan: VKL_VK_PIPELINE_CACHE: %s; not used", vkl_context_error(ctx));
-        return NULL;
-    }
-    uint8_t *data = NULL;
-    size_t n = (size_t)sb.st_size, got = 0;
-    if (sb.st_size > 0 && sb.st_size <= CACHE_FILE_MAX && (data = vkl_malloc(ctx, n))) {
-        while (got < n) {
-            ssize_t r = read(fd, data + got, n - got);
-            if (r < 0 && errno == EINTR) continue;
-            if (r <= 0) break;
-            got += (size_t)r;
-        }
-    }
-    close(fd);
-    if (sb.st_size == 0 || (data && got == n && looks_like_cache(data, n))) {
-        *writable = true;
-        *size = sb.st_size ? n : 0;
-        if (!*size) {
-            vkl_free(ctx, data);
-            data = NULL;
-        }
-        return data;
-    }
-    vkl_log(ctx, VKL_LOG_WARN,
-            "vulkan: VKL_VK_PIPELINE_CACHE names '%s', which is not a Vulkan pipeline cache (or is unreadable or "
-            "over %ld bytes); it is neither read nor replaced",
-            path, (long)CACHE_FILE_MAX);
-    vkl_free(ctx, data);
-    return NULL;
-}
-
 vkl_status vkl_vk_pipelines_init(vkl_backend_device *dev) {
-    const char *path = getenv("VKL_VK_PIPELINE_CACHE");
-    size_t size = 0;
-    void *data = NULL;
-    if (path && *path) {
-        bool writable;
-        data = read_cache_file(dev->ctx, path, &size, &writable);
-        if (writable && !(dev->cache_path = vkl_strdup(dev->own_ctx, path))) {
-            vkl_free(dev->ctx, data);
-            return VKL_ERR_OUT_OF_MEMORY;
-        }
+    /* options.pipeline_cache_file names the file itself, ahead of the
+     * directory option */
+    const char *named = dev->cache_file_option;
+    vkl_status st = VKL_OK;
+    if (named && *named) {
+        if (!(dev->cache_path = vkl_strdup(dev->own_ctx, named))) st = VKL_ERR_OUT_OF_MEMORY;
+    } else {
+        st = vkl_vk_cache_path(dev, dev->cache_dir_option, &dev->cache_path);
     }
+    size_t size = 0;
+    void *data = !st && dev->cache_path ? vkl_vk_cache_read(dev, named && *named, &size) : NULL;
     VkPipelineCacheCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO,
                                     .initialDataSize = size,
                                     .pInitialData = data};
-    vkl_status st = VKL_VKD(dev, vkCreatePipelineCache, (dev->device, &ci, NULL, &dev->cache));
+    if (!st) st = VKL_VKD(dev, vkCreatePipelineCache, (dev->device, &ci, NULL, &dev->cache));
     vkl_free(dev->ctx, data);
     return st;
 }
 
-/* Written whole or not at all (engine/atomic_file.c): never half a cache
- * for the next run, never into a FIFO or device. A failure is a warning;
- * the context's error message is kept for whoever reads it after close. */
-static void save_cache(vkl_backend_device *dev) {
-    size_t size = 0;
-    if (dev->vk.vkGetPipelineCacheData(dev->device, dev->cache, &size, NULL) != VK_SUCCESS || !size) return;
-    void *data = vkl_malloc(dev->ctx, size);
-    if (!data) return;
-    char saved[VKL_ERROR_CAP];
-    memcpy(saved, dev->ctx->error, sizeof(saved));
-    vkl_atomic_file f;
-    vkl_status st = VKL_OK;
-    if (dev->vk.vkGetPipelineCacheData(dev->device, dev->cache, &size, data) == VK_SUCCESS) {
-        st = vkl_atomic_file_open(dev->ctx, dev->cache_path, &f);
-        if (!st) st = vkl_atomic_file_write(&f, data, size);
-        if (!st) st = vkl_atomic_file_commit(&f);
-        else if (f.tmp) vkl_atomic_file_abort(&f);
-    }
-    if (st) vkl_log(dev->ctx, VKL_LOG_WARN, "vulkan: pipeline cache not saved: %s", vkl_context_error(dev->ctx));
-    memcpy(dev->ctx->error, saved, sizeof(saved));
-    vkl_free(dev->ctx, data);
-}
-
 void vkl_vk_pipelines_destroy(vkl_backend_device *dev) {
-    if (dev->cache && dev->cache_path) save_cache(dev);
+    if (dev->cache && dev->cache_path) vkl_vk_cache_save(dev);
     for (uint32_t i = 0; i < dev->n_pipelines; i++)
         dev->vk.vkDestroyPipeline(dev->device, dev->pipelines[i].pipeline, NULL);
     for (uint32_t n = 0; n <= VKL_VK_MAX_BINDINGS; n++) {
@@ -225,7 +137,11 @@ vkl_status vkl_vk_pipeline_get(vkl_backend_device *dev, const char *shader, uint
                                       .layout = dev->pipe_layout[n_bindings]};
     vkl_vk_pipeline *p = &dev->pipelines[dev->n_pipelines];
     memset(p, 0, sizeof(*p));
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     st = VKL_VKD(dev, vkCreateComputePipelines, (dev->device, dev->cache, 1, &ci, NULL, &p->pipeline));
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    dev->pipeline_seconds += (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
     dev->work.pipelines++;
     dev->vk.vkDestroyShaderModule(dev->device, module, NULL);
     if (st) return vkl_fail_prefix(dev->ctx, st, "shader %s", shader);

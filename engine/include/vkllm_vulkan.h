@@ -113,6 +113,10 @@ typedef struct vkl_vulkan_options {
      * build, written atomically at close). NULL (init): $XDG_CACHE_HOME/vkllm
      * or ~/.cache/vkllm; "": no cache on disk. */
     const char *pipeline_cache_dir;
+    /* Or this file, ahead of the directory: a file the user named, read
+     * only if it is a vkllm pipeline cache and replaced only then (a FIFO,
+     * device, directory or other file is left alone, with a warning). */
+    const char *pipeline_cache_file;
     /* Kill switches beyond vkl_model_options.disable_features, for drivers
      * whose subgroup arithmetic or f64 support is suspect: the kernels then
      * use shared-memory reductions / refuse f64 tensors. */
