@@ -55,6 +55,26 @@ static const vkl_backend_vtable *choose_backend(vkl_context *ctx, const vkl_mode
     return host;
 }
 
+/* Pipelines, which a GPU backend makes on a kernel's first prepare, are
+ * made at load (and come from its pipeline cache on disk when it has them):
+ * a session of two padding buckets prepares decode steps and a first prompt
+ * of both attention kinds, then goes. Later sessions prepare their own
+ * executables from those pipelines; only a shape that picks another kernel
+ * variant (a wider copy where rows allow) makes one more. CPU backends have
+ * nothing to make ahead. */
+static vkl_status warm_up(vkl_model *m) {
+    if (m->caps.device_class == VKL_DEVICE_CPU || !m->plan) return VKL_OK;
+    vkl_session_options so;
+    vkl_session_options_init(&so);
+    so.max_context = 2 * so.pad_multiple;
+    so.prefill_chunk = so.pad_multiple;
+    vkl_session *s = NULL;
+    vkl_status st = vkl_session_create(m, &so, &s);
+    vkl_session_free(s);
+    if (st) vkl_fail_prefix(m->ctx, st, "model: preparing its kernels at load");
+    return st;
+}
+
 static uint32_t find_io(const vkl_graph *g, const uint32_t *list, uint32_t n, const char *name) {
     for (uint32_t i = 0; i < n; i++)
         if (!strcmp(g->tensors[list[i]].name, name)) return i;
@@ -150,6 +170,7 @@ vkl_status vkl_model_load(vkl_context *ctx, const char *path, const vkl_model_op
         (st = vkl_plan_create(m->g, &m->plan)))
         vkl_fail_prefix(ctx, st, "model: memory plan");
     if (!st && m->plan) m->plan->align = vkl_arena_alignment(&m->caps);
+    if (!st) st = warm_up(m);
     if (st) {
         vkl_model_free(m);
         return st;

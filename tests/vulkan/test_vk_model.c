@@ -74,8 +74,15 @@ static void count_decode_work(const char *path) {
     vkl_session_options_init(&so);
     so.max_context = 1024;
     vkl_session *s;
+    /* pipelines are made at model load: a session and its first prompt make none */
+    vkl_vk_host_work loaded, prompted;
+    vkl_vk_get_host_work(m->dev, &loaded);
     CHECK(vkl_session_create(m, &so, &s) == VKL_OK);
     CHECK(vkl_session_append(s, prompt, sizeof(prompt) / sizeof(prompt[0])) == VKL_OK);
+    vkl_vk_get_host_work(m->dev, &prompted);
+    printf("after load: %llu pipelines made; by a session and its first prompt: %llu\n",
+           (unsigned long long)loaded.pipelines, (unsigned long long)(prompted.pipelines - loaded.pipelines));
+    CHECK(loaded.pipelines > 0 && prompted.pipelines == loaded.pipelines);
     int32_t tok = 0;
     CHECK(vkl_session_sample(s, &tok) == VKL_OK);
     CHECK(vkl_session_append(s, &tok, 1) == VKL_OK); /* the first decode step: anything lazy happens here */
