@@ -38,7 +38,30 @@ static void per_sec(builder *b, cJSON *o, double bytes, double flops, double ms,
     if (copy_bw > 0) num(b, o, "of_copy_bandwidth", gbs * 1e9 / copy_bw);
 }
 
-static void profile(builder *b, cJSON *parent, const vkl_bench_profile *p, double copy_bw) {
+/* Appends a new object to array a; NULL (and b->ok false) when out of memory. */
+static cJSON *element(builder *b, cJSON *a) {
+    cJSON *e = b->ok ? cJSON_CreateObject() : NULL;
+    if (e && cJSON_AddItemToArray(a, e)) return e;
+    cJSON_Delete(e);
+    b->ok = false;
+    return NULL;
+}
+
+static void top_nodes(builder *b, cJSON *o, const vkl_bench_profile *p, const vkl_graph *g) {
+    cJSON *a = cJSON_AddArrayToObject(o, "top_nodes");
+    b->ok &= a != NULL;
+    uint32_t top[VKL_BENCH_TOP_NODES];
+    const size_t n = vkl_bench_profile_top_nodes(p, top);
+    for (size_t i = 0; i < n && b->ok; i++) {
+        const vkl_node *node = &g->nodes[p->order[top[i]]];
+        cJSON *e = element(b, a);
+        str(b, e, "name", vkl_bench_node_name(node));
+        str(b, e, "op", vkl_op_info_get((vkl_op)node->op)->name);
+        num(b, e, "ms", p->node_ms[top[i]] / (double)p->steps);
+    }
+}
+
+static void profile(builder *b, cJSON *parent, const vkl_bench_profile *p, const vkl_graph *g, double copy_bw) {
     cJSON *o = obj(b, parent, p->phase);
     const double steps = (double)p->steps;
     num(b, o, "steps", steps);
@@ -50,12 +73,7 @@ static void profile(builder *b, cJSON *parent, const vkl_bench_profile *p, doubl
     const size_t n = steps > 0 ? vkl_bench_profile_sorted(p, types) : 0;
     for (size_t i = 0; i < n && b->ok; i++) {
         const vkl_bench_op_sum *s = &p->ops[types[i]];
-        cJSON *e = cJSON_CreateObject();
-        b->ok &= e && cJSON_AddItemToArray(ops, e);
-        if (!b->ok) {
-            cJSON_Delete(e);
-            break;
-        }
+        cJSON *e = element(b, ops);
         const double ms = s->ms / steps, bytes = s->bytes / steps, flops = s->flops / steps;
         str(b, e, "op", vkl_op_info_get(types[i])->name);
         num(b, e, "calls", s->calls / steps);
@@ -65,6 +83,7 @@ static void profile(builder *b, cJSON *parent, const vkl_bench_profile *p, doubl
         num(b, e, "flop_per_byte", bytes > 0 ? flops / bytes : 0);
         per_sec(b, e, bytes, flops, ms, copy_bw);
     }
+    top_nodes(b, o, p, g);
 }
 
 static cJSON *build(const vkl_bench_report *r, builder *b) {
@@ -99,12 +118,7 @@ static cJSON *build(const vkl_bench_report *r, builder *b) {
         cJSON *w = cJSON_AddArrayToObject(d, "windows");
         b->ok &= w != NULL;
         for (size_t i = 0; i < r->n_windows && b->ok; i++) {
-            cJSON *e = cJSON_CreateObject();
-            b->ok &= e && cJSON_AddItemToArray(w, e);
-            if (!b->ok) {
-                cJSON_Delete(e);
-                break;
-            }
+            cJSON *e = element(b, w);
             num(b, e, "tokens", (double)r->windows[i].tokens);
             num(b, e, "ms_per_step", r->windows[i].ms_per_step);
             num(b, e, "bytes_per_step", r->windows[i].bytes_per_step);
@@ -116,8 +130,8 @@ static cJSON *build(const vkl_bench_report *r, builder *b) {
         cJSON *p = obj(b, root, "profile");
         if (!r->timed) str(b, p, "unavailable", VKL_BENCH_NO_TIMES);
         else str(b, p, "compute_peak", VKL_BENCH_NO_PEAK);
-        if (r->timed && r->prefill_profile.steps) profile(b, p, &r->prefill_profile, r->copy_bw);
-        if (r->timed && r->decode_profile.steps) profile(b, p, &r->decode_profile, r->copy_bw);
+        if (r->timed && r->prefill_profile.steps) profile(b, p, &r->prefill_profile, r->graph, r->copy_bw);
+        if (r->timed && r->decode_profile.steps) profile(b, p, &r->decode_profile, r->graph, r->copy_bw);
     }
     return root;
 }

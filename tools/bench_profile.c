@@ -25,7 +25,8 @@ vkl_status vkl_bench_profile_init(vkl_context *ctx, const vkl_graph *g, const ch
     p->timed = timed;
     p->order = calloc(g->n_nodes ? g->n_nodes : 1, sizeof(uint32_t));
     p->times = calloc(g->n_nodes ? g->n_nodes : 1, sizeof(double));
-    if (!p->order || !p->times) {
+    p->node_ms = calloc(g->n_nodes ? g->n_nodes : 1, sizeof(double));
+    if (!p->order || !p->times || !p->node_ms) {
         vkl_bench_profile_free(p);
         return vkl_fail(ctx, VKL_ERR_OUT_OF_MEMORY, "profile: out of host memory");
     }
@@ -35,8 +36,9 @@ vkl_status vkl_bench_profile_init(vkl_context *ctx, const vkl_graph *g, const ch
 void vkl_bench_profile_free(vkl_bench_profile *p) {
     free(p->order);
     free(p->times);
+    free(p->node_ms);
     p->order = NULL;
-    p->times = NULL;
+    p->times = p->node_ms = NULL;
 }
 
 typedef struct binding {
@@ -160,6 +162,7 @@ vkl_status vkl_bench_profile_add(vkl_bench_profile *p, vkl_context *ctx, const v
         o->bytes += bytes;
         o->flops += flops;
         if (p->timed) {
+            p->node_ms[k] += p->times[k];
             o->ms += p->times[k];
             p->op_ms += p->times[k];
         }
@@ -197,7 +200,21 @@ size_t vkl_bench_profile_sorted(const vkl_bench_profile *p, vkl_op *types) {
     return n;
 }
 
-void vkl_bench_profile_print(const vkl_bench_profile *p, double copy_bw) {
+const char *vkl_bench_node_name(const vkl_node *n) { return n->name && *n->name ? n->name : "(unnamed)"; }
+
+size_t vkl_bench_profile_top_nodes(const vkl_bench_profile *p, uint32_t *top) {
+    size_t n = 0;
+    for (uint32_t k = 0; k < p->n_order; k++) {
+        if (!(p->node_ms[k] > 0)) continue;
+        size_t i = n < VKL_BENCH_TOP_NODES ? n++ : n; /* insertion into the kept few */
+        for (; i > 0 && p->node_ms[k] > p->node_ms[top[i - 1]]; i--)
+            if (i < VKL_BENCH_TOP_NODES) top[i] = top[i - 1];
+        if (i < VKL_BENCH_TOP_NODES) top[i] = k;
+    }
+    return n;
+}
+
+void vkl_bench_profile_print(const vkl_bench_profile *p, const vkl_graph *g, double copy_bw) {
     if (!p->steps) return;
     const double steps = (double)p->steps, step_ms = p->step_ms / steps, op_ms = p->op_ms / steps;
     printf("%s profile: %zu step%s; per step %.3f ms by the host clock, %.3f ms in ops by the device (%.0f%%)\n",
@@ -218,4 +235,12 @@ void vkl_bench_profile_print(const vkl_bench_profile *p, double copy_bw) {
     }
     printf("(per step; bytes: weights + activations in and out at the bound shape; of copy: GB/s over the copy "
            "bandwidth above)\n" VKL_BENCH_NO_PEAK "\n");
+    uint32_t top[VKL_BENCH_TOP_NODES];
+    const size_t n_top = vkl_bench_profile_top_nodes(p, top);
+    printf("slowest nodes (ms per step):\n");
+    for (size_t i = 0; i < n_top; i++) {
+        const vkl_node *node = &g->nodes[p->order[top[i]]];
+        printf("%10.4f  %s (%s)\n", p->node_ms[top[i]] / steps, vkl_bench_node_name(node),
+               vkl_op_info_get((vkl_op)node->op)->name);
+    }
 }

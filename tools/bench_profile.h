@@ -31,7 +31,11 @@ typedef struct vkl_bench_profile {
     uint32_t *order;    /* live nodes, the order node times come in */
     uint32_t n_order;
     double *times;      /* one step's node times */
+    double *node_ms;    /* node times summed, per entry of order */
 } vkl_bench_profile;
+
+/* How many of the slowest nodes the table and the JSON name. */
+#define VKL_BENCH_TOP_NODES 5
 
 /* For graph g; timed: read node times after each step (the model must be
  * loaded profiled). */
@@ -47,12 +51,20 @@ vkl_status vkl_bench_profile_add(vkl_bench_profile *p, vkl_context *ctx, const v
 /* Bytes and FLOPs of one step, over every op type (mean of the steps). */
 void vkl_bench_profile_totals(const vkl_bench_profile *p, double *bytes, double *flops);
 
-/* The per-op table, per step, against copy bandwidth copy_bw (bytes/s). */
-void vkl_bench_profile_print(const vkl_bench_profile *p, double copy_bw);
+/* The per-op table, per step, against copy bandwidth copy_bw (bytes/s),
+ * and the slowest nodes of graph g. */
+void vkl_bench_profile_print(const vkl_bench_profile *p, const vkl_graph *g, double copy_bw);
 
 /* Op types in the order the table lists them (most time first, then most
  * bytes); returns how many were run. `types` holds VKL_OP_COUNT_ entries. */
 size_t vkl_bench_profile_sorted(const vkl_bench_profile *p, vkl_op *types);
+
+/* The slowest nodes, at most VKL_BENCH_TOP_NODES: indexes into p->order,
+ * most time first; returns how many. */
+size_t vkl_bench_profile_top_nodes(const vkl_bench_profile *p, uint32_t *top);
+
+/* A node's name for the reader ("(unnamed)" for none). */
+const char *vkl_bench_node_name(const vkl_node *n);
 
 /* What the table and the JSON say about the compute limit. */
 #define VKL_BENCH_NO_PEAK                                                                                      \

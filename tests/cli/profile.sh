@@ -2,9 +2,9 @@
 # vkbench --profile / --json / --svg / --prefill on the bundled model: on
 # Vulkan (lavapipe in CI) the JSON holds the decode, prefill and per-op
 # figures, the per-op times add up to the device's share of the step time,
-# matmuls and attention have FLOPs, views move nothing, and the SVG is
-# well-formed XML with a point per op; on ref (no timestamps) --profile says
-# why there is no table and exits 0. Exit 77 (skipped) without Vulkan.
+# matmuls and attention have FLOPs, views move nothing, the slowest nodes
+# are named, and the SVG is well-formed XML with a point per op; on ref (no
+# timestamps) --profile says why there is no table and exits 0. Exit 77 (skipped) without Vulkan.
 # Usage: profile.sh VKBENCH MODEL.vkm
 set -uo pipefail
 vkbench=${1:?usage: profile.sh VKBENCH MODEL.vkm}
@@ -35,6 +35,7 @@ echo '{}' >"$tmp/p.json" # replaced whole
   --svg "$tmp/p.svg" >"$tmp/out" 2>"$tmp/err" || fail "vulkan --profile: exit $?: $(cat "$tmp/err")"
 cat "$tmp/out"
 for s in "prefill: 32 tokens" "decode profile:" "prefill profile:" "QuantMatMul" "compute peak: not measured" \
+  "slowest nodes (ms per step):" \
   "wrote $tmp/p.svg"; do
   grep -qF "$s" "$tmp/out" || fail "stdout lacks '$s'"
 done
@@ -63,6 +64,9 @@ for phase in ("decode", "prefill"):
     for op in ("QuantMatMul", "Attention", "KvAppend", "RMSNorm"):
         assert ops[op]["calls"] > 0 and ops[op]["ms"] > 0 and ops[op]["bytes"] > 0, (phase, ops[op])
     assert ops["Reshape"]["bytes"] == 0 and ops["Reshape"]["flops"] == 0, ops["Reshape"]
+    top = prof["top_nodes"]
+    assert 1 <= len(top) <= 5 and all(t["name"] and t["op"] in ops for t in top), top
+    assert all(a["ms"] >= b["ms"] for a, b in zip(top, top[1:])) and top[0]["ms"] <= ops[top[0]["op"]]["ms"], top
 # A decode step's QuantMatMul: 2 FLOPs per weight read once, E0M4 at 4.5
 # bits a weight (3.6 FLOP/B), a little less for the activations; a prefill
 # of 32 rows reuses each weight 32 times.
