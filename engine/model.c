@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "model.h"
+#include "profile.h"
 
 void vkl_model_options_init(vkl_model_options *o) {
     if (o) memset(o, 0, sizeof(*o));
@@ -144,7 +145,8 @@ void vkl_model_free(vkl_model *m) {
     vkl_free(m->ctx, m);
 }
 
-vkl_status vkl_model_load(vkl_context *ctx, const char *path, const vkl_model_options *options, vkl_model **out) {
+static vkl_status load(vkl_context *ctx, const char *path, const vkl_model_options *options, bool profile,
+                       vkl_model **out) {
     if (!ctx || !out) return VKL_ERR_INVALID_ARGUMENT;
     *out = NULL;
     if (!path) return vkl_fail(ctx, VKL_ERR_INVALID_ARGUMENT, "vkl_model_load: path is NULL");
@@ -160,7 +162,8 @@ vkl_status vkl_model_load(vkl_context *ctx, const char *path, const vkl_model_op
         m->be = choose_backend(ctx, options, m);
         if (!m->be) st = VKL_ERR_NOT_FOUND;
     }
-    vkl_backend_options bo = {.disable_features = options->disable_features, .vulkan = options->vulkan};
+    vkl_backend_options bo = {.disable_features = options->disable_features, .vulkan = options->vulkan,
+                              .profile = profile};
     if (!st) st = m->be->open(ctx, &bo, &m->dev);
     if (!st) m->be->caps(m->dev, &m->caps);
     if (!st) st = m->be->weights_load(m->dev, m->g, &m->weights);
@@ -177,6 +180,15 @@ vkl_status vkl_model_load(vkl_context *ctx, const char *path, const vkl_model_op
     }
     *out = m;
     return VKL_OK;
+}
+
+vkl_status vkl_model_load(vkl_context *ctx, const char *path, const vkl_model_options *options, vkl_model **out) {
+    return load(ctx, path, options, false, out);
+}
+
+vkl_status vkl_model_load_profiled(vkl_context *ctx, const char *path, const vkl_model_options *options,
+                                   vkl_model **out) {
+    return load(ctx, path, options, true, out);
 }
 
 size_t vkl_model_vocab_size(const vkl_model *m) { return m ? m->vocab : 0; }

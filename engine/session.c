@@ -24,6 +24,7 @@
 #include "model.h"
 #include "nonfinite.h"
 #include "plan.h"
+#include "profile.h"
 #include "sampler.h"
 
 /* Prepared executables kept per session: the decode bucket, the last
@@ -50,6 +51,7 @@ struct vkl_session {
     size_t n_decode;
     exec_slot *first;             /* a first prompt padded to (i + 1) * pad_multiple */
     size_t n_first;
+    exec_slot *last;              /* the last successful step's (vkbench's profile) */
     uint64_t clock;
     /* host staging, sized at creation for one prefill chunk */
     int64_t *ids, *pos, *mask;
@@ -405,8 +407,10 @@ static vkl_status step(vkl_session *s, const int32_t *tokens, size_t n, float *a
     if (st) {
         /* the cache rows of this step may be written: forget them */
         s->have_logits = false;
+        s->last = NULL;
         return st;
     }
+    s->last = e;
     memcpy(s->history + s->length, tokens, n * sizeof(int32_t));
     s->length += n;
     s->have_logits = true;
@@ -494,6 +498,19 @@ void vkl_session_reset(vkl_session *s) {
     s->length = 0;
     s->have_logits = false;
     vkl_sampler_reseed(s->sampler, s->opt.sampling.seed);
+}
+
+const int64_t *vkl_session_last_binding(const vkl_session *s, size_t *count) {
+    *count = s && s->last ? s->n_values : 0;
+    return s && s->last ? s->values : NULL;
+}
+
+vkl_status vkl_session_node_times(vkl_session *s, double *ms, size_t cap, size_t *count) {
+    *count = 0;
+    if (!s->last) return vkl_fail(s->ctx, VKL_ERR_STATE, "session: no step has run yet");
+    if (!s->m->be->node_times)
+        return vkl_fail(s->ctx, VKL_ERR_UNSUPPORTED, "the %s backend has no per-node timestamps", s->m->be->name);
+    return s->m->be->node_times(s->m->dev, s->ctx, s->last->exec, ms, cap, count);
 }
 
 void vkl_session_get_stats(const vkl_session *s, vkl_session_stats *out) {

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "backend_env.h"
+#include "profile.h"
 
 static const char *env(const char *name) {
     const char *v = getenv(name);
@@ -120,16 +121,25 @@ vkl_status vkl_env_options_read(vkl_context *ctx, vkl_env_options *e) {
 #endif
 }
 
-vkl_status vkl_env_model_load(vkl_context *ctx, const char *path, vkl_model_options *mo, vkl_model **out) {
+static vkl_status env_model_load(vkl_context *ctx, const char *path, vkl_model_options *mo, bool profile,
+                                 vkl_model **out) {
     *out = NULL;
     vkl_env_options e;
     vkl_status st = vkl_env_options_read(ctx, &e);
     if (st) return st;
     mo->disable_features |= e.backend.disable_features;
     if (!mo->vulkan) mo->vulkan = e.backend.vulkan;
-    st = vkl_model_load(ctx, path, mo, out);
+    st = profile ? vkl_model_load_profiled(ctx, path, mo, out) : vkl_model_load(ctx, path, mo, out);
     if (mo->vulkan == e.backend.vulkan) mo->vulkan = NULL; /* e ends here */
     return st;
+}
+
+vkl_status vkl_env_model_load(vkl_context *ctx, const char *path, vkl_model_options *mo, vkl_model **out) {
+    return env_model_load(ctx, path, mo, false, out);
+}
+
+vkl_status vkl_env_model_load_profiled(vkl_context *ctx, const char *path, vkl_model_options *mo, vkl_model **out) {
+    return env_model_load(ctx, path, mo, true, out);
 }
 
 void vkl_env_set_device(vkl_env_options *e, int index) {

@@ -35,5 +35,7 @@ void vkl_env_set_f16_math(vkl_env_options *e, bool f16);
 
 /* vkl_model_load with the environment's backend options added to mo's. */
 vkl_status vkl_env_model_load(vkl_context *ctx, const char *path, vkl_model_options *mo, vkl_model **out);
+/* The same with per-node timestamps (engine/profile.h), for vkbench --profile. */
+vkl_status vkl_env_model_load_profiled(vkl_context *ctx, const char *path, vkl_model_options *mo, vkl_model **out);
 
 #endif

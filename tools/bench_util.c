@@ -1,9 +1,10 @@
-/* vkbench's clock and host copy bandwidth (bench_util.h). */
+/* vkbench's clock, host copy bandwidth and output files (bench_util.h). */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "atomic_file.h"
 #include "bench_util.h"
 
 double vkl_bench_now(void) {
@@ -36,3 +37,13 @@ double vkl_bench_host_copy_bandwidth(void) {
     return best;
 }
 
+
+vkl_status vkl_bench_write_file(vkl_context *ctx, const char *path, const void *data, size_t n) {
+    vkl_atomic_file f;
+    vkl_status st = vkl_atomic_file_open(ctx, path, &f);
+    if (st) return st;
+    st = vkl_atomic_file_write(&f, data, n);
+    if (!st) st = vkl_atomic_file_commit(&f);
+    vkl_atomic_file_abort(&f); /* nothing left to remove after a commit */
+    return st;
+}

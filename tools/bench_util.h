@@ -1,7 +1,12 @@
-/* What vkbench's measurements share: a monotonic clock and the host's copy
- * bandwidth (the limit for a backend that runs on the host). */
+/* What vkbench's measurements share: a monotonic clock, the host's copy
+ * bandwidth (the limit for a backend that runs on the host) and atomic
+ * output files. */
 #ifndef VKL_TOOLS_BENCH_UTIL_H
 #define VKL_TOOLS_BENCH_UTIL_H
+
+#include <stddef.h>
+
+#include "context.h"
 
 /* Seconds on a monotonic clock. */
 double vkl_bench_now(void);
@@ -9,5 +14,9 @@ double vkl_bench_now(void);
 /* Bytes read + written per second, best of 5 memcpy passes over 256 MiB;
  * 0 if the buffers cannot be allocated. */
 double vkl_bench_host_copy_bandwidth(void);
+
+/* data (n bytes) as the whole of `path`, replaced atomically
+ * (engine/atomic_file.h). */
+vkl_status vkl_bench_write_file(vkl_context *ctx, const char *path, const void *data, size_t n);
 
 #endif

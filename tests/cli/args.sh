@@ -75,6 +75,8 @@ bad_values int "0 1 1048577" "$vkbench" --decode M.vkm --tokens
 bad_values int "0 1048577" "$vkbench" --decode M.vkm --window
 bad_values int "0 1000001" "$vkbench" --quant --reps
 bad_values int "1048577" "$vkbench" --quant --rotate-mb
+bad_values int "0 1048577" "$vkbench" --decode M.vkm --prefill
+bad_values int "0 1048577" "$vkbench" M.vkm --prefill
 # --group must also be a multiple of 32
 for c in "check DIR" "import M.onnx -o O.vkm" "quant-report M.onnx"; do
   # shellcheck disable=SC2086
@@ -102,6 +104,14 @@ expect 2 "unexpected argument 'extra'" "$vkllm" backends extra
 expect 2 "unexpected argument '--nosuch'" "$vkllm" import M.onnx -o O.vkm --nosuch
 expect 2 "unexpected argument '--nosuch'" "$vkbench" --nosuch
 expect 2 "exactly one of" "$vkbench"
+expect 2 "--profile, --json and --svg need --decode MODEL.vkm" "$vkbench" --profile
+expect 2 "--profile, --json and --svg need --decode MODEL.vkm" "$vkbench" --quant --json J.json
+expect 2 "--svg draws the profile: add --profile" "$vkbench" --decode M.vkm --svg G.svg
+expect 2 "--json: cannot write '$tmp': it is a directory" "$vkbench" --decode M.vkm --profile --json "$tmp"
+expect 2 "--svg: cannot write '$tmp': it is a directory" "$vkbench" --prefill 4 M.vkm --profile --svg "$tmp"
+expect 2 "--prefill N needs a model" "$vkbench" --prefill 4
+expect 2 "unexpected argument 'M.vkm'" "$vkbench" --decode A.vkm M.vkm
+expect 2 "unexpected argument 'extra'" "$vkbench" --prefill 4 M.vkm extra
 expect 2 "-o needs a value" "$vkllm" import M.onnx -o
 expect 2 "exclude each other" "$vkllm" info M.vkm --verify --no-verify
 expect 2 "no backend 'nosuch'" "$vkllm" check DIR --backend nosuch

@@ -1,0 +1,88 @@
+/* vkbench's model runs (bench_model.h). With --profile the model is loaded
+ * with per-node timestamps, so every step, the timed decode ones included,
+ * runs with the barriers profiling adds; the profile compares node times
+ * with step times of those same executables. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend_env.h"
+#include "bench_decode.h"
+#include "bench_model.h"
+#include "bench_prefill.h"
+#include "bench_util.h"
+#include "cli.h"
+
+#define PROG "vkbench"
+
+/* The limit: the device's own copy bandwidth where the backend measures it
+ * (a GPU's memory), else the host's (ref reads host memory). */
+static void limits(vkl_model *m, vkl_bench_report *r) {
+    r->device_bw = m->be->copy_bandwidth && !m->be->copy_bandwidth(m->dev, m->ctx, (size_t)256 << 20, &r->copy_bw);
+    if (!r->device_bw) r->copy_bw = vkl_bench_host_copy_bandwidth();
+}
+
+static vkl_status run(vkl_context *ctx, const vkl_bench_model_options *o, vkl_model *m, vkl_bench_report *r) {
+    vkl_status st = VKL_OK;
+    if (o->prefill) st = vkl_bench_prefill(ctx, m, o->prefill, r);
+    if (!st && o->decode) st = vkl_bench_decode(ctx, m, o->tokens, o->window, r);
+    if (st || !o->profile) return st;
+    if (!r->timed) {
+        printf("profile: " VKL_BENCH_NO_TIMES "; the %s backend reports none\n", r->backend);
+        return VKL_OK;
+    }
+    if (o->prefill) vkl_bench_profile_print(&r->prefill_profile, r->graph, r->copy_bw);
+    if (o->decode) vkl_bench_profile_print(&r->decode_profile, r->graph, r->copy_bw);
+    return VKL_OK;
+}
+
+static vkl_status outputs(vkl_context *ctx, const vkl_bench_model_options *o, const vkl_bench_report *r) {
+    vkl_status st = o->json ? vkl_bench_json_write(ctx, o->json, r) : VKL_OK;
+    if (!st && o->json) printf("wrote %s\n", o->json);
+    if (st || !o->svg) return st;
+    if (!r->timed) {
+        printf("no roofline drawn to %s: " VKL_BENCH_NO_TIMES "\n", o->svg);
+        return VKL_OK;
+    }
+    st = vkl_bench_svg_write(ctx, o->svg, r);
+    if (!st) printf("wrote %s\n", o->svg);
+    return st;
+}
+
+int vkl_bench_model(vkl_context *ctx, const vkl_bench_model_options *o) {
+    vkl_model_options mo;
+    vkl_model_options_init(&mo);
+    mo.backend = o->backend;
+    mo.no_verify = o->no_verify;
+    vkl_model *m = NULL;
+    vkl_bench_report r;
+    memset(&r, 0, sizeof(r));
+    double t0 = vkl_bench_now();
+    vkl_status st = o->profile ? vkl_env_model_load_profiled(ctx, o->path, &mo, &m)
+                               : vkl_env_model_load(ctx, o->path, &mo, &m);
+    r.load_seconds = vkl_bench_now() - t0;
+    if (!st) {
+        r.model = o->path;
+        r.backend = vkl_model_backend_name(m);
+        r.device = m->caps.device_name;
+        r.graph = m->g;
+        r.verified = !o->no_verify;
+        r.weight_bytes = vkl_model_weight_bytes(m);
+        r.profile = o->profile;
+        r.timed = o->profile && m->be->node_times && (m->caps.features & VKL_FEATURE_TIMESTAMPS);
+        limits(m, &r);
+        printf("model %s on %s: %zu weight bytes; %s copy bandwidth %.2f GB/s\n", o->path, r.backend,
+               r.weight_bytes, r.device_bw ? "device" : "host", r.copy_bw / 1e9);
+        printf("load: %.3f s (%s)\n", r.load_seconds,
+               o->no_verify ? "weights not verified: --no-verify" : "weights verified");
+        if (r.timed) printf("profile: timestamps on: every step below has a barrier after each dispatch\n");
+        st = run(ctx, o, m, &r);
+    }
+    if (!st) st = outputs(ctx, o, &r);
+    if (st) vkl_cli_fail(PROG, ctx, st);
+    vkl_bench_profile_free(&r.prefill_profile);
+    vkl_bench_profile_free(&r.decode_profile);
+    free(r.windows);
+    vkl_model_free(m);
+    return st ? VKL_EXIT_FAILURE : 0;
+}

@@ -1,0 +1,50 @@
+/* What one `vkbench --decode / --prefill` run measured, kept for --json and
+ * --svg after the lines are printed. */
+#ifndef VKL_TOOLS_BENCH_REPORT_H
+#define VKL_TOOLS_BENCH_REPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bench_profile.h"
+
+/* One printed line of the decode table: `tokens` is the length reached. */
+typedef struct vkl_bench_window {
+    size_t tokens;
+    double ms_per_step, bytes_per_step, gbs, of_limit;
+} vkl_bench_window;
+
+typedef struct vkl_bench_report {
+    const char *model, *backend, *device;
+    const vkl_graph *graph; /* the model's: node names for the profile */
+    double copy_bw;      /* bytes read + written per second */
+    bool device_bw;      /* measured by the backend on its device (else the host's) */
+    size_t weight_bytes, kv_row_bytes;
+    double load_seconds;
+    bool verified;
+    /* --decode */
+    bool decoded;
+    uint64_t decode_tokens, prepares, replays;
+    double decode_tok_s;
+    vkl_bench_window *windows;
+    size_t n_windows;
+    /* --prefill N */
+    size_t prefill_tokens, prefill_runs;
+    double prefill_ms;   /* median of the runs */
+    double prefill_tok_s, prefill_bytes, prefill_flops; /* bytes and FLOPs of one prefill */
+    /* --profile (profile: asked for; timed: the backend has timestamps) */
+    bool profile, timed;
+    vkl_bench_profile decode_profile, prefill_profile;
+} vkl_bench_report;
+
+/* The reason a profile holds no per-op times. */
+#define VKL_BENCH_NO_TIMES "per-op times need a backend with timestamps (vulkan)"
+
+/* --json FILE: the report as JSON, written atomically. */
+vkl_status vkl_bench_json_write(vkl_context *ctx, const char *path, const vkl_bench_report *r);
+
+/* --svg FILE: a roofline of the profiled op types, written atomically. */
+vkl_status vkl_bench_svg_write(vkl_context *ctx, const char *path, const vkl_bench_report *r);
+
+#endif
