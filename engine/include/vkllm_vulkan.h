@@ -51,7 +51,8 @@ typedef struct vkl_vulkan_external {
     VkPhysicalDevice physical_device;    /* required */
     VkDevice device;                     /* required */
     uint32_t queue_family;               /* a family with VK_QUEUE_COMPUTE_BIT */
-    uint32_t queue_index;
+    uint32_t queue_index;                /* a queue the app created in that family (Vulkan cannot tell
+                                            vkllm how many it created: only the family's count is checked) */
     /* The chain the app passed to vkCreateDevice as pNext (a
      * VkPhysicalDeviceFeatures2, possibly followed by
      * VkPhysicalDeviceVulkan12Features or

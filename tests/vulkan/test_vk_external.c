@@ -25,6 +25,7 @@ typedef struct own {
     VkPhysicalDevice phys;
     VkDevice device;
     uint32_t family;
+    uint32_t family_queues; /* queueCount of that family */
     bool has_f16;
 } own;
 
@@ -49,7 +50,10 @@ static bool make_device(own *o, bool enable_f16) {
     vkGetPhysicalDeviceQueueFamilyProperties(o->phys, &nf, fam);
     o->family = UINT32_MAX;
     for (uint32_t i = 0; i < nf && o->family == UINT32_MAX; i++)
-        if (fam[i].queueFlags & VK_QUEUE_COMPUTE_BIT) o->family = i;
+        if (fam[i].queueFlags & VK_QUEUE_COMPUTE_BIT) {
+            o->family = i;
+            o->family_queues = fam[i].queueCount;
+        }
     const float prio = 1.0f;
     VkDeviceQueueCreateInfo qi = {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO, .queueFamilyIndex = o->family,
                                   .queueCount = 1, .pQueuePriorities = &prio};
@@ -109,8 +113,10 @@ int main(void) {
     bad.queue_family = 99;
     CHECK_ERR(ctx, open_on(ctx, &bad, VKL_VULKAN_MATH_DEFAULT, &dev), VKL_ERR_INVALID_ARGUMENT, "family 99");
     bad = x;
-    bad.queue_index = 7;
-    CHECK_ERR(ctx, open_on(ctx, &bad, VKL_VULKAN_MATH_DEFAULT, &dev), VKL_ERR_INVALID_ARGUMENT, "index 7");
+    bad.queue_index = plain.family_queues; /* one past the family's last queue */
+    char want[32];
+    snprintf(want, sizeof(want), "index %u", plain.family_queues);
+    CHECK_ERR(ctx, open_on(ctx, &bad, VKL_VULKAN_MATH_DEFAULT, &dev), VKL_ERR_INVALID_ARGUMENT, want);
     bad = x;
     bad.api_version = VK_API_VERSION_1_0;
     CHECK_ERR(ctx, open_on(ctx, &bad, VKL_VULKAN_MATH_DEFAULT, &dev), VKL_ERR_UNSUPPORTED, "instance made for 1.0");
