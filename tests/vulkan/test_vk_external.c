@@ -7,7 +7,9 @@
  *    caps report no VKL_FEATURE_FP16; enabled through the 1.2 feature chain,
  *    it is granted;
  *  - a model-free open/close leaves the device usable (a buffer is made and
- *    destroyed after) and reports "the app's" priority.
+ *    destroyed after) and reports "the app's" priority;
+ *  - vkllm's own device chosen by UUID: this device's is found, an unknown
+ *    one is VKL_ERR_NOT_FOUND.
  * Exit 77 when no Vulkan 1.2 device. */
 #include <stdio.h>
 #include <string.h>
@@ -138,6 +140,28 @@ int main(void) {
     VkBuffer buf = VK_NULL_HANDLE;
     CHECK(vkCreateBuffer(plain.device, &bi, NULL, &buf) == VK_SUCCESS);
     if (buf) vkDestroyBuffer(plain.device, buf, NULL);
+
+    /* vkllm's own device chosen by UUID: this one's, then one nobody has */
+    {
+        VkPhysicalDeviceIDProperties id = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES};
+        VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &id};
+        vkGetPhysicalDeviceProperties2(plain.phys, &p2);
+        vkl_env_options e;
+        CHECK_OK(ctx, vkl_env_options_read(ctx, &e));
+        e.vulkan.use_device_uuid = true;
+        memcpy(e.vulkan.device_uuid, id.deviceUUID, VK_UUID_SIZE);
+        CHECK_OK(ctx, vk->open(ctx, &e.backend, &dev));
+        if (dev) {
+            vkl_backend_caps caps;
+            vk->caps(dev, &caps);
+            CHECKF(!strcmp(caps.device_name, p2.properties.deviceName), "by UUID: '%s', want '%s'", caps.device_name,
+                   p2.properties.deviceName);
+            vk->close(dev);
+            dev = NULL;
+        }
+        memset(e.vulkan.device_uuid, 0xA5, VK_UUID_SIZE);
+        CHECK_ERR(ctx, vk->open(ctx, &e.backend, &dev), VKL_ERR_NOT_FOUND, "UUID");
+    }
 
     /* shaderFloat16 enabled through the 1.2 feature chain: granted */
     if (plain.has_f16 && make_device(&with16, true)) {
