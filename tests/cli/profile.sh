@@ -29,6 +29,13 @@ if "$vkbench" --probe | grep -q '^vulkan: unavailable'; then
   [ "$failed" -eq 0 ] && exit 77
   exit 1
 fi
+# Timestamps turned off (scripts/test runs the Vulkan tests under each kill
+# switch): Vulkan then has no per-op times either, and must say so.
+if [[ ",${VKL_VK_DISABLE:-}," == *,timestamps,* ]]; then
+  "$vkbench" --decode "$model" --backend vulkan --tokens 3 --profile >"$tmp/out" 2>&1 || fail "vulkan, no timestamps: exit $?"
+  grep -qF "per-op times need a backend with timestamps" "$tmp/out" || fail "no timestamps, not said: $(cat "$tmp/out")"
+  exit $((failed > 0))
+fi
 
 echo '{}' >"$tmp/p.json" # replaced whole
 "$vkbench" --decode "$model" --backend vulkan --tokens 16 --window 5 --prefill 32 --profile --json "$tmp/p.json" \

@@ -164,7 +164,10 @@ int main(void) {
     }
 
     /* shaderFloat16 enabled through the 1.2 feature chain: granted */
-    if (plain.has_f16 && make_device(&with16, true)) {
+    vkl_env_options env;
+    const bool f16_masked = !vkl_env_options_read(ctx, &env) && (env.backend.disable_features & VKL_FEATURE_FP16);
+    if (f16_masked) printf("fp16 on an app's device: not checked (VKL_VK_DISABLE turns fp16 off)\n");
+    else if (plain.has_f16 && make_device(&with16, true)) {
         VkPhysicalDeviceVulkan12Features f12 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
                                                 .shaderFloat16 = VK_TRUE};
         VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &f12};
