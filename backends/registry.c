@@ -5,15 +5,19 @@
 #include "../engine/backend.h"
 
 extern const vkl_backend_vtable vkl_backend_ref;
+extern const vkl_backend_vtable vkl_backend_cpu;
 #ifdef VKL_HAVE_VULKAN
 extern const vkl_backend_vtable vkl_backend_vulkan;
 #endif
 
 /* "auto" takes the first whose probe succeeds. Vulkan runs every op but
  * stays after ref until auto-choice can tell a real GPU from a software
- * rasterizer (lavapipe) and knows the driver quirks: it is asked for by name. */
+ * rasterizer (lavapipe) and knows the driver quirks: it is asked for by name.
+ * cpu (issue 13) is asked for by name too until it is made the default
+ * where no GPU is. */
 static const vkl_backend_vtable *const backends[] = {
     &vkl_backend_ref,
+    &vkl_backend_cpu,
 #ifdef VKL_HAVE_VULKAN
     &vkl_backend_vulkan,
 #endif

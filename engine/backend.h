@@ -43,6 +43,12 @@ enum {
     VKL_FEATURE_TIMESTAMPS = 1u << 5    /* per-op timing */
 };
 
+/* CPU instruction sets a host backend may use; options mask them off (each
+ * path has a portable fallback computing the same integer sums). */
+enum {
+    VKL_ISA_AVX2 = 1u << 0 /* x86 AVX2 with FMA and F16C */
+};
+
 typedef struct vkl_backend_caps {
     char device_name[128];
     char driver[128];
@@ -66,6 +72,10 @@ typedef struct vkl_backend_options {
     /* Record per-node timestamps in executables (node_times answers);
      * off, executables carry no timing work at all. */
     bool profile;
+    /* Host backends (cpu): worker threads, the calling thread included, made
+     * once at open (0: one per online CPU), and VKL_ISA_* to turn off. */
+    unsigned threads;
+    uint32_t disable_isa;
 } vkl_backend_options;
 
 typedef enum vkl_buffer_usage {

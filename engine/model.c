@@ -15,7 +15,7 @@ static const vkl_backend_vtable *choose_backend(vkl_context *ctx, const vkl_mode
         if (!be) vkl_fail(ctx, VKL_ERR_NOT_FOUND, "no backend named '%s' in this build", o->backend);
         return be;
     }
-    vkl_backend_options bo = {o->disable_features, o->external_device, -1};
+    vkl_backend_options bo = {o->disable_features, o->external_device, -1, false, o->threads, o->disable_isa};
     for (size_t i = 0; i < vkl_backend_count(); i++) {
         vkl_backend_caps caps;
         if (vkl_backend_at(i)->probe(ctx, &bo, &caps) == VKL_OK) return vkl_backend_at(i);
@@ -109,7 +109,8 @@ vkl_status vkl_model_load(vkl_context *ctx, const char *path, const vkl_model_op
         m->be = choose_backend(ctx, options);
         if (!m->be) st = VKL_ERR_NOT_FOUND;
     }
-    vkl_backend_options bo = {options->disable_features, options->external_device, -1};
+    vkl_backend_options bo = {options->disable_features, options->external_device, -1, false, options->threads,
+                              options->disable_isa};
     if (!st) st = m->be->open(ctx, &bo, &m->dev);
     if (!st) m->be->caps(m->dev, &m->caps);
     if (!st) st = m->be->weights_load(m->dev, m->g, &m->weights);

@@ -134,6 +134,8 @@ typedef struct vkl_model_options {
                                    naming the data section, when they do not match the checksum written
                                    with them (a corrupt file); costs one read of the file (docs/perf.md).
                                    1: skip that check */
+    unsigned threads;           /* host backends (cpu): threads, the caller included; 0: one per online CPU */
+    uint32_t disable_isa;       /* host backends: CPU instruction sets to turn off (engine/backend.h VKL_ISA_*) */
 } vkl_model_options;
 
 VKLLM_API void vkl_model_options_init(vkl_model_options *options);

@@ -1,0 +1,48 @@
+/* The portable inner products: the definition the SIMD ones must equal
+ * (integer sums exactly). */
+#include "../../engine/dtype.h"
+#include "cpu_dot.h"
+
+static void q4(const uint8_t *w, const int8_t *a, uint32_t chunks, uint32_t groups, int32_t *out) {
+    for (uint32_t g = 0; g < groups; g++) {
+        int32_t s[VKL_CPU_HP] = {0};
+        for (uint32_t c = 0; c < chunks; c++, w += VKL_CPU_HP * 16, a += VKL_CPU_LP)
+            for (int i = 0; i < VKL_CPU_HP; i++)
+                for (int j = 0; j < 16; j++) {
+                    const uint8_t b = w[16 * i + j];
+                    s[i] += (b & 15) * a[j] + (b >> 4) * a[16 + j];
+                }
+        for (int i = 0; i < VKL_CPU_HP; i++) out[VKL_CPU_HP * g + i] = s[i];
+    }
+}
+
+static void q8(const int8_t *w, const int8_t *a, uint32_t chunks, uint32_t groups, int32_t *out) {
+    for (uint32_t g = 0; g < groups; g++) {
+        int32_t s[VKL_CPU_HP] = {0};
+        for (uint32_t c = 0; c < chunks; c++, w += VKL_CPU_HP * VKL_CPU_LP, a += VKL_CPU_LP)
+            for (int i = 0; i < VKL_CPU_HP; i++)
+                for (int j = 0; j < VKL_CPU_LP; j++) s[i] += w[VKL_CPU_LP * i + j] * a[j];
+        for (int i = 0; i < VKL_CPU_HP; i++) out[VKL_CPU_HP * g + i] = s[i];
+    }
+}
+
+/* Eight running sums, as the vector paths keep, so that the float results
+ * of the paths are close; they are not required to be equal. */
+#define FLOAT_DOT(name, type, load)                                  \
+    static float name(const type *w, const float *x, size_t K) {    \
+        float s[8] = {0};                                            \
+        size_t k = 0;                                                \
+        for (; k + 8 <= K; k += 8)                                   \
+            for (int j = 0; j < 8; j++) s[j] += load(w[k + j]) * x[k + j]; \
+        float t = 0;                                                 \
+        for (; k < K; k++) t += load(w[k]) * x[k];                   \
+        for (int j = 0; j < 8; j++) t += s[j];                       \
+        return t;                                                    \
+    }
+
+static float id(float v) { return v; }
+FLOAT_DOT(f32, float, id)
+FLOAT_DOT(f16, uint16_t, vkl_f16_to_f32)
+FLOAT_DOT(bf16, uint16_t, vkl_bf16_to_f32)
+
+const vkl_cpu_dot vkl_cpu_dot_portable = {"portable", q4, q8, f32, f16, bf16};

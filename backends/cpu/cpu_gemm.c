@@ -1,0 +1,144 @@
+/* Y = X W^T (+ bias) for a repacked weight, split over the thread pool by
+ * blocks of output rows. Quantized W runs as W4A8 / W8A8: each row of X is
+ * quantized per weight group to int8 (symmetric, scale max|x| / 127, codes
+ * -127..127) on the fly, the inner products are exact int32 sums (cpu_dot.h)
+ * and the group scales apply per block in f32:
+ *   y[m, n] = sum_g  scale(n, g) * da(m, g) * (isum(m, n, g) - zero(n, g) * asum(m, g))
+ * with asum the sum of row m's codes in group g (E0M4 and int4 share this
+ * integer view: docs/cpu.md). Float W runs as f32 dot products. */
+#include <math.h>
+#include <string.h>
+
+#include "cpu_backend.h"
+
+#define TASKS_PER_THREAD 4 /* finer than one stripe a thread: slower cores take fewer */
+#define GROUP_BATCH 64     /* groups per inner-product call: the int32 sums fit the stack */
+
+typedef struct gemm_job {
+    const vkl_cpu_weight *w;
+    const vkl_cpu_dot *dot;
+    int64_t M, blocks, per_task;
+    const float *X, *bias;
+    float *Y;
+    /* quantized X: M rows of K codes, then per (row, group) scale and code sum */
+    const int8_t *xq;
+    const float *xd;
+    const int32_t *xs;
+} gemm_job;
+
+/* Row m of X quantized per group of G. */
+static void quantize_row(const float *x, int64_t K, int64_t G, int8_t *q, float *d, int32_t *sum) {
+    for (int64_t g = 0; g < K / G; g++, x += G, q += G) {
+        float amax = 0;
+        for (int64_t k = 0; k < G; k++) amax = fmaxf(amax, fabsf(x[k]));
+        const float inv = amax > 0 ? 127.0f / amax : 0.0f;
+        int32_t s = 0;
+        for (int64_t k = 0; k < G; k++) {
+            long v = lrintf(x[k] * inv);
+            q[k] = (int8_t)(v > 127 ? 127 : v < -127 ? -127 : v);
+            s += q[k];
+        }
+        d[g] = amax / 127.0f;
+        sum[g] = s;
+    }
+}
+
+static void quantize_task(void *user, size_t m, unsigned worker) {
+    (void)worker;
+    const gemm_job *j = user;
+    const int64_t K = j->w->K, G = j->w->lay.group, ng = K / G;
+    quantize_row(j->X + (size_t)m * (size_t)K, K, G, (int8_t *)j->xq + (size_t)m * (size_t)K,
+                 (float *)j->xd + (size_t)m * (size_t)ng, (int32_t *)j->xs + (size_t)m * (size_t)ng);
+}
+
+static void store(const gemm_job *j, int64_t m, int64_t n0, const float *acc) {
+    const int64_t N = j->w->N;
+    for (int64_t i = 0; i < VKL_CPU_HP && n0 + i < N; i++)
+        j->Y[m * N + n0 + i] = acc[i] + (j->bias ? j->bias[n0 + i] : 0.0f);
+}
+
+/* One block of 4 weight rows against every row of X: the block's tiles stay
+ * in cache while the rows of X stream past (the GEMM's blocking). */
+static void quant_block(const gemm_job *j, int64_t b) {
+    const vkl_cpu_weight *w = j->w;
+    const vkl_quant_cpu_layout *lay = &w->lay;
+    const int64_t K = w->K, ng = K / lay->group;
+    const uint32_t chunks = lay->group / VKL_CPU_LP;
+    const bool q4 = lay->dtype != VKL_DTYPE_Q_INT8;
+    const size_t tile = q4 ? VKL_CPU_HP * VKL_CPU_LP / 2 : VKL_CPU_HP * VKL_CPU_LP, rec = q4 ? 8 : 4;
+    const uint8_t *qs = w->data + (size_t)b * (size_t)(K / VKL_CPU_LP) * tile;
+    const float *params = (const float *)(const void *)(w->data + lay->params_offset) + (size_t)b * (size_t)ng * rec;
+    int32_t isum[GROUP_BATCH * VKL_CPU_HP];
+    for (int64_t m = 0; m < j->M; m++) {
+        const int8_t *xq = j->xq + (size_t)m * (size_t)K;
+        const float *xd = j->xd + (size_t)m * (size_t)ng;
+        const int32_t *xs = j->xs + (size_t)m * (size_t)ng;
+        float acc[VKL_CPU_HP] = {0};
+        for (int64_t g0 = 0; g0 < ng; g0 += GROUP_BATCH) {
+            const uint32_t n = (uint32_t)(ng - g0 < GROUP_BATCH ? ng - g0 : GROUP_BATCH);
+            const size_t at = (size_t)g0 * chunks;
+            if (q4) j->dot->q4(qs + at * tile, xq + at * VKL_CPU_LP, chunks, n, isum);
+            else j->dot->q8((const int8_t *)qs + at * tile, xq + at * VKL_CPU_LP, chunks, n, isum);
+            for (uint32_t g = 0; g < n; g++) {
+                const float *r = params + (size_t)(g0 + g) * rec;
+                const float da = xd[g0 + g], as = (float)xs[g0 + g];
+                for (int i = 0; i < VKL_CPU_HP; i++) {
+                    const float s = (float)isum[VKL_CPU_HP * g + i] - (q4 ? r[VKL_CPU_HP + i] * as : 0.0f);
+                    acc[i] += r[i] * da * s;
+                }
+            }
+        }
+        store(j, m, b * VKL_CPU_HP, acc);
+    }
+}
+
+static void float_block(const gemm_job *j, int64_t b) {
+    const vkl_cpu_weight *w = j->w;
+    const int64_t K = w->K;
+    const size_t es = vkl_dtype_size(w->dtype);
+    for (int64_t m = 0; m < j->M; m++) {
+        const float *x = j->X + (size_t)m * (size_t)K;
+        float acc[VKL_CPU_HP] = {0};
+        for (int64_t i = 0; i < VKL_CPU_HP && b * VKL_CPU_HP + i < w->N; i++) {
+            const void *row = w->data + (size_t)(b * VKL_CPU_HP + i) * (size_t)K * es;
+            acc[i] = w->dtype == VKL_DTYPE_F32   ? j->dot->f32(row, x, (size_t)K)
+                     : w->dtype == VKL_DTYPE_F16 ? j->dot->f16(row, x, (size_t)K)
+                                                 : j->dot->bf16(row, x, (size_t)K);
+        }
+        store(j, m, b * VKL_CPU_HP, acc);
+    }
+}
+
+static void gemm_task(void *user, size_t task, unsigned worker) {
+    (void)worker;
+    const gemm_job *j = user;
+    const int64_t b1 = ((int64_t)task + 1) * j->per_task;
+    for (int64_t b = (int64_t)task * j->per_task; b < b1 && b < j->blocks; b++) {
+        if (j->xq) quant_block(j, b);
+        else float_block(j, b);
+    }
+}
+
+vkl_status vkl_cpu_gemm(const vkl_ref_args *a, const vkl_cpu_weight *w, const float *X, int64_t M, const float *bias,
+                        float *Y) {
+    const vkl_backend_weights *bw = a->backend;
+    vkl_backend_device *dev = bw->dev;
+    gemm_job j = {w, dev->dot, M, (w->N + VKL_CPU_HP - 1) / VKL_CPU_HP, 0, X, bias, Y, NULL, NULL, NULL};
+    if (M <= 0 || w->N <= 0) return VKL_OK;
+    if (w->dtype == VKL_DTYPE_Q_E0M4 || w->dtype == VKL_DTYPE_Q_INT4 || w->dtype == VKL_DTYPE_Q_INT8) {
+        /* codes, then scales and sums: K bytes + 8 bytes a group, per row (K is a multiple of 32) */
+        const size_t ng = (size_t)(w->K / w->lay.group), row = (size_t)w->K + 8 * ng;
+        size_t bytes;
+        if (!vkl_mul_size(row, (size_t)M, &bytes)) return vkl_fail(a->ctx, VKL_ERR_OVERFLOW, "cpu: QuantMatMul scratch");
+        uint8_t *s = vkl_ref_scratch_get(a, bytes);
+        if (!s) return VKL_ERR_OUT_OF_MEMORY;
+        j.xq = (const int8_t *)s;
+        j.xd = (const float *)(const void *)(s + (size_t)M * (size_t)w->K);
+        j.xs = (const int32_t *)(const void *)(j.xd + (size_t)M * ng);
+        vkl_pool_run(M > 1 ? dev->pool : NULL, (size_t)M, quantize_task, &j);
+    }
+    const int64_t tasks = (int64_t)vkl_pool_threads(dev->pool) * TASKS_PER_THREAD;
+    j.per_task = (j.blocks + tasks - 1) / tasks;
+    vkl_pool_run(dev->pool, (size_t)((j.blocks + j.per_task - 1) / j.per_task), gemm_task, &j);
+    return VKL_OK;
+}

@@ -1,0 +1,104 @@
+/* The inner products with AVX2 (vpmaddubsw / vpmaddwd; this machine class
+ * has no VNNI), FMA and F16C. Compiled with -mavx2 -mfma -mf16c and called
+ * only after vkl_cpu_has_avx2(). vpmaddubsw multiplies unsigned by signed
+ * bytes and adds each pair into an int16 with saturation, so each use below
+ * keeps a pair's sum inside int16 and the results are exact:
+ *   4-bit: codes 0..15 are the unsigned side, |pair| <= 2 * 15 * 128 = 3840,
+ *          and up to 8 chunks add in int16 (30720) before widening;
+ *   int8:  |w| (0..128) is the unsigned side and a takes w's sign; with
+ *          |a| <= 127, |pair| <= 2 * 128 * 127 = 32512. */
+#include <immintrin.h>
+#include <string.h>
+
+#include "../cpu_dot.h"
+
+/* Four rows' 8-lane sums -> out[0..3]. */
+static inline void store4(__m256i s0, __m256i s1, __m256i s2, __m256i s3, int32_t *out) {
+    const __m256i s = _mm256_hadd_epi32(_mm256_hadd_epi32(s0, s1), _mm256_hadd_epi32(s2, s3));
+    _mm_storeu_si128((__m128i *)out, _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1)));
+}
+
+/* Row i's 32 codes of a tile, in element order: the low nibbles are
+ * elements 0..15, the high ones 16..31. */
+static inline __m256i codes(const uint8_t *t, __m256i m4) {
+    const __m128i b = _mm_loadu_si128((const __m128i *)t);
+    return _mm256_and_si256(_mm256_inserti128_si256(_mm256_castsi128_si256(b), _mm_srli_epi16(b, 4), 1), m4);
+}
+
+static void q4(const uint8_t *w, const int8_t *a, uint32_t chunks, uint32_t groups, int32_t *out) {
+    const __m256i m4 = _mm256_set1_epi8(15), ones = _mm256_set1_epi16(1);
+    for (uint32_t g = 0; g < groups; g++) {
+        __m256i s[VKL_CPU_HP];
+        for (int i = 0; i < VKL_CPU_HP; i++) s[i] = _mm256_setzero_si256();
+        for (uint32_t c0 = 0; c0 < chunks; c0 += 8) {
+            const uint32_t c1 = chunks - c0 < 8 ? chunks : c0 + 8;
+            __m256i p[VKL_CPU_HP];
+            for (int i = 0; i < VKL_CPU_HP; i++) p[i] = _mm256_setzero_si256();
+            for (uint32_t c = c0; c < c1; c++, w += VKL_CPU_HP * 16, a += VKL_CPU_LP) {
+                const __m256i x = _mm256_loadu_si256((const __m256i *)a);
+                for (int i = 0; i < VKL_CPU_HP; i++)
+                    p[i] = _mm256_add_epi16(p[i], _mm256_maddubs_epi16(codes(w + 16 * i, m4), x));
+            }
+            for (int i = 0; i < VKL_CPU_HP; i++) s[i] = _mm256_add_epi32(s[i], _mm256_madd_epi16(p[i], ones));
+        }
+        store4(s[0], s[1], s[2], s[3], out + VKL_CPU_HP * g);
+    }
+}
+
+static void q8(const int8_t *w, const int8_t *a, uint32_t chunks, uint32_t groups, int32_t *out) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    for (uint32_t g = 0; g < groups; g++) {
+        __m256i s[VKL_CPU_HP];
+        for (int i = 0; i < VKL_CPU_HP; i++) s[i] = _mm256_setzero_si256();
+        for (uint32_t c = 0; c < chunks; c++, w += VKL_CPU_HP * VKL_CPU_LP, a += VKL_CPU_LP) {
+            const __m256i x = _mm256_loadu_si256((const __m256i *)a);
+            for (int i = 0; i < VKL_CPU_HP; i++) {
+                const __m256i v = _mm256_loadu_si256((const __m256i *)(w + VKL_CPU_LP * i));
+                const __m256i p = _mm256_maddubs_epi16(_mm256_abs_epi8(v), _mm256_sign_epi8(x, v));
+                s[i] = _mm256_add_epi32(s[i], _mm256_madd_epi16(p, ones));
+            }
+        }
+        store4(s[0], s[1], s[2], s[3], out + VKL_CPU_HP * g);
+    }
+}
+
+static inline float hsum(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+static inline __m256 load_f32(const float *w) { return _mm256_loadu_ps(w); }
+static inline __m256 load_f16(const uint16_t *w) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)w)); }
+static inline __m256 load_bf16(const uint16_t *w) {
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)w)), 16));
+}
+static inline float tail_f32(float w) { return w; }
+static inline float tail_f16(uint16_t w) { return _cvtsh_ss(w); }
+static inline float tail_bf16(uint16_t w) {
+    const uint32_t u = (uint32_t)w << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+/* Two 8-lane sums hide the FMA latency; the tail is scalar. */
+#define FLOAT_DOT(name, type)                                                             \
+    static float name(const type *w, const float *x, size_t K) {                         \
+        __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();                        \
+        size_t k = 0;                                                                     \
+        for (; k + 16 <= K; k += 16) {                                                    \
+            s0 = _mm256_fmadd_ps(load_##name(w + k), _mm256_loadu_ps(x + k), s0);         \
+            s1 = _mm256_fmadd_ps(load_##name(w + k + 8), _mm256_loadu_ps(x + k + 8), s1); \
+        }                                                                                 \
+        float t = hsum(_mm256_add_ps(s0, s1));                                            \
+        for (; k < K; k++) t += tail_##name(w[k]) * x[k];                                 \
+        return t;                                                                         \
+    }
+
+FLOAT_DOT(f32, float)
+FLOAT_DOT(f16, uint16_t)
+FLOAT_DOT(bf16, uint16_t)
+
+const vkl_cpu_dot vkl_cpu_dot_avx2 = {"avx2", q4, q8, f32, f16, bf16};
