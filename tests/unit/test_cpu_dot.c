@@ -1,0 +1,132 @@
+/* The cpu backend's int8 inner products (backends/cpu/cpu_dot.h): the AVX2
+ * ones give exactly the portable C's int32 sums, and both equal sums taken
+ * here straight from the tile layout, on random data and on the extremes
+ * where vpmaddubsw's int16 pair sums would saturate without the kernels'
+ * care: 4-bit codes 15 against -128 / 127 over more than 8 chunks, int8
+ * weights -128 / 127 against -127 / 127. The float dots agree with a double
+ * sum. Without AVX2 here, the AVX2 half says so and is skipped. */
+#include <math.h>
+
+#include "../../backends/cpu/cpu_dot.h"
+#include "check.h"
+
+#define MAX_CHUNKS 12
+#define MAX_GROUPS 5
+#define Q4_BYTES (MAX_GROUPS * MAX_CHUNKS * VKL_CPU_HP * 16)
+#define Q8_BYTES (MAX_GROUPS * MAX_CHUNKS * VKL_CPU_HP * VKL_CPU_LP)
+#define A_BYTES (MAX_GROUPS * MAX_CHUNKS * VKL_CPU_LP)
+
+static uint64_t rng = 0x9E3779B97F4A7C15u;
+static uint32_t next(void) {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (uint32_t)(rng >> 16);
+}
+
+/* Sums read from the layout element by element (cpu_dot.h's comment). */
+static void want_q4(const uint8_t *w, const int8_t *a, uint32_t chunks, uint32_t groups, int32_t *out) {
+    for (uint32_t g = 0; g < groups; g++)
+        for (int i = 0; i < VKL_CPU_HP; i++) {
+            int64_t s = 0;
+            for (uint32_t c = 0; c < chunks; c++)
+                for (int e = 0; e < 32; e++) {
+                    const uint8_t b = w[((g * chunks + c) * VKL_CPU_HP + i) * 16 + e % 16];
+                    s += (int64_t)(e < 16 ? b & 15 : b >> 4) * a[(g * chunks + c) * 32 + e];
+                }
+            out[VKL_CPU_HP * g + i] = (int32_t)s;
+        }
+}
+
+static void want_q8(const int8_t *w, const int8_t *a, uint32_t chunks, uint32_t groups, int32_t *out) {
+    for (uint32_t g = 0; g < groups; g++)
+        for (int i = 0; i < VKL_CPU_HP; i++) {
+            int64_t s = 0;
+            for (uint32_t c = 0; c < chunks; c++)
+                for (int e = 0; e < 32; e++)
+                    s += (int64_t)w[((g * chunks + c) * VKL_CPU_HP + i) * 32 + e] * a[(g * chunks + c) * 32 + e];
+            out[VKL_CPU_HP * g + i] = (int32_t)s;
+        }
+}
+
+enum { RANDOM, MAX_POS, MAX_NEG, MIXED, N_FILLS };
+
+/* 4-bit codes and int8 activations: random, or the largest pair sums. */
+static void fill(int kind, uint8_t *q4, int8_t *q8, int8_t *a4, int8_t *a8) {
+    for (int i = 0; i < Q4_BYTES; i++) q4[i] = kind == RANDOM ? (uint8_t)next() : 0xFF;
+    for (int i = 0; i < Q8_BYTES; i++)
+        q8[i] = kind == RANDOM ? (int8_t)next() : kind == MAX_POS ? 127 : kind == MAX_NEG ? -128 : (i & 1 ? 127 : -128);
+    for (int i = 0; i < A_BYTES; i++) {
+        a4[i] = kind == RANDOM ? (int8_t)next() : kind == MAX_POS ? 127 : kind == MAX_NEG ? -128 : (i & 1 ? 127 : -128);
+        int8_t v = (int8_t)next();
+        a8[i] = kind == RANDOM ? (v == -128 ? -127 : v) : kind == MAX_POS ? 127 : kind == MAX_NEG ? -127 : (i & 2 ? 127 : -127);
+    }
+}
+
+static void test_int(const vkl_cpu_dot *d, const char *what) {
+    static uint8_t q4[Q4_BYTES];
+    static int8_t q8[Q8_BYTES], a4[A_BYTES], a8[A_BYTES];
+    int32_t got[MAX_GROUPS * VKL_CPU_HP], want[MAX_GROUPS * VKL_CPU_HP];
+    int cases = 0;
+    for (int kind = 0; kind < N_FILLS; kind++)
+        for (int rep = 0; rep < (kind == RANDOM ? 40 : 1); rep++) {
+            fill(kind, q4, q8, a4, a8);
+            for (uint32_t chunks = 1; chunks <= MAX_CHUNKS; chunks++)
+                for (uint32_t groups = 1; groups <= MAX_GROUPS; groups++, cases++) {
+                    want_q4(q4, a4, chunks, groups, want);
+                    d->q4(q4, a4, chunks, groups, got);
+                    CHECK_OR(!memcmp(got, want, groups * VKL_CPU_HP * sizeof(int32_t)), {
+                        fprintf(stderr, "  %s q4 fill %d, %u chunks, %u groups: %d, want %d\n", what, kind, chunks,
+                                groups, got[0], want[0]);
+                        return;
+                    });
+                    want_q8(q8, a8, chunks, groups, want);
+                    d->q8(q8, a8, chunks, groups, got);
+                    CHECK_OR(!memcmp(got, want, groups * VKL_CPU_HP * sizeof(int32_t)), {
+                        fprintf(stderr, "  %s q8 fill %d, %u chunks, %u groups: %d, want %d\n", what, kind, chunks,
+                                groups, got[0], want[0]);
+                        return;
+                    });
+                }
+        }
+    printf("%s: q4 and q8 exact in %d cases\n", what, cases);
+}
+
+static void test_float(const vkl_cpu_dot *d, const char *what) {
+    enum { K = 1000 };
+    static float w[K], x[K];
+    static uint16_t h[K], b[K];
+    for (int k = 0; k < K; k++) {
+        w[k] = (float)((int)(next() % 2001) - 1000) / 1000.0f;
+        x[k] = (float)((int)(next() % 2001) - 1000) / 1000.0f;
+        h[k] = vkl_f32_to_f16(w[k]);
+        b[k] = vkl_f32_to_bf16(w[k]);
+    }
+    for (size_t n = 0; n <= K; n += n < 40 ? 1 : 137) {
+        double s32 = 0, s16 = 0, sb16 = 0, mag = 1e-30;
+        for (size_t k = 0; k < n; k++) {
+            s32 += (double)w[k] * x[k];
+            s16 += (double)vkl_f16_to_f32(h[k]) * x[k];
+            sb16 += (double)vkl_bf16_to_f32(b[k]) * x[k];
+            mag += fabs((double)w[k] * x[k]);
+        }
+        CHECKF(fabs(d->f32(w, x, n) - s32) <= 1e-6 * mag, "%s f32 K %zu", what, n);
+        CHECKF(fabs(d->f16(h, x, n) - s16) <= 1e-6 * mag, "%s f16 K %zu", what, n);
+        CHECKF(fabs(d->bf16(b, x, n) - sb16) <= 1e-6 * mag, "%s bf16 K %zu", what, n);
+    }
+}
+
+int main(void) {
+    test_int(&vkl_cpu_dot_portable, "portable");
+    test_float(&vkl_cpu_dot_portable, "portable");
+#ifdef VKL_CPU_HAVE_AVX2
+    if (vkl_cpu_has_avx2()) {
+        test_int(&vkl_cpu_dot_avx2, "avx2");
+        test_float(&vkl_cpu_dot_avx2, "avx2");
+    } else {
+        printf("avx2: not on this CPU, skipped\n");
+    }
+#endif
+    printf("%d checks, %d failures\n", checks, failures);
+    return failures ? 1 : 0;
+}
