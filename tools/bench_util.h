@@ -1,5 +1,5 @@
 /* What vkbench's measurements share: a monotonic clock and the host's copy
- * bandwidth (the limit for a backend that runs on the host). */
+ * and read bandwidths (the limits for a backend that runs on the host). */
 #ifndef VKL_TOOLS_BENCH_UTIL_H
 #define VKL_TOOLS_BENCH_UTIL_H
 
@@ -9,5 +9,11 @@ double vkl_bench_now(void);
 /* Bytes read + written per second, best of 5 memcpy passes over 256 MiB;
  * 0 if the buffers cannot be allocated. */
 double vkl_bench_host_copy_bandwidth(void);
+
+/* Bytes read per second by `threads` threads (0: one per online CPU)
+ * together streaming through 512 MiB, far beyond any cache, each its own
+ * slice: best of 5 passes; 0 if the buffer or threads cannot be had. What
+ * a memory-bound decode step on the host can at best read. */
+double vkl_bench_host_read_bandwidth(unsigned threads);
 
 #endif

@@ -11,7 +11,7 @@
 
 #include "cpu_backend.h"
 
-#define TASKS_PER_THREAD 4 /* finer than one stripe a thread: slower cores take fewer */
+#define TASKS_PER_THREAD 16 /* finer than one stripe a thread: slower cores take fewer */
 #define GROUP_BATCH 64     /* groups per inner-product call: the int32 sums fit the stack */
 
 typedef struct gemm_job {
