@@ -2,7 +2,7 @@
  * ones give exactly the portable C's int32 sums, and both equal sums taken
  * here straight from the tile layout, on random data and on the extremes
  * where vpmaddubsw's int16 pair sums would saturate without the kernels'
- * care: 4-bit codes 15 against -128 / 127 over more than 8 chunks, int8
+ * care: 4-bit codes 15 against -128 / 127 over up to 12 chunks, int8
  * weights -128 / 127 against -127 / 127. The float dots agree with a double
  * sum. Without AVX2 here, the AVX2 half says so and is skipped. */
 #include <math.h>

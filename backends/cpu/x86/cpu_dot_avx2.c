@@ -3,8 +3,9 @@
  * only after vkl_cpu_has_avx2(). vpmaddubsw multiplies unsigned by signed
  * bytes and adds each pair into an int16 with saturation, so each use below
  * keeps a pair's sum inside int16 and the results are exact:
- *   4-bit: codes 0..15 are the unsigned side, |pair| <= 2 * 15 * 128 = 3840,
- *          and up to 8 chunks add in int16 (30720) before widening;
+ *   4-bit: codes 0..15 are the unsigned side, |pair| <= 2 * 15 * 128 = 3840;
+ *          a chunk adds two pairs into each int16 lane, and up to 4 chunks
+ *          add there (30720) before widening;
  *   int8:  |w| (0..128) is the unsigned side and a takes w's sign; with
  *          |a| <= 127, |pair| <= 2 * 128 * 127 = 32512. */
 #include <immintrin.h>
@@ -18,30 +19,35 @@ static inline void store4(__m256i s0, __m256i s1, __m256i s2, __m256i s3, int32_
     _mm_storeu_si128((__m128i *)out, _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1)));
 }
 
-/* Row i's 32 codes of a tile, in element order: the low nibbles are
- * elements 0..15, the high ones 16..31. */
-static inline __m256i codes(const uint8_t *t, __m256i m4) {
-    const __m128i b = _mm_loadu_si128((const __m128i *)t);
-    return _mm256_and_si256(_mm256_inserti128_si256(_mm256_castsi128_si256(b), _mm_srli_epi16(b, 4), 1), m4);
-}
-
+/* Two rows at a time: one 32-byte load holds rows i and i+1's chunks (16
+ * bytes each), the AND gives both rows' elements 0..15, the shift and AND
+ * their 16..31; the activation's halves are broadcast to both lanes once a
+ * chunk. Each lane sums one row. */
 static void q4(const uint8_t *w, const int8_t *a, uint32_t chunks, uint32_t groups, int32_t *out) {
     const __m256i m4 = _mm256_set1_epi8(15), ones = _mm256_set1_epi16(1);
     for (uint32_t g = 0; g < groups; g++) {
-        __m256i s[VKL_CPU_HP];
-        for (int i = 0; i < VKL_CPU_HP; i++) s[i] = _mm256_setzero_si256();
-        for (uint32_t c0 = 0; c0 < chunks; c0 += 8) {
-            const uint32_t c1 = chunks - c0 < 8 ? chunks : c0 + 8;
-            __m256i p[VKL_CPU_HP];
-            for (int i = 0; i < VKL_CPU_HP; i++) p[i] = _mm256_setzero_si256();
+        __m256i s01 = _mm256_setzero_si256(), s23 = _mm256_setzero_si256();
+        for (uint32_t c0 = 0; c0 < chunks; c0 += 4) {
+            const uint32_t c1 = chunks - c0 < 4 ? chunks : c0 + 4;
+            __m256i p01 = _mm256_setzero_si256(), p23 = _mm256_setzero_si256();
             for (uint32_t c = c0; c < c1; c++, w += VKL_CPU_HP * 16, a += VKL_CPU_LP) {
-                const __m256i x = _mm256_loadu_si256((const __m256i *)a);
-                for (int i = 0; i < VKL_CPU_HP; i++)
-                    p[i] = _mm256_add_epi16(p[i], _mm256_maddubs_epi16(codes(w + 16 * i, m4), x));
+                const __m256i lo = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)a));
+                const __m256i hi = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(a + 16)));
+                const __m256i x01 = _mm256_loadu_si256((const __m256i *)w);
+                const __m256i x23 = _mm256_loadu_si256((const __m256i *)(w + 32));
+                p01 = _mm256_add_epi16(p01, _mm256_maddubs_epi16(_mm256_and_si256(x01, m4), lo));
+                p23 = _mm256_add_epi16(p23, _mm256_maddubs_epi16(_mm256_and_si256(x23, m4), lo));
+                p01 = _mm256_add_epi16(p01, _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(x01, 4), m4), hi));
+                p23 = _mm256_add_epi16(p23, _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(x23, 4), m4), hi));
             }
-            for (int i = 0; i < VKL_CPU_HP; i++) s[i] = _mm256_add_epi32(s[i], _mm256_madd_epi16(p[i], ones));
+            s01 = _mm256_add_epi32(s01, _mm256_madd_epi16(p01, ones));
+            s23 = _mm256_add_epi32(s23, _mm256_madd_epi16(p23, ones));
         }
-        store4(s[0], s[1], s[2], s[3], out + VKL_CPU_HP * g);
+        /* lanes: [r0 x4 | r1 x4], [r2 x4 | r3 x4] -> r0 r1 r2 r3 */
+        const __m256i h = _mm256_hadd_epi32(s01, s23);     /* r0 r0 r2 r2 | r1 r1 r3 r3 */
+        const __m256i q = _mm256_hadd_epi32(h, h);         /* r0 r2 r0 r2 | r1 r3 r1 r3 */
+        const __m128i v = _mm_unpacklo_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+        _mm_storeu_si128((__m128i *)(out + VKL_CPU_HP * g), v); /* r0 r1 r2 r3 */
     }
 }
 
