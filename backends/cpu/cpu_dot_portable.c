@@ -3,26 +3,38 @@
 #include "../../engine/dtype.h"
 #include "cpu_dot.h"
 
-static void q4(const uint8_t *w, const int8_t *a, uint32_t chunks, uint32_t groups, int32_t *out) {
-    for (uint32_t g = 0; g < groups; g++) {
-        int32_t s[VKL_CPU_HP] = {0};
-        for (uint32_t c = 0; c < chunks; c++, w += VKL_CPU_HP * 16, a += VKL_CPU_LP)
-            for (int i = 0; i < VKL_CPU_HP; i++)
-                for (int j = 0; j < 16; j++) {
-                    const uint8_t b = w[16 * i + j];
-                    s[i] += (b & 15) * a[j] + (b >> 4) * a[16 + j];
-                }
-        for (int i = 0; i < VKL_CPU_HP; i++) out[VKL_CPU_HP * g + i] = s[i];
+/* The group's f32 step (cpu_dot.h): no expression left to contraction. */
+static void apply(const int32_t *isum, const float *scale, const float *zero, float d, int32_t s, float *acc) {
+    for (int i = 0; i < VKL_CPU_HP; i++) {
+        const float z = zero ? zero[i] * (float)s : 0.0f;
+        const float t = (float)isum[i] - z;
+        const float u = scale[i] * d;
+        acc[i] = acc[i] + u * t;
     }
 }
 
-static void q8(const int8_t *w, const int8_t *a, uint32_t chunks, uint32_t groups, int32_t *out) {
-    for (uint32_t g = 0; g < groups; g++) {
+static void q4(const uint8_t *w, const float *rec, vkl_cpu_act a, uint32_t chunks, uint32_t groups, float *acc) {
+    const int8_t *x = a.q;
+    for (uint32_t g = 0; g < groups; g++, rec += 2 * VKL_CPU_HP) {
         int32_t s[VKL_CPU_HP] = {0};
-        for (uint32_t c = 0; c < chunks; c++, w += VKL_CPU_HP * VKL_CPU_LP, a += VKL_CPU_LP)
+        for (uint32_t c = 0; c < chunks; c++, w += VKL_CPU_HP * 16, x += VKL_CPU_LP)
             for (int i = 0; i < VKL_CPU_HP; i++)
-                for (int j = 0; j < VKL_CPU_LP; j++) s[i] += w[VKL_CPU_LP * i + j] * a[j];
-        for (int i = 0; i < VKL_CPU_HP; i++) out[VKL_CPU_HP * g + i] = s[i];
+                for (int j = 0; j < 16; j++) {
+                    const uint8_t b = w[16 * i + j];
+                    s[i] += (b & 15) * x[j] + (b >> 4) * x[16 + j];
+                }
+        apply(s, rec, rec + VKL_CPU_HP, a.d[g], a.s[g], acc);
+    }
+}
+
+static void q8(const int8_t *w, const float *rec, vkl_cpu_act a, uint32_t chunks, uint32_t groups, float *acc) {
+    const int8_t *x = a.q;
+    for (uint32_t g = 0; g < groups; g++, rec += VKL_CPU_HP) {
+        int32_t s[VKL_CPU_HP] = {0};
+        for (uint32_t c = 0; c < chunks; c++, w += VKL_CPU_HP * VKL_CPU_LP, x += VKL_CPU_LP)
+            for (int i = 0; i < VKL_CPU_HP; i++)
+                for (int j = 0; j < VKL_CPU_LP; j++) s[i] += w[VKL_CPU_LP * i + j] * x[j];
+        apply(s, rec, NULL, a.d[g], 0, acc);
     }
 }
 

@@ -6,13 +6,13 @@
  *   y[m, n] = sum_g  scale(n, g) * da(m, g) * (isum(m, n, g) - zero(n, g) * asum(m, g))
  * with asum the sum of row m's codes in group g (E0M4 and int4 share this
  * integer view: docs/cpu.md). Float W runs as f32 dot products. */
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
 #include "cpu_backend.h"
 
 #define TASKS_PER_THREAD 16 /* finer than one stripe a thread: slower cores take fewer */
-#define GROUP_BATCH 64     /* groups per inner-product call: the int32 sums fit the stack */
 
 typedef struct gemm_job {
     const vkl_cpu_weight *w;
@@ -26,19 +26,28 @@ typedef struct gemm_job {
     const int32_t *xs;
 } gemm_job;
 
-/* Row m of X quantized per group of G. */
+/* Row m of X quantized per group of G, halves rounded away from zero.
+ * (Plain compares, not fmaxf / lrintf: those were library calls here.) A
+ * group holding NaN or infinity gets the scale NaN, so the outputs it feeds
+ * are NaN as ref's would be, and codes 0 (no float -> int of a NaN). */
 static void quantize_row(const float *x, int64_t K, int64_t G, int8_t *q, float *d, int32_t *sum) {
     for (int64_t g = 0; g < K / G; g++, x += G, q += G) {
         float amax = 0;
-        for (int64_t k = 0; k < G; k++) amax = fmaxf(amax, fabsf(x[k]));
-        const float inv = amax > 0 ? 127.0f / amax : 0.0f;
+        bool finite = true;
+        for (int64_t k = 0; k < G; k++) {
+            const float v = fabsf(x[k]);
+            finite = finite && v <= FLT_MAX;
+            amax = v > amax ? v : amax;
+        }
+        const float inv = finite && amax > 0 ? 127.0f / amax : 0.0f;
         int32_t s = 0;
         for (int64_t k = 0; k < G; k++) {
-            long v = lrintf(x[k] * inv);
+            const float r = finite ? x[k] * inv : 0.0f;
+            const int v = (int)(r + (r < 0 ? -0.5f : 0.5f)); /* |r| <= 127 (+ rounding): in range */
             q[k] = (int8_t)(v > 127 ? 127 : v < -127 ? -127 : v);
             s += q[k];
         }
-        d[g] = amax / 127.0f;
+        d[g] = finite ? amax / 127.0f : NAN;
         sum[g] = s;
     }
 }
@@ -68,26 +77,12 @@ static void quant_block(const gemm_job *j, int64_t b) {
     const size_t tile = q4 ? VKL_CPU_HP * VKL_CPU_LP / 2 : VKL_CPU_HP * VKL_CPU_LP, rec = q4 ? 8 : 4;
     const uint8_t *qs = w->data + (size_t)b * (size_t)(K / VKL_CPU_LP) * tile;
     const float *params = (const float *)(const void *)(w->data + lay->params_offset) + (size_t)b * (size_t)ng * rec;
-    int32_t isum[GROUP_BATCH * VKL_CPU_HP];
     for (int64_t m = 0; m < j->M; m++) {
-        const int8_t *xq = j->xq + (size_t)m * (size_t)K;
-        const float *xd = j->xd + (size_t)m * (size_t)ng;
-        const int32_t *xs = j->xs + (size_t)m * (size_t)ng;
+        const vkl_cpu_act act = {j->xq + (size_t)m * (size_t)K, j->xd + (size_t)m * (size_t)ng,
+                                 j->xs + (size_t)m * (size_t)ng};
         float acc[VKL_CPU_HP] = {0};
-        for (int64_t g0 = 0; g0 < ng; g0 += GROUP_BATCH) {
-            const uint32_t n = (uint32_t)(ng - g0 < GROUP_BATCH ? ng - g0 : GROUP_BATCH);
-            const size_t at = (size_t)g0 * chunks;
-            if (q4) j->dot->q4(qs + at * tile, xq + at * VKL_CPU_LP, chunks, n, isum);
-            else j->dot->q8((const int8_t *)qs + at * tile, xq + at * VKL_CPU_LP, chunks, n, isum);
-            for (uint32_t g = 0; g < n; g++) {
-                const float *r = params + (size_t)(g0 + g) * rec;
-                const float da = xd[g0 + g], as = (float)xs[g0 + g];
-                for (int i = 0; i < VKL_CPU_HP; i++) {
-                    const float s = (float)isum[VKL_CPU_HP * g + i] - (q4 ? r[VKL_CPU_HP + i] * as : 0.0f);
-                    acc[i] += r[i] * da * s;
-                }
-            }
-        }
+        if (q4) j->dot->q4(qs, params, act, chunks, (uint32_t)ng, acc);
+        else j->dot->q8((const int8_t *)qs, params, act, chunks, (uint32_t)ng, acc);
         store(j, m, b * VKL_CPU_HP, acc);
     }
 }

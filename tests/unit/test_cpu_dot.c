@@ -3,7 +3,8 @@
  * here straight from the tile layout, on random data and on the extremes
  * where vpmaddubsw's int16 pair sums would saturate without the kernels'
  * care: 4-bit codes 15 against -128 / 127 over up to 12 chunks, int8
- * weights -128 / 127 against -127 / 127. The float dots agree with a double
+ * weights -128 / 127 against -127 / 127; then the f32 steps that apply the
+ * scales give the portable code's bits. The float dots agree with a double
  * sum. Without AVX2 here, the AVX2 half says so and is skipped. */
 #include <math.h>
 
@@ -63,6 +64,21 @@ static void fill(int kind, uint8_t *q4, int8_t *q8, int8_t *a4, int8_t *a8) {
     }
 }
 
+/* The int32 sums, one group at a time: with scale 1, zero 0 and activation
+ * scale 1 a kernel's f32 result is (float)isum, exact below 2^24. */
+static void sums(const vkl_cpu_dot *d, bool four, const void *w, const int8_t *a, uint32_t chunks, uint32_t groups,
+                 int32_t *out) {
+    static const float one[2 * VKL_CPU_HP] = {1, 1, 1, 1, 0, 0, 0, 0}, unit = 1;
+    static const int32_t none = 0;
+    for (uint32_t g = 0; g < groups; g++) {
+        const vkl_cpu_act act = {a + (size_t)g * chunks * VKL_CPU_LP, &unit, &none};
+        float acc[VKL_CPU_HP] = {0};
+        if (four) d->q4((const uint8_t *)w + (size_t)g * chunks * VKL_CPU_HP * 16, one, act, chunks, 1, acc);
+        else d->q8((const int8_t *)w + (size_t)g * chunks * VKL_CPU_HP * VKL_CPU_LP, one, act, chunks, 1, acc);
+        for (int i = 0; i < VKL_CPU_HP; i++) out[VKL_CPU_HP * g + i] = (int32_t)acc[i];
+    }
+}
+
 static void test_int(const vkl_cpu_dot *d, const char *what) {
     static uint8_t q4[Q4_BYTES];
     static int8_t q8[Q8_BYTES], a4[A_BYTES], a8[A_BYTES];
@@ -74,14 +90,14 @@ static void test_int(const vkl_cpu_dot *d, const char *what) {
             for (uint32_t chunks = 1; chunks <= MAX_CHUNKS; chunks++)
                 for (uint32_t groups = 1; groups <= MAX_GROUPS; groups++, cases++) {
                     want_q4(q4, a4, chunks, groups, want);
-                    d->q4(q4, a4, chunks, groups, got);
+                    sums(d, true, q4, a4, chunks, groups, got);
                     CHECK_OR(!memcmp(got, want, groups * VKL_CPU_HP * sizeof(int32_t)), {
                         fprintf(stderr, "  %s q4 fill %d, %u chunks, %u groups: %d, want %d\n", what, kind, chunks,
                                 groups, got[0], want[0]);
                         return;
                     });
                     want_q8(q8, a8, chunks, groups, want);
-                    d->q8(q8, a8, chunks, groups, got);
+                    sums(d, false, q8, a8, chunks, groups, got);
                     CHECK_OR(!memcmp(got, want, groups * VKL_CPU_HP * sizeof(int32_t)), {
                         fprintf(stderr, "  %s q8 fill %d, %u chunks, %u groups: %d, want %d\n", what, kind, chunks,
                                 groups, got[0], want[0]);
@@ -89,7 +105,32 @@ static void test_int(const vkl_cpu_dot *d, const char *what) {
                     });
                 }
         }
-    printf("%s: q4 and q8 exact in %d cases\n", what, cases);
+    printf("%s: q4 and q8 int32 sums exact in %d cases\n", what, cases);
+}
+
+/* Whole blocks with random scales and zeros: the f32 steps after the sums
+ * give the portable code's bits. */
+static void test_epilogue(const vkl_cpu_dot *d, const char *what) {
+    static uint8_t q4[Q4_BYTES];
+    static int8_t q8[Q8_BYTES], a4[A_BYTES], a8[A_BYTES];
+    float rec[MAX_GROUPS * 2 * VKL_CPU_HP], ad[MAX_GROUPS];
+    int32_t as[MAX_GROUPS];
+    fill(RANDOM, q4, q8, a4, a8);
+    for (int i = 0; i < MAX_GROUPS * 2 * VKL_CPU_HP; i++) rec[i] = (float)(next() % 1000) / 997.0f;
+    for (int g = 0; g < MAX_GROUPS; g++) {
+        ad[g] = (float)(next() % 1000) / 1013.0f;
+        as[g] = (int32_t)(next() % 20001) - 10000;
+    }
+    for (uint32_t chunks = 1; chunks <= MAX_CHUNKS; chunks++) {
+        float x[VKL_CPU_HP] = {0.5f, -1, 2, 0}, y[VKL_CPU_HP] = {0.5f, -1, 2, 0};
+        d->q4(q4, rec, (vkl_cpu_act){a4, ad, as}, chunks, MAX_GROUPS, x);
+        vkl_cpu_dot_portable.q4(q4, rec, (vkl_cpu_act){a4, ad, as}, chunks, MAX_GROUPS, y);
+        CHECKF(!memcmp(x, y, sizeof(x)), "%s q4 epilogue, %u chunks: %.9g vs %.9g", what, chunks, x[0], y[0]);
+        memcpy(x, y, sizeof(x));
+        d->q8(q8, rec, (vkl_cpu_act){a8, ad, as}, chunks, MAX_GROUPS, x);
+        vkl_cpu_dot_portable.q8(q8, rec, (vkl_cpu_act){a8, ad, as}, chunks, MAX_GROUPS, y);
+        CHECKF(!memcmp(x, y, sizeof(x)), "%s q8 epilogue, %u chunks: %.9g vs %.9g", what, chunks, x[0], y[0]);
+    }
 }
 
 static void test_float(const vkl_cpu_dot *d, const char *what) {
@@ -122,6 +163,7 @@ int main(void) {
 #ifdef VKL_CPU_HAVE_AVX2
     if (vkl_cpu_has_avx2()) {
         test_int(&vkl_cpu_dot_avx2, "avx2");
+        test_epilogue(&vkl_cpu_dot_avx2, "avx2");
         test_float(&vkl_cpu_dot_avx2, "avx2");
     } else {
         printf("avx2: not on this CPU, skipped\n");

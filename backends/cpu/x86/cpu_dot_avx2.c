@@ -13,19 +13,20 @@
 
 #include "../cpu_dot.h"
 
-/* Four rows' 8-lane sums -> out[0..3]. */
-static inline void store4(__m256i s0, __m256i s1, __m256i s2, __m256i s3, int32_t *out) {
-    const __m256i s = _mm256_hadd_epi32(_mm256_hadd_epi32(s0, s1), _mm256_hadd_epi32(s2, s3));
-    _mm_storeu_si128((__m128i *)out, _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1)));
+/* The group's f32 step (cpu_dot.h) on the four rows' int32 sums, as
+ * separate multiplies and subtractions: -std=c11 keeps the compiler from
+ * fusing them, so the bits equal the portable code's. */
+static inline __m128 apply(__m128i isum, const float *scale, const float *zero, float d, int32_t s, __m128 acc) {
+    __m128 t = _mm_cvtepi32_ps(isum);
+    if (zero) t = _mm_sub_ps(t, _mm_mul_ps(_mm_loadu_ps(zero), _mm_set1_ps((float)s)));
+    return _mm_add_ps(acc, _mm_mul_ps(_mm_mul_ps(_mm_loadu_ps(scale), _mm_set1_ps(d)), t));
 }
 
-/* Two rows at a time: one 32-byte load holds rows i and i+1's chunks (16
- * bytes each), the AND gives both rows' elements 0..15, the shift and AND
- * their 16..31; the activation's halves are broadcast to both lanes once a
- * chunk. Each lane sums one row. */
-static void q4(const uint8_t *w, const int8_t *a, uint32_t chunks, uint32_t groups, int32_t *out) {
+static void q4(const uint8_t *w, const float *rec, vkl_cpu_act act, uint32_t chunks, uint32_t groups, float *out) {
     const __m256i m4 = _mm256_set1_epi8(15), ones = _mm256_set1_epi16(1);
-    for (uint32_t g = 0; g < groups; g++) {
+    const int8_t *a = act.q;
+    __m128 acc = _mm_loadu_ps(out);
+    for (uint32_t g = 0; g < groups; g++, rec += 2 * VKL_CPU_HP) {
         __m256i s01 = _mm256_setzero_si256(), s23 = _mm256_setzero_si256();
         for (uint32_t c0 = 0; c0 < chunks; c0 += 4) {
             const uint32_t c1 = chunks - c0 < 4 ? chunks : c0 + 4;
@@ -47,13 +48,16 @@ static void q4(const uint8_t *w, const int8_t *a, uint32_t chunks, uint32_t grou
         const __m256i h = _mm256_hadd_epi32(s01, s23);     /* r0 r0 r2 r2 | r1 r1 r3 r3 */
         const __m256i q = _mm256_hadd_epi32(h, h);         /* r0 r2 r0 r2 | r1 r3 r1 r3 */
         const __m128i v = _mm_unpacklo_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
-        _mm_storeu_si128((__m128i *)(out + VKL_CPU_HP * g), v); /* r0 r1 r2 r3 */
+        acc = apply(v, rec, rec + VKL_CPU_HP, act.d[g], act.s[g], acc); /* v: r0 r1 r2 r3 */
     }
+    _mm_storeu_ps(out, acc);
 }
 
-static void q8(const int8_t *w, const int8_t *a, uint32_t chunks, uint32_t groups, int32_t *out) {
+static void q8(const int8_t *w, const float *rec, vkl_cpu_act act, uint32_t chunks, uint32_t groups, float *out) {
     const __m256i ones = _mm256_set1_epi16(1);
-    for (uint32_t g = 0; g < groups; g++) {
+    const int8_t *a = act.q;
+    __m128 acc = _mm_loadu_ps(out);
+    for (uint32_t g = 0; g < groups; g++, rec += VKL_CPU_HP) {
         __m256i s[VKL_CPU_HP];
         for (int i = 0; i < VKL_CPU_HP; i++) s[i] = _mm256_setzero_si256();
         for (uint32_t c = 0; c < chunks; c++, w += VKL_CPU_HP * VKL_CPU_LP, a += VKL_CPU_LP) {
@@ -64,8 +68,12 @@ static void q8(const int8_t *w, const int8_t *a, uint32_t chunks, uint32_t group
                 s[i] = _mm256_add_epi32(s[i], _mm256_madd_epi16(p, ones));
             }
         }
-        store4(s[0], s[1], s[2], s[3], out + VKL_CPU_HP * g);
+        /* four rows' 8-lane sums -> r0 r1 r2 r3 */
+        const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(s[0], s[1]), _mm256_hadd_epi32(s[2], s[3]));
+        const __m128i v = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+        acc = apply(v, rec, NULL, act.d[g], 0, acc);
     }
+    _mm_storeu_ps(out, acc);
 }
 
 static inline float hsum(__m256 v) {
