@@ -1,12 +1,14 @@
 /* The cpu backend's vtable: the shared host executor (backends/ref/
  * host_exec.h) running this backend's kernels where it has them (the matrix
- * products, on weights repacked at load) and ref's for every other op. */
+ * products, on weights repacked at load; attention's rows on all threads)
+ * and ref's for every other op. */
 #include "../ref/host_exec.h"
 #include "cpu_backend.h"
 
 static const vkl_ref_kernel cpu_kernels[VKL_OP_COUNT_] = {
     [VKL_OP_QUANT_MAT_MUL] = vkl_cpu_quant_mat_mul,
     [VKL_OP_MAT_MUL] = vkl_cpu_mat_mul,
+    [VKL_OP_ATTENTION] = vkl_cpu_attention,
 };
 
 static vkl_status cpu_prepare(vkl_backend_device *dev, vkl_context *ctx, const vkl_graph *g, vkl_backend_weights *w,
