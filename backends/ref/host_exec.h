@@ -41,4 +41,11 @@ vkl_status vkl_host_wait(vkl_backend_device *dev, vkl_context *ctx, vkl_backend_
 vkl_status vkl_host_state_traffic(vkl_backend_device *dev, vkl_context *ctx, vkl_backend_exec *e,
                                   vkl_state_traffic *out);
 
+/* The vtable entries every host backend takes from here as they are. */
+#define VKL_HOST_EXEC_VTABLE_ENTRIES                                                                   \
+    .buffer_create = vkl_host_buffer_create, .buffer_destroy = vkl_host_buffer_destroy,              \
+    .buffer_write = vkl_host_buffer_write, .buffer_read = vkl_host_buffer_read,                      \
+    .exec_release = vkl_host_exec_release, .execute = vkl_host_execute, .wait = vkl_host_wait,       \
+    .execute_checked = vkl_host_execute_checked, .state_traffic = vkl_host_state_traffic
+
 #endif

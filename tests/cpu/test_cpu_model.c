@@ -9,7 +9,6 @@
  *      -Wl,--wrap=pthread_create, so every creation in the process counts).
  * Usage: test_cpu_model MODEL.vkm (the bundled, E0M4 + int8 lm_head one). */
 #define _POSIX_C_SOURCE 200809L
-#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +17,7 @@
 
 #include "alloc_counter.h"
 #include "check.h"
+#include "greedy.h"
 #include "quant/quant.h"
 #include "vkm.h"
 #include "vkllm.h"
@@ -68,36 +68,7 @@ static vkl_status expand_to_f32(vkl_context *ctx, const char *model, const char 
     return st;
 }
 
-/* Greedy tokens and the logits after the prompt, on one backend. */
-static int generate(vkl_context *ctx, const char *path, const char *backend, int32_t *tokens, float *first,
-                    size_t cap, size_t *vocab) {
-    vkl_model_options mo;
-    vkl_model_options_init(&mo);
-    mo.backend = backend;
-    vkl_model *m;
-    vkl_status st = vkl_model_load(ctx, path, &mo, &m);
-    if (st) {
-        fprintf(stderr, "%s: load: %s\n", backend, vkl_context_error(ctx));
-        return 1;
-    }
-    vkl_session_options so;
-    vkl_session_options_init(&so);
-    so.max_context = 1024;
-    vkl_session *s;
-    st = vkl_session_create(m, &so, &s);
-    if (!st) st = vkl_session_append(s, prompt, sizeof(prompt) / sizeof(prompt[0]));
-    *vocab = vkl_model_vocab_size(m);
-    if (!st && *vocab <= cap) memcpy(first, vkl_session_logits(s), *vocab * sizeof(float));
-    for (int i = 0; !st && i < N_GEN; i++) {
-        st = vkl_session_sample(s, &tokens[i]);
-        if (!st) st = vkl_session_append(s, &tokens[i], 1);
-    }
-    if (st) fprintf(stderr, "%s: generate: %s\n", backend, vkl_context_error(ctx));
-    vkl_session_free(s);
-    vkl_model_free(m);
-    return st ? 1 : 0;
-}
-
+/* N_DECODE steps after a short prompt, counting allocations and threads. */
 static void count_decode_work(const char *path) {
     alloc_counter c = {0};
     vkl_context_options co;
@@ -110,20 +81,12 @@ static void count_decode_work(const char *path) {
     mo.backend = "cpu";
     mo.threads = 2; /* a pool with a worker even on a one-CPU machine */
     vkl_model *m;
-    CHECK(vkl_model_load(ctx, path, &mo, &m) == VKL_OK);
-    vkl_session_options so;
-    vkl_session_options_init(&so);
-    so.max_context = 1024;
     vkl_session *s;
-    CHECK(vkl_session_create(m, &so, &s) == VKL_OK);
-    CHECK(vkl_session_append(s, prompt, sizeof(prompt) / sizeof(prompt[0])) == VKL_OK);
-    int32_t tok = 0;
-    CHECK(vkl_session_sample(s, &tok) == VKL_OK);
-    CHECK(vkl_session_append(s, &tok, 1) == VKL_OK); /* the first decode step: anything lazy happens here */
+    REQUIRE(greedy_open(ctx, path, &mo, prompt, sizeof(prompt) / sizeof(prompt[0]), &m, &s) == VKL_OK, "load: %s",
+            vkl_context_error(ctx));
+    CHECK(greedy_steps(s, 1, NULL) == 1); /* the first decode step: anything lazy happens here */
     const size_t allocs = c.allocs, threads = threads_created;
-    int steps = 0;
-    for (; steps < N_DECODE; steps++)
-        if (vkl_session_sample(s, &tok) || vkl_session_append(s, &tok, 1)) break;
+    const int steps = greedy_steps(s, N_DECODE, NULL);
     printf("%d decode steps on cpu: %zu host allocations, %zu threads created (%zu before them, at model loads)\n", steps,
            c.allocs - allocs, threads_created - threads, threads);
     CHECK(steps == N_DECODE);
@@ -148,19 +111,10 @@ int main(int argc, char **argv) {
     int32_t ref_tok[N_GEN], cpu_tok[N_GEN];
     static float ref_first[1 << 17], cpu_first[1 << 17];
     size_t vocab = 0;
-    if (!failures && !generate(ctx, path, "ref", ref_tok, ref_first, 1 << 17, &vocab) &&
-        !generate(ctx, path, "cpu", cpu_tok, cpu_first, 1 << 17, &vocab)) {
-        double err = 0, maxref = 0;
-        for (size_t i = 0; i < vocab; i++) {
-            err = fmax(err, fabs((double)cpu_first[i] - ref_first[i]));
-            maxref = fmax(maxref, fabs((double)ref_first[i]));
-        }
-        printf("first-step logits: max error %.3g of max |logit| %.3g\n", err, maxref);
-        CHECK(err <= 1e-4 * maxref);
-        int same = 0;
-        while (same < N_GEN && ref_tok[same] == cpu_tok[same]) same++;
-        printf("greedy tokens equal to ref: %d of %d\n", same, N_GEN);
-        CHECK(same == N_GEN);
+    const size_t n_prompt = sizeof(prompt) / sizeof(prompt[0]);
+    if (!failures && !greedy_generate(ctx, path, "ref", prompt, n_prompt, ref_tok, N_GEN, ref_first, 1 << 17, &vocab) &&
+        !greedy_generate(ctx, path, "cpu", prompt, n_prompt, cpu_tok, N_GEN, cpu_first, 1 << 17, &vocab)) {
+        greedy_check_agree(ref_tok, cpu_tok, N_GEN, ref_first, cpu_first, vocab);
         count_decode_work(path);
     } else {
         failures++;

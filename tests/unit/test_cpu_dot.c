@@ -88,22 +88,17 @@ static void test_int(const vkl_cpu_dot *d, const char *what) {
         for (int rep = 0; rep < (kind == RANDOM ? 40 : 1); rep++) {
             fill(kind, q4, q8, a4, a8);
             for (uint32_t chunks = 1; chunks <= MAX_CHUNKS; chunks++)
-                for (uint32_t groups = 1; groups <= MAX_GROUPS; groups++, cases++) {
-                    want_q4(q4, a4, chunks, groups, want);
-                    sums(d, true, q4, a4, chunks, groups, got);
-                    CHECK_OR(!memcmp(got, want, groups * VKL_CPU_HP * sizeof(int32_t)), {
-                        fprintf(stderr, "  %s q4 fill %d, %u chunks, %u groups: %d, want %d\n", what, kind, chunks,
-                                groups, got[0], want[0]);
-                        return;
-                    });
-                    want_q8(q8, a8, chunks, groups, want);
-                    sums(d, false, q8, a8, chunks, groups, got);
-                    CHECK_OR(!memcmp(got, want, groups * VKL_CPU_HP * sizeof(int32_t)), {
-                        fprintf(stderr, "  %s q8 fill %d, %u chunks, %u groups: %d, want %d\n", what, kind, chunks,
-                                groups, got[0], want[0]);
-                        return;
-                    });
-                }
+                for (uint32_t groups = 1; groups <= MAX_GROUPS; groups++, cases++)
+                    for (int four = 1; four >= 0; four--) {
+                        if (four) want_q4(q4, a4, chunks, groups, want);
+                        else want_q8(q8, a8, chunks, groups, want);
+                        sums(d, four, four ? (const void *)q4 : (const void *)q8, four ? a4 : a8, chunks, groups, got);
+                        CHECK_OR(!memcmp(got, want, groups * VKL_CPU_HP * sizeof(int32_t)), {
+                            fprintf(stderr, "  %s %s fill %d, %u chunks, %u groups: %d, want %d\n", what,
+                                    four ? "q4" : "q8", kind, chunks, groups, got[0], want[0]);
+                            return;
+                        });
+                    }
         }
     printf("%s: q4 and q8 int32 sums exact in %d cases\n", what, cases);
 }
