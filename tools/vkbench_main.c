@@ -66,11 +66,14 @@ static size_t step_weight_bytes(const vkl_graph *g) {
     return bytes;
 }
 
-/* Greedy decode of `tokens` tokens after a BOS-like token 1; prints the step
- * time per window of `window` tokens and the bytes each step reads: the
- * weights (step_weight_bytes) plus the KV rows attended (the padded length). */
+/* Greedy decode of `tokens` tokens after a prompt of `prompt` tokens (a
+ * BOS-like 1, then ids 2, 3, ... within the vocab: the content does not
+ * change the work);
+ * prints the prompt's rate, the step time per window of `window` tokens and
+ * the bytes each step reads: the weights (step_weight_bytes) plus the KV
+ * rows attended (the padded length). */
 static int decode(vkl_context *ctx, const char *path, const char *backend, size_t tokens, size_t window,
-                  int no_verify, unsigned threads) {
+                  int no_verify, unsigned threads, size_t prompt) {
     vkl_model_options mo;
     vkl_model_options_init(&mo);
     mo.backend = backend;
@@ -79,15 +82,21 @@ static int decode(vkl_context *ctx, const char *path, const char *backend, size_
     if (vkl_tool_cpu_disable_isa(PROG, &mo.disable_isa)) return VKL_EXIT_USAGE;
     vkl_session_options so;
     vkl_session_options_init(&so);
-    so.max_context = tokens + 1;
+    so.max_context = tokens + prompt;
     vkl_model *m = NULL;
     vkl_session *s = NULL;
     double t_load = vkl_bench_now();
     vkl_status st = vkl_model_load(ctx, path, &mo, &m);
     t_load = vkl_bench_now() - t_load;
     if (!st) st = vkl_session_create(m, &so, &s);
-    int32_t tok = 1;
-    if (!st) st = vkl_session_append(s, &tok, 1);
+    int32_t tok = 1, *ids = calloc(prompt, sizeof(int32_t));
+    const size_t vocab = m ? vkl_model_vocab_size(m) : 0;
+    for (size_t i = 0; ids && vocab > 1 && i < prompt; i++) ids[i] = (int32_t)(1 + i % (vocab - 1));
+    if (!ids) st = vkl_fail(ctx, VKL_ERR_OUT_OF_MEMORY, "no memory for a %zu-token prompt", prompt);
+    double t_prompt = vkl_bench_now();
+    if (!st) st = vkl_session_append(s, ids, prompt);
+    t_prompt = vkl_bench_now() - t_prompt;
+    free(ids);
     if (st) {
         vkl_cli_fail(PROG, ctx, st);
         vkl_session_free(s);
@@ -107,6 +116,7 @@ static int decode(vkl_context *ctx, const char *path, const char *backend, size_
            vkl_model_backend_name(m), m->caps.device_name, weights, vkl_model_weight_bytes(m), kv_row,
            device_bw ? "device copy bandwidth" : "host read bandwidth", copy_bw / 1e9);
     printf("load: %.3f s (%s)\n", t_load, no_verify ? "weights not verified: --no-verify" : "weights verified");
+    printf("prompt: %zu tokens in %.3f s, %.1f tok/s\n", prompt, t_prompt, (double)prompt / t_prompt);
     printf("%10s %12s %14s %14s %10s\n", "tokens", "ms/step", "bytes/step", "GB/s", "of limit");
     double t_window = 0, bytes_window = 0, bytes_all = 0;
     for (size_t i = 1; i < tokens && !st; i++) {
@@ -159,12 +169,14 @@ static int decode(vkl_context *ctx, const char *path, const char *backend, size_
 static int usage(FILE *f) {
     fprintf(f,
             "usage: vkbench --probe\n"
-            "       vkbench --decode MODEL.vkm [--tokens N] [--window W] [--backend NAME] [--threads N] [--no-verify]\n"
+            "       vkbench --decode MODEL.vkm [--tokens N] [--prompt P] [--window W] [--backend NAME] [--threads N]\n"
+            "                        [--no-verify]\n"
             "       vkbench --quant [--backend NAME] [--reps N] [--rotate-mb MB]\n"
             "       vkbench --version\n"
             "  --probe          what each backend reports\n"
             "  --decode MODEL   greedy decode; the step time beside the memory-bound limit\n"
             "  --tokens N       tokens to decode, 2 to %d (default 2000)\n"
+            "  --prompt P       tokens of the prompt fed first (timed: the prefill rate), 1 to %d (default 1)\n"
             "  --window W       print one line per W tokens, 1 to %d (default 250)\n"
             "  --threads N      host backends (cpu): threads, 1 to %d (default: one per CPU);\n"
             "                   VKL_CPU_DISABLE=avx2 turns an instruction set off\n"
@@ -174,13 +186,13 @@ static int usage(FILE *f) {
             "  --rotate-mb MB   weight copies per case total at least MB MiB, 0 to %u (default 256)\n"
             "  --backend NAME   one backend (default: every compiled-in one for --quant, the first\n"
             "                   that works for --decode)\n",
-            TOKENS_MAX, TOKENS_MAX, THREADS_MAX, REPS_MAX, ROTATE_MB_MAX);
+            TOKENS_MAX, TOKENS_MAX, TOKENS_MAX, THREADS_MAX, REPS_MAX, ROTATE_MB_MAX);
     return f == stdout ? 0 : VKL_EXIT_USAGE;
 }
 
 int main(int argc, char **argv) {
     const char *model = NULL, *backend = NULL;
-    size_t tokens = 2000, window = 250, rotate_mb = 256, threads = 0;
+    size_t tokens = 2000, window = 250, rotate_mb = 256, threads = 0, prompt = 1;
     int32_t reps = 20;
     int do_probe = 0, do_quant = 0, no_verify = 0;
     for (int i = 1; i < argc; i++) {
@@ -204,7 +216,7 @@ int main(int argc, char **argv) {
             continue;
         }
         if (strcmp(a, "--reps") && strcmp(a, "--rotate-mb") && strcmp(a, "--decode") && strcmp(a, "--tokens") &&
-            strcmp(a, "--window") && strcmp(a, "--backend") && strcmp(a, "--threads"))
+            strcmp(a, "--window") && strcmp(a, "--backend") && strcmp(a, "--threads") && strcmp(a, "--prompt"))
             return vkl_cli_usage_error(PROG, "unexpected argument '%s'", a);
         if (!(v = vkl_cli_value(PROG, argc, argv, &i))) return VKL_EXIT_USAGE;
         if (!strcmp(a, "--reps")) rc = vkl_cli_i32(PROG, a, v, 1, REPS_MAX, &reps);
@@ -213,6 +225,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--tokens")) rc = vkl_cli_size(PROG, a, v, 2, TOKENS_MAX, &tokens);
         else if (!strcmp(a, "--window")) rc = vkl_cli_size(PROG, a, v, 1, TOKENS_MAX, &window);
         else if (!strcmp(a, "--threads")) rc = vkl_cli_size(PROG, a, v, 1, THREADS_MAX, &threads);
+        else if (!strcmp(a, "--prompt")) rc = vkl_cli_size(PROG, a, v, 1, TOKENS_MAX, &prompt);
         else backend = v;
         if (rc) return rc;
     }
@@ -226,7 +239,7 @@ int main(int argc, char **argv) {
     /* an interrupted write (import -o, a pipeline cache) leaves no temporary file */
     vkl_tool_cleanup_on_signal(ctx);
     vkl_bench_quant_options qo = {backend, reps, rotate_mb << 20};
-    int rc = do_probe ? probe(ctx) : do_quant ? vkl_bench_quant(ctx, &qo) : decode(ctx, model, backend, tokens, window, no_verify, (unsigned)threads);
+    int rc = do_probe ? probe(ctx) : do_quant ? vkl_bench_quant(ctx, &qo) : decode(ctx, model, backend, tokens, window, no_verify, (unsigned)threads, prompt);
     vkl_context_destroy(ctx);
     return rc;
 }
