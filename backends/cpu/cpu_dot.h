@@ -16,6 +16,7 @@
 
 #define VKL_CPU_HP 4  /* weight rows per tile */
 #define VKL_CPU_LP 32 /* elements per tile row */
+#define VKL_CPU_MR 4  /* activation rows per inner-product call, at most */
 
 /* Per group g of one activation row: its codes' scale and their sum. */
 typedef struct vkl_cpu_act {
@@ -26,19 +27,22 @@ typedef struct vkl_cpu_act {
 
 typedef struct vkl_cpu_dot {
     const char *name;
-    /* One 4-row block against one activation row, `groups` groups of
-     * `chunks` tiles each. With isum(i, g) the exact int32 sum over group g
-     * of code(i, k) * a.q[k], for rows i = 0..3, in group order:
-     *   z = zero(i, g) * a.s[g];  t = (float)isum - z;  u = scale(i, g) * a.d[g];  acc[i] += u * t
-     * every step one f32 rounding, none fused, so every implementation gives
-     * the same bits. rec: per group 8 floats, scale[4] then zero[4] (the CPU
-     * layout's params records). Codes 0..15. */
-    void (*q4)(const uint8_t *w, const float *rec, vkl_cpu_act a, uint32_t chunks, uint32_t groups, float *acc);
+    /* One 4-row block against `rows` (1..VKL_CPU_MR) activation rows act[r],
+     * `groups` groups of `chunks` tiles each. With isum(i, g) the exact int32
+     * sum over group g of code(i, k) * act[r].q[k], for weight rows
+     * i = 0..3, in group order:
+     *   z = zero(i, g) * s[g];  t = (float)isum - z;  u = scale(i, g) * d[g];  acc[4r + i] += u * t
+     * every step one f32 rounding, none fused, so every implementation (and
+     * every row count) gives the same bits. rec: per group 8 floats,
+     * scale[4] then zero[4] (the CPU layout's params records). Codes 0..15. */
+    void (*q4)(const uint8_t *w, const float *rec, const vkl_cpu_act *act, uint32_t rows, uint32_t chunks,
+               uint32_t groups, float *acc);
     /* The same for int8 weights (any value, -128 included) with no zero:
-     * t = (float)isum; rec: per group scale[4]. a.q must lie in -127..127
-     * (the activation quantizer's range): that is what lets a product pair
-     * fit the 16 bits vpmaddubsw sums into. */
-    void (*q8)(const int8_t *w, const float *rec, vkl_cpu_act a, uint32_t chunks, uint32_t groups, float *acc);
+     * t = (float)isum; rec: per group scale[4]. act[r].q must lie in
+     * -127..127 (the activation quantizer's range): that is what lets a
+     * product pair fit the 16 bits vpmaddubsw sums into. */
+    void (*q8)(const int8_t *w, const float *rec, const vkl_cpu_act *act, uint32_t rows, uint32_t chunks,
+               uint32_t groups, float *acc);
     /* Float rows: sum over k < K of w[k] * x[k], w of f32, f16 or bf16. */
     float (*f32)(const float *w, const float *x, size_t K);
     float (*f16)(const uint16_t *w, const float *x, size_t K);

@@ -13,7 +13,7 @@ static void apply(const int32_t *isum, const float *scale, const float *zero, fl
     }
 }
 
-static void q4(const uint8_t *w, const float *rec, vkl_cpu_act a, uint32_t chunks, uint32_t groups, float *acc) {
+static void q4_row(const uint8_t *w, const float *rec, vkl_cpu_act a, uint32_t chunks, uint32_t groups, float *acc) {
     const int8_t *x = a.q;
     for (uint32_t g = 0; g < groups; g++, rec += 2 * VKL_CPU_HP) {
         int32_t s[VKL_CPU_HP] = {0};
@@ -27,7 +27,7 @@ static void q4(const uint8_t *w, const float *rec, vkl_cpu_act a, uint32_t chunk
     }
 }
 
-static void q8(const int8_t *w, const float *rec, vkl_cpu_act a, uint32_t chunks, uint32_t groups, float *acc) {
+static void q8_row(const int8_t *w, const float *rec, vkl_cpu_act a, uint32_t chunks, uint32_t groups, float *acc) {
     const int8_t *x = a.q;
     for (uint32_t g = 0; g < groups; g++, rec += VKL_CPU_HP) {
         int32_t s[VKL_CPU_HP] = {0};
@@ -36,6 +36,17 @@ static void q8(const int8_t *w, const float *rec, vkl_cpu_act a, uint32_t chunks
                 for (int j = 0; j < VKL_CPU_LP; j++) s[i] += w[VKL_CPU_LP * i + j] * x[j];
         apply(s, rec, NULL, a.d[g], 0, acc);
     }
+}
+
+/* Several activation rows: one after the other (the sums are the same). */
+static void q4(const uint8_t *w, const float *rec, const vkl_cpu_act *act, uint32_t rows, uint32_t chunks,
+               uint32_t groups, float *acc) {
+    for (uint32_t r = 0; r < rows; r++) q4_row(w, rec, act[r], chunks, groups, acc + VKL_CPU_HP * r);
+}
+
+static void q8(const int8_t *w, const float *rec, const vkl_cpu_act *act, uint32_t rows, uint32_t chunks,
+               uint32_t groups, float *acc) {
+    for (uint32_t r = 0; r < rows; r++) q8_row(w, rec, act[r], chunks, groups, acc + VKL_CPU_HP * r);
 }
 
 /* Eight running sums, as the vector paths keep, so that the float results

@@ -66,8 +66,9 @@ static void store(const gemm_job *j, int64_t m, int64_t n0, const float *acc) {
         j->Y[m * N + n0 + i] = acc[i] + (j->bias ? j->bias[n0 + i] : 0.0f);
 }
 
-/* One block of 4 weight rows against every row of X: the block's tiles stay
- * in cache while the rows of X stream past (the GEMM's blocking). */
+/* One block of 4 weight rows against every row of X, VKL_CPU_MR rows of X a
+ * call: the block's tiles stay in cache while the rows of X stream past,
+ * and each tile is unpacked once for MR rows (the GEMM's blocking). */
 static void quant_block(const gemm_job *j, int64_t b) {
     const vkl_cpu_weight *w = j->w;
     const vkl_quant_cpu_layout *lay = &w->lay;
@@ -77,13 +78,17 @@ static void quant_block(const gemm_job *j, int64_t b) {
     const size_t tile = q4 ? VKL_CPU_HP * VKL_CPU_LP / 2 : VKL_CPU_HP * VKL_CPU_LP, rec = q4 ? 8 : 4;
     const uint8_t *qs = w->data + (size_t)b * (size_t)(K / VKL_CPU_LP) * tile;
     const float *params = (const float *)(const void *)(w->data + lay->params_offset) + (size_t)b * (size_t)ng * rec;
-    for (int64_t m = 0; m < j->M; m++) {
-        const vkl_cpu_act act = {j->xq + (size_t)m * (size_t)K, j->xd + (size_t)m * (size_t)ng,
-                                 j->xs + (size_t)m * (size_t)ng};
-        float acc[VKL_CPU_HP] = {0};
-        if (q4) j->dot->q4(qs, params, act, chunks, (uint32_t)ng, acc);
-        else j->dot->q8((const int8_t *)qs, params, act, chunks, (uint32_t)ng, acc);
-        store(j, m, b * VKL_CPU_HP, acc);
+    for (int64_t m0 = 0; m0 < j->M; m0 += VKL_CPU_MR) {
+        const uint32_t rows = (uint32_t)(j->M - m0 < VKL_CPU_MR ? j->M - m0 : VKL_CPU_MR);
+        vkl_cpu_act act[VKL_CPU_MR];
+        for (uint32_t r = 0; r < rows; r++) {
+            const size_t m = (size_t)m0 + r;
+            act[r] = (vkl_cpu_act){j->xq + m * (size_t)K, j->xd + m * (size_t)ng, j->xs + m * (size_t)ng};
+        }
+        float acc[VKL_CPU_MR * VKL_CPU_HP] = {0};
+        if (q4) j->dot->q4(qs, params, act, rows, chunks, (uint32_t)ng, acc);
+        else j->dot->q8((const int8_t *)qs, params, act, rows, chunks, (uint32_t)ng, acc);
+        for (uint32_t r = 0; r < rows; r++) store(j, m0 + r, b * VKL_CPU_HP, acc + VKL_CPU_HP * r);
     }
 }
 

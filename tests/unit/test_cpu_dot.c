@@ -4,7 +4,8 @@
  * where vpmaddubsw's int16 pair sums would saturate without the kernels'
  * care: 4-bit codes 15 against -128 / 127 over up to 12 chunks, int8
  * weights -128 / 127 against -127 / 127; then the f32 steps that apply the
- * scales give the portable code's bits. The float dots agree with a double
+ * scales, for 1..4 activation rows a call, give the portable code's bits
+ * for one row at a time. The float dots agree with a double
  * sum. Without AVX2 here, the AVX2 half says so and is skipped. */
 #include <math.h>
 
@@ -15,7 +16,7 @@
 #define MAX_GROUPS 5
 #define Q4_BYTES (MAX_GROUPS * MAX_CHUNKS * VKL_CPU_HP * 16)
 #define Q8_BYTES (MAX_GROUPS * MAX_CHUNKS * VKL_CPU_HP * VKL_CPU_LP)
-#define A_BYTES (MAX_GROUPS * MAX_CHUNKS * VKL_CPU_LP)
+#define A_BYTES ((MAX_GROUPS * MAX_CHUNKS + VKL_CPU_MR) * VKL_CPU_LP) /* room for MR shifted rows */
 
 static uint64_t rng = 0x9E3779B97F4A7C15u;
 static uint32_t next(void) {
@@ -73,8 +74,8 @@ static void sums(const vkl_cpu_dot *d, bool four, const void *w, const int8_t *a
     for (uint32_t g = 0; g < groups; g++) {
         const vkl_cpu_act act = {a + (size_t)g * chunks * VKL_CPU_LP, &unit, &none};
         float acc[VKL_CPU_HP] = {0};
-        if (four) d->q4((const uint8_t *)w + (size_t)g * chunks * VKL_CPU_HP * 16, one, act, chunks, 1, acc);
-        else d->q8((const int8_t *)w + (size_t)g * chunks * VKL_CPU_HP * VKL_CPU_LP, one, act, chunks, 1, acc);
+        if (four) d->q4((const uint8_t *)w + (size_t)g * chunks * VKL_CPU_HP * 16, one, &act, 1, chunks, 1, acc);
+        else d->q8((const int8_t *)w + (size_t)g * chunks * VKL_CPU_HP * VKL_CPU_LP, one, &act, 1, chunks, 1, acc);
         for (int i = 0; i < VKL_CPU_HP; i++) out[VKL_CPU_HP * g + i] = (int32_t)acc[i];
     }
 }
@@ -103,29 +104,37 @@ static void test_int(const vkl_cpu_dot *d, const char *what) {
     printf("%s: q4 and q8 int32 sums exact in %d cases\n", what, cases);
 }
 
-/* Whole blocks with random scales and zeros: the f32 steps after the sums
- * give the portable code's bits. */
+/* Whole blocks with random scales and zeros, against 1..MR activation rows
+ * at once: the f32 steps after the sums give the portable code's bits for
+ * one row at a time. */
 static void test_epilogue(const vkl_cpu_dot *d, const char *what) {
     static uint8_t q4[Q4_BYTES];
     static int8_t q8[Q8_BYTES], a4[A_BYTES], a8[A_BYTES];
-    float rec[MAX_GROUPS * 2 * VKL_CPU_HP], ad[MAX_GROUPS];
-    int32_t as[MAX_GROUPS];
+    float rec[MAX_GROUPS * 2 * VKL_CPU_HP], ad[VKL_CPU_MR][MAX_GROUPS];
+    int32_t as[VKL_CPU_MR][MAX_GROUPS];
     fill(RANDOM, q4, q8, a4, a8);
     for (int i = 0; i < MAX_GROUPS * 2 * VKL_CPU_HP; i++) rec[i] = (float)(next() % 1000) / 997.0f;
-    for (int g = 0; g < MAX_GROUPS; g++) {
-        ad[g] = (float)(next() % 1000) / 1013.0f;
-        as[g] = (int32_t)(next() % 20001) - 10000;
-    }
-    for (uint32_t chunks = 1; chunks <= MAX_CHUNKS; chunks++) {
-        float x[VKL_CPU_HP] = {0.5f, -1, 2, 0}, y[VKL_CPU_HP] = {0.5f, -1, 2, 0};
-        d->q4(q4, rec, (vkl_cpu_act){a4, ad, as}, chunks, MAX_GROUPS, x);
-        vkl_cpu_dot_portable.q4(q4, rec, (vkl_cpu_act){a4, ad, as}, chunks, MAX_GROUPS, y);
-        CHECKF(!memcmp(x, y, sizeof(x)), "%s q4 epilogue, %u chunks: %.9g vs %.9g", what, chunks, x[0], y[0]);
-        memcpy(x, y, sizeof(x));
-        d->q8(q8, rec, (vkl_cpu_act){a8, ad, as}, chunks, MAX_GROUPS, x);
-        vkl_cpu_dot_portable.q8(q8, rec, (vkl_cpu_act){a8, ad, as}, chunks, MAX_GROUPS, y);
-        CHECKF(!memcmp(x, y, sizeof(x)), "%s q8 epilogue, %u chunks: %.9g vs %.9g", what, chunks, x[0], y[0]);
-    }
+    for (int r = 0; r < VKL_CPU_MR; r++)
+        for (int g = 0; g < MAX_GROUPS; g++) {
+            ad[r][g] = (float)(next() % 1000) / 1013.0f;
+            as[r][g] = (int32_t)(next() % 20001) - 10000;
+        }
+    for (uint32_t rows = 1; rows <= VKL_CPU_MR; rows++)
+        for (uint32_t chunks = 1; chunks <= MAX_CHUNKS; chunks++)
+            for (int four = 1; four >= 0; four--) {
+                vkl_cpu_act act[VKL_CPU_MR];
+                float x[VKL_CPU_MR * VKL_CPU_HP], y[VKL_CPU_MR * VKL_CPU_HP];
+                for (uint32_t r = 0; r < rows; r++) act[r] = (vkl_cpu_act){(four ? a4 : a8) + 32 * r, ad[r], as[r]};
+                for (int i = 0; i < VKL_CPU_MR * VKL_CPU_HP; i++) x[i] = y[i] = (float)(i % 5) - 2.0f;
+                if (four) d->q4(q4, rec, act, rows, chunks, MAX_GROUPS, x);
+                else d->q8(q8, rec, act, rows, chunks, MAX_GROUPS, x);
+                for (uint32_t r = 0; r < rows; r++) {
+                    if (four) vkl_cpu_dot_portable.q4(q4, rec, &act[r], 1, chunks, MAX_GROUPS, y + VKL_CPU_HP * r);
+                    else vkl_cpu_dot_portable.q8(q8, rec, &act[r], 1, chunks, MAX_GROUPS, y + VKL_CPU_HP * r);
+                }
+                CHECKF(!memcmp(x, y, sizeof(x)), "%s %s, %u rows, %u chunks: %.9g vs %.9g", what, four ? "q4" : "q8",
+                       rows, chunks, x[0], y[0]);
+            }
 }
 
 static void test_float(const vkl_cpu_dot *d, const char *what) {
@@ -154,6 +163,7 @@ static void test_float(const vkl_cpu_dot *d, const char *what) {
 
 int main(void) {
     test_int(&vkl_cpu_dot_portable, "portable");
+    test_epilogue(&vkl_cpu_dot_portable, "portable");
     test_float(&vkl_cpu_dot_portable, "portable");
 #ifdef VKL_CPU_HAVE_AVX2
     if (vkl_cpu_has_avx2()) {

@@ -22,58 +22,121 @@ static inline __m128 apply(__m128i isum, const float *scale, const float *zero, 
     return _mm_add_ps(acc, _mm_mul_ps(_mm_mul_ps(_mm_loadu_ps(scale), _mm_set1_ps(d)), t));
 }
 
-static void q4(const uint8_t *w, const float *rec, vkl_cpu_act act, uint32_t chunks, uint32_t groups, float *out) {
-    const __m256i m4 = _mm256_set1_epi8(15), ones = _mm256_set1_epi16(1);
-    const int8_t *a = act.q;
-    __m128 acc = _mm_loadu_ps(out);
-    for (uint32_t g = 0; g < groups; g++, rec += 2 * VKL_CPU_HP) {
-        __m256i s01 = _mm256_setzero_si256(), s23 = _mm256_setzero_si256();
-        for (uint32_t c0 = 0; c0 < chunks; c0 += 4) {
-            const uint32_t c1 = chunks - c0 < 4 ? chunks : c0 + 4;
-            __m256i p01 = _mm256_setzero_si256(), p23 = _mm256_setzero_si256();
-            for (uint32_t c = c0; c < c1; c++, w += VKL_CPU_HP * 16, a += VKL_CPU_LP) {
-                const __m256i lo = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)a));
-                const __m256i hi = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(a + 16)));
-                const __m256i x01 = _mm256_loadu_si256((const __m256i *)w);
-                const __m256i x23 = _mm256_loadu_si256((const __m256i *)(w + 32));
-                p01 = _mm256_add_epi16(p01, _mm256_maddubs_epi16(_mm256_and_si256(x01, m4), lo));
-                p23 = _mm256_add_epi16(p23, _mm256_maddubs_epi16(_mm256_and_si256(x23, m4), lo));
-                p01 = _mm256_add_epi16(p01, _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(x01, 4), m4), hi));
-                p23 = _mm256_add_epi16(p23, _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(x23, 4), m4), hi));
-            }
-            s01 = _mm256_add_epi32(s01, _mm256_madd_epi16(p01, ones));
-            s23 = _mm256_add_epi32(s23, _mm256_madd_epi16(p23, ones));
-        }
-        /* lanes: [r0 x4 | r1 x4], [r2 x4 | r3 x4] -> r0 r1 r2 r3 */
-        const __m256i h = _mm256_hadd_epi32(s01, s23);     /* r0 r0 r2 r2 | r1 r1 r3 r3 */
-        const __m256i q = _mm256_hadd_epi32(h, h);         /* r0 r2 r0 r2 | r1 r3 r1 r3 */
-        const __m128i v = _mm_unpacklo_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
-        acc = apply(v, rec, rec + VKL_CPU_HP, act.d[g], act.s[g], acc); /* v: r0 r1 r2 r3 */
-    }
-    _mm_storeu_ps(out, acc);
+/* Row sums of two lanes' accumulators: [r0 x4 | r1 x4], [r2 x4 | r3 x4]
+ * -> r0 r1 r2 r3. */
+static inline __m128i rows4(__m256i s01, __m256i s23) {
+    const __m256i h = _mm256_hadd_epi32(s01, s23); /* r0 r0 r2 r2 | r1 r1 r3 r3 */
+    const __m256i q = _mm256_hadd_epi32(h, h);     /* r0 r2 r0 r2 | r1 r3 r1 r3 */
+    return _mm_unpacklo_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
 }
 
-static void q8(const int8_t *w, const float *rec, vkl_cpu_act act, uint32_t chunks, uint32_t groups, float *out) {
-    const __m256i ones = _mm256_set1_epi16(1);
-    const int8_t *a = act.q;
-    __m128 acc = _mm_loadu_ps(out);
-    for (uint32_t g = 0; g < groups; g++, rec += VKL_CPU_HP) {
-        __m256i s[VKL_CPU_HP];
-        for (int i = 0; i < VKL_CPU_HP; i++) s[i] = _mm256_setzero_si256();
-        for (uint32_t c = 0; c < chunks; c++, w += VKL_CPU_HP * VKL_CPU_LP, a += VKL_CPU_LP) {
-            const __m256i x = _mm256_loadu_si256((const __m256i *)a);
-            for (int i = 0; i < VKL_CPU_HP; i++) {
-                const __m256i v = _mm256_loadu_si256((const __m256i *)(w + VKL_CPU_LP * i));
-                const __m256i p = _mm256_maddubs_epi16(_mm256_abs_epi8(v), _mm256_sign_epi8(x, v));
-                s[i] = _mm256_add_epi32(s[i], _mm256_madd_epi16(p, ones));
+/* `na` activation rows (a constant after inlining; the loops over rows are
+ * unrolled so the accumulators stay in registers) against one block: the
+ * weights of a chunk are unpacked once for all of them. Two weight rows a
+ * 32-byte load: the AND gives rows i and i+1's elements 0..15, the shift and
+ * AND their 16..31; each activation's halves are broadcast to both lanes. */
+static inline __attribute__((always_inline)) void q4_rows(const uint8_t *w, const float *rec, const vkl_cpu_act *act,
+                                                          const int na, uint32_t chunks, uint32_t groups, float *out) {
+    const __m256i m4 = _mm256_set1_epi8(15), ones = _mm256_set1_epi16(1);
+    __m128 acc[VKL_CPU_MR];
+    _Pragma("GCC unroll 4")
+    for (int r = 0; r < na; r++) acc[r] = _mm_loadu_ps(out + VKL_CPU_HP * r);
+    for (uint32_t g = 0; g < groups; g++, rec += 2 * VKL_CPU_HP) {
+        __m256i s01[VKL_CPU_MR], s23[VKL_CPU_MR];
+        _Pragma("GCC unroll 4")
+        for (int r = 0; r < na; r++) s01[r] = s23[r] = _mm256_setzero_si256();
+        for (uint32_t c0 = 0; c0 < chunks; c0 += 4) {
+            const uint32_t c1 = chunks - c0 < 4 ? chunks : c0 + 4;
+            __m256i p01[VKL_CPU_MR], p23[VKL_CPU_MR];
+            _Pragma("GCC unroll 4")
+            for (int r = 0; r < na; r++) p01[r] = p23[r] = _mm256_setzero_si256();
+            for (uint32_t c = c0; c < c1; c++, w += VKL_CPU_HP * 16) {
+                const __m256i x01 = _mm256_loadu_si256((const __m256i *)w);
+                const __m256i x23 = _mm256_loadu_si256((const __m256i *)(w + 32));
+                const __m256i l01 = _mm256_and_si256(x01, m4), h01 = _mm256_and_si256(_mm256_srli_epi16(x01, 4), m4);
+                const __m256i l23 = _mm256_and_si256(x23, m4), h23 = _mm256_and_si256(_mm256_srli_epi16(x23, 4), m4);
+                _Pragma("GCC unroll 4")
+                for (int r = 0; r < na; r++) {
+                    const int8_t *a = act[r].q + ((size_t)g * chunks + c) * VKL_CPU_LP;
+                    const __m256i lo = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)a));
+                    const __m256i hi = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(a + 16)));
+                    p01[r] = _mm256_add_epi16(p01[r], _mm256_maddubs_epi16(l01, lo));
+                    p23[r] = _mm256_add_epi16(p23[r], _mm256_maddubs_epi16(l23, lo));
+                    p01[r] = _mm256_add_epi16(p01[r], _mm256_maddubs_epi16(h01, hi));
+                    p23[r] = _mm256_add_epi16(p23[r], _mm256_maddubs_epi16(h23, hi));
+                }
+            }
+            _Pragma("GCC unroll 4")
+            for (int r = 0; r < na; r++) {
+                s01[r] = _mm256_add_epi32(s01[r], _mm256_madd_epi16(p01[r], ones));
+                s23[r] = _mm256_add_epi32(s23[r], _mm256_madd_epi16(p23[r], ones));
             }
         }
-        /* four rows' 8-lane sums -> r0 r1 r2 r3 */
-        const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(s[0], s[1]), _mm256_hadd_epi32(s[2], s[3]));
-        const __m128i v = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
-        acc = apply(v, rec, NULL, act.d[g], 0, acc);
+        _Pragma("GCC unroll 4")
+        for (int r = 0; r < na; r++)
+            acc[r] = apply(rows4(s01[r], s23[r]), rec, rec + VKL_CPU_HP, act[r].d[g], act[r].s[g], acc[r]);
     }
-    _mm_storeu_ps(out, acc);
+    _Pragma("GCC unroll 4")
+    for (int r = 0; r < na; r++) _mm_storeu_ps(out + VKL_CPU_HP * r, acc[r]);
+}
+
+/* int8: |w| is computed once a chunk for all activation rows; each row
+ * takes w's sign. */
+static inline __attribute__((always_inline)) void q8_rows(const int8_t *w, const float *rec, const vkl_cpu_act *act,
+                                                          const int na, uint32_t chunks, uint32_t groups, float *out) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m128 acc[VKL_CPU_MR];
+    _Pragma("GCC unroll 4")
+    for (int r = 0; r < na; r++) acc[r] = _mm_loadu_ps(out + VKL_CPU_HP * r);
+    for (uint32_t g = 0; g < groups; g++, rec += VKL_CPU_HP) {
+        __m256i s[VKL_CPU_MR][VKL_CPU_HP];
+        _Pragma("GCC unroll 4")
+        for (int r = 0; r < na; r++)
+            _Pragma("GCC unroll 4")
+            for (int i = 0; i < VKL_CPU_HP; i++) s[r][i] = _mm256_setzero_si256();
+        for (uint32_t c = 0; c < chunks; c++, w += VKL_CPU_HP * VKL_CPU_LP)
+            _Pragma("GCC unroll 4")
+            for (int i = 0; i < VKL_CPU_HP; i++) {
+                const __m256i v = _mm256_loadu_si256((const __m256i *)(w + VKL_CPU_LP * i)), u = _mm256_abs_epi8(v);
+                _Pragma("GCC unroll 4")
+                for (int r = 0; r < na; r++) {
+                    const __m256i x = _mm256_loadu_si256(
+                        (const __m256i *)(act[r].q + ((size_t)g * chunks + c) * VKL_CPU_LP));
+                    const __m256i p = _mm256_maddubs_epi16(u, _mm256_sign_epi8(x, v));
+                    s[r][i] = _mm256_add_epi32(s[r][i], _mm256_madd_epi16(p, ones));
+                }
+            }
+        _Pragma("GCC unroll 4")
+        for (int r = 0; r < na; r++) {
+            /* four rows' 8-lane sums -> r0 r1 r2 r3 */
+            const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(s[r][0], s[r][1]), _mm256_hadd_epi32(s[r][2], s[r][3]));
+            const __m128i v = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+            acc[r] = apply(v, rec, NULL, act[r].d[g], 0, acc[r]);
+        }
+    }
+    _Pragma("GCC unroll 4")
+    for (int r = 0; r < na; r++) _mm_storeu_ps(out + VKL_CPU_HP * r, acc[r]);
+}
+
+/* One specialization per row count, so each keeps its accumulators in registers. */
+static void q4(const uint8_t *w, const float *rec, const vkl_cpu_act *act, uint32_t rows, uint32_t chunks,
+               uint32_t groups, float *acc) {
+    switch (rows) {
+    case 1: q4_rows(w, rec, act, 1, chunks, groups, acc); break;
+    case 2: q4_rows(w, rec, act, 2, chunks, groups, acc); break;
+    case 3: q4_rows(w, rec, act, 3, chunks, groups, acc); break;
+    default: q4_rows(w, rec, act, 4, chunks, groups, acc); break;
+    }
+}
+
+static void q8(const int8_t *w, const float *rec, const vkl_cpu_act *act, uint32_t rows, uint32_t chunks,
+               uint32_t groups, float *acc) {
+    switch (rows) {
+    case 1: q8_rows(w, rec, act, 1, chunks, groups, acc); break;
+    case 2: q8_rows(w, rec, act, 2, chunks, groups, acc); break;
+    case 3: q8_rows(w, rec, act, 3, chunks, groups, acc); break;
+    default: q8_rows(w, rec, act, 4, chunks, groups, acc); break;
+    }
 }
 
 static inline float hsum(__m256 v) {
