@@ -116,11 +116,6 @@ static void axpy_row(double *acc, double w, const vkl_ref_tensor *t, int64_t off
     }
 }
 
-/* Offset of row (b, kv head g, position j) of K or V (row width `width`). */
-static int64_t kv_row(const vkl_ref_attn *s, int64_t b, int64_t g, int64_t j, int64_t width) {
-    return (s->layout ? (j * s->B + b) * s->Hkv + g : (b * s->Hkv + g) * s->T + j) * width;
-}
-
 /* Reads and checks the dims of Q, K, V (and the mask's broadcast). */
 static vkl_status attention_dims(const vkl_ref_args *a, const vkl_ref_tensor *mask, vkl_ref_attn *s) {
     const vkl_ref_tensor *q = &a->in[0], *k = &a->in[1], *v = &a->in[2];
@@ -184,10 +179,8 @@ vkl_status vkl_ref_attention_row(const vkl_ref_args *a, const vkl_ref_attn *s, i
     float *kbuf = (float *)(acc + s->Dv + 1), *vbuf = kbuf + s->D;
     const float *krow, *vrow;
     vkl_status st;
-    const int64_t i = row % s->S, h = row / s->S % s->Hq, b = row / s->S / s->Hq, g = h / (s->Hq / s->Hkv);
-    int64_t p = i + s->T - s->S;
-    int64_t lo = s->window > 0 && p - s->window + 1 > 0 ? p - s->window + 1 : 0;
-    int64_t hi = s->causal && p + 1 < s->T ? p + 1 : s->T; /* keys [lo, hi) */
+    const vkl_ref_attn_pos at = vkl_ref_attn_row_pos(s, row);
+    const int64_t b = at.b, h = at.h, i = at.i, g = at.g, lo = at.lo, hi = at.hi;
     double max = -INFINITY, sum = 0;
     bool any = false;
     load_row(q, row * s->D, s->D, qrow);
@@ -197,7 +190,7 @@ vkl_status vkl_ref_attention_row(const vkl_ref_args *a, const vkl_ref_attn *s, i
         if (mask && mask->dtype == VKL_DTYPE_BOOL) m = m != 0 ? 0 : -INFINITY;
         scores[j] = m;
         if (m != -INFINITY) {
-            const int64_t off = kv_row(s, b, g, j, s->D);
+            const int64_t off = vkl_ref_attn_kv_offset(s, b, g, j, s->D);
             if ((st = row_values(a, k, off, s->D, kbuf, &krow)))
                 return vkl_fail_prefix(a->ctx, st, "Attention: K (position %lld, batch %lld, head %lld)", (long long)j,
                                        (long long)b, (long long)g);
@@ -210,7 +203,7 @@ vkl_status vkl_ref_attention_row(const vkl_ref_args *a, const vkl_ref_attn *s, i
     for (int64_t j = lo; any && j < hi; j++) {
         if (scores[j] == -INFINITY) continue;
         double w = exp(scores[j] - max);
-        const int64_t off = kv_row(s, b, g, j, s->Dv);
+        const int64_t off = vkl_ref_attn_kv_offset(s, b, g, j, s->Dv);
         if ((st = row_values(a, v, off, s->Dv, vbuf, &vrow)))
             return vkl_fail_prefix(a->ctx, st, "Attention: V (position %lld, batch %lld, head %lld)", (long long)j,
                                    (long long)b, (long long)g);
