@@ -62,7 +62,7 @@ static bool one_e0m4_exponent(const vkl_tensor *t) {
 }
 
 /* The repacked form node's weight input gets, if any: false to leave it to ref. */
-static bool wanted(const vkl_graph *g, const vkl_node *n, int64_t *N, int64_t *K, bool *quant) {
+static bool wanted(const vkl_graph *g, const vkl_node *n, bool int8_dot, int64_t *N, int64_t *K, bool *quant) {
     if (n->n_inputs < 2 || n->inputs[1] == VKL_NONE) return false;
     const vkl_tensor *t = &g->tensors[n->inputs[1]];
     int64_t r, c;
@@ -70,8 +70,10 @@ static bool wanted(const vkl_graph *g, const vkl_node *n, int64_t *N, int64_t *K
     if (n->op == VKL_OP_QUANT_MAT_MUL) {
         *N = r, *K = c;
         *quant = t->dtype == VKL_DTYPE_Q_E0M4 || t->dtype == VKL_DTYPE_Q_INT4 || t->dtype == VKL_DTYPE_Q_INT8;
-        /* float W is used in place; a quantized one needs whole tiles along K */
-        return *quant ? t->group % VKL_CPU_LP == 0 && c % t->group == 0 && one_e0m4_exponent(t) : is_float(t->dtype);
+        /* float W is used in place; a quantized one needs whole tiles along K,
+         * and int8 dot products not masked off (else ref's exact f32 kernel) */
+        return *quant ? int8_dot && t->group % VKL_CPU_LP == 0 && c % t->group == 0 && one_e0m4_exponent(t)
+                      : is_float(t->dtype);
     }
     *K = r, *N = c, *quant = false;
     return n->op == VKL_OP_MAT_MUL && t->dtype == VKL_DTYPE_F32; /* MatMul takes A of B's dtype: f32 A only here */
@@ -79,6 +81,7 @@ static bool wanted(const vkl_graph *g, const vkl_node *n, int64_t *N, int64_t *K
 
 vkl_status vkl_cpu_weights_load(vkl_backend_device *dev, const vkl_graph *g, vkl_backend_weights **out) {
     vkl_context *ctx = dev->ctx;
+    const bool int8_dot = !(dev->disable_features & VKL_FEATURE_INT8_DOT);
     *out = NULL;
     vkl_backend_weights *w = vkl_calloc(ctx, 1, sizeof(*w));
     if (!w) return VKL_ERR_OUT_OF_MEMORY;
@@ -91,7 +94,7 @@ vkl_status vkl_cpu_weights_load(vkl_backend_device *dev, const vkl_graph *g, vkl
         const vkl_node *n = &g->nodes[i];
         int64_t N, K;
         bool quant;
-        if (!wanted(g, n, &N, &K, &quant) || w->by_tensor[n->inputs[1]]) continue;
+        if (!wanted(g, n, int8_dot, &N, &K, &quant) || w->by_tensor[n->inputs[1]]) continue;
         const vkl_tensor *t = &g->tensors[n->inputs[1]];
         vkl_cpu_weight *cw = &w->list[w->n++];
         *cw = (vkl_cpu_weight){.N = N, .K = K, .dtype = t->dtype};

@@ -5,7 +5,8 @@
  *  - the AVX2 and the portable kernels give the same bits (the int32 sums
  *    are exact and the f32 epilogue is shared);
  *  - both stay within the A8 tolerance of ref (run_op_cases' A8_RTOL):
- *    activations are quantized to int8 per weight group. */
+ *    activations are quantized to int8 per weight group;
+ *  - with the int8-dot feature masked off, quantized W gives ref's bits. */
 #include <math.h>
 
 #include "backend.h"
@@ -81,7 +82,7 @@ static void test_case(vkl_context *ctx, const vkl_backend_vtable *ref, vkl_backe
         w = malloc(w_bytes);
         CHECK_OK(ctx, c->dtype == VKL_DTYPE_F16 ? vkl_quant_f32_to_f16(ctx, wf, nw, w) : vkl_quant_f32_to_bf16(ctx, wf, nw, w));
     }
-    vkl_host_tensor want = {0}, got[2] = {{0}};
+    vkl_host_tensor want = {0}, got[3] = {{0}};
     CHECK_OK(ctx, run(ctx, ref, dref, c, w, w_bytes, bias, a, &want));
     for (int d = 0; d < n_cpu; d++) CHECK_OK(ctx, run(ctx, cpu, dcpu[d], c, w, w_bytes, bias, a, &got[d]));
     if (want.data && got[0].data) {
@@ -96,8 +97,11 @@ static void test_case(vkl_context *ctx, const vkl_backend_vtable *ref, vkl_backe
                c->group, (long long)c->M, (long long)c->N, (long long)c->K, err, mag);
         printf("%-6s group %3u n %u  M %2lld N %3lld K %4lld: max error %.2e of max |y| %.2e\n", vkl_dtype_name(c->dtype),
                c->group, c->e0m4_n, (long long)c->M, (long long)c->N, (long long)c->K, err, mag);
-        if (n_cpu == 2 && got[1].data && vkl_dtype_is_quantized(c->dtype))
+        if (got[1].data && vkl_dtype_is_quantized(c->dtype))
             CHECKF(!memcmp(got[0].data, got[1].data, (size_t)(c->M * c->N) * 4), "%s: avx2 and portable bits differ",
+                   vkl_dtype_name(c->dtype));
+        if (got[2].data && vkl_dtype_is_quantized(c->dtype))
+            CHECKF(!memcmp(got[2].data, want.data, (size_t)(c->M * c->N) * 4), "%s: int8 dot masked off, not ref's bits",
                    vkl_dtype_name(c->dtype));
     }
     vkl_free(ctx, want.data);
@@ -112,11 +116,13 @@ int main(void) {
     vkl_context *ctx;
     CHECK(vkl_context_create(NULL, &ctx) == VKL_OK);
     const vkl_backend_vtable *ref = vkl_backend_find("ref"), *cpu = vkl_backend_find("cpu");
-    vkl_backend_device *dref, *dcpu[2];
+    vkl_backend_device *dref, *dcpu[3];
     const vkl_backend_options portable = {.device_index = -1, .threads = 3, .disable_isa = ~0u};
+    const vkl_backend_options no_dot = {.disable_features = VKL_FEATURE_INT8_DOT, .device_index = -1};
     CHECK_OK(ctx, ref->open(ctx, NULL, &dref));
     CHECK_OK(ctx, cpu->open(ctx, NULL, &dcpu[0]));
     CHECK_OK(ctx, cpu->open(ctx, &portable, &dcpu[1]));
+    CHECK_OK(ctx, cpu->open(ctx, &no_dot, &dcpu[2]));
     const mm_case cases[] = {
         {VKL_DTYPE_Q_E0M4, 128, 1, 1, 13, 512},  {VKL_DTYPE_Q_E0M4, 128, 2, 7, 30, 256},
         {VKL_DTYPE_Q_E0M4, 32, 1, 3, 4, 64},     {VKL_DTYPE_Q_E0M4, 64, 1, 1, 64, 1344},
@@ -125,10 +131,11 @@ int main(void) {
         {VKL_DTYPE_Q_INT8, 16, 0, 2, 5, 48},     {VKL_DTYPE_F32, 0, 0, 1, 9, 100},
         {VKL_DTYPE_F16, 0, 0, 4, 6, 72},         {VKL_DTYPE_BF16, 0, 0, 1, 10, 40},
     };
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) test_case(ctx, ref, dref, cpu, dcpu, 2, &cases[i]);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) test_case(ctx, ref, dref, cpu, dcpu, 3, &cases[i]);
     ref->close(dref);
     cpu->close(dcpu[0]);
     cpu->close(dcpu[1]);
+    cpu->close(dcpu[2]);
     vkl_context_destroy(ctx);
     printf("%d checks, %d failures\n", checks, failures);
     return failures ? 1 : 0;
