@@ -39,7 +39,9 @@ static void quantize_row(const float *x, int64_t K, int64_t G, int8_t *q, float 
             finite = finite && v <= FLT_MAX;
             amax = v > amax ? v : amax;
         }
-        const float inv = finite && amax > 0 ? 127.0f / amax : 0.0f;
+        /* below 1e-30 the scale 127 / amax would overflow to inf (and 0 * inf
+         * is NaN): such a group's codes are 0, its products 0 */
+        const float inv = finite && amax > 1e-30f ? 127.0f / amax : 0.0f;
         int32_t s = 0;
         for (int64_t k = 0; k < G; k++) {
             const float r = finite ? x[k] * inv : 0.0f;

@@ -22,6 +22,7 @@ typedef struct mm_case {
     vkl_dtype dtype;
     uint32_t group, e0m4_n;
     int64_t M, N, K;
+    float a_scale; /* A's values times this (0: 1); 1e-38: groups too small to quantize */
 } mm_case;
 
 static float frand(uint64_t *s) {
@@ -67,7 +68,7 @@ static void test_case(vkl_context *ctx, const vkl_backend_vtable *ref, vkl_backe
     size_t w_bytes = nw * 4;
     void *w = wf;
     for (size_t i = 0; i < nw; i++) wf[i] = frand(&seed) * 0.1f;
-    for (int64_t i = 0; i < c->M * c->K; i++) a[i] = frand(&seed);
+    for (int64_t i = 0; i < c->M * c->K; i++) a[i] = frand(&seed) * (c->a_scale != 0 ? c->a_scale : 1.0f);
     for (int64_t i = 0; i < c->N; i++) bias[i] = frand(&seed);
     if (vkl_dtype_is_quantized(c->dtype)) {
         vkl_quant_spec spec;
@@ -130,6 +131,7 @@ int main(void) {
         {VKL_DTYPE_Q_INT8, 256, 0, 1, 19, 256},  {VKL_DTYPE_Q_INT8, 32, 0, 6, 7, 160},
         {VKL_DTYPE_Q_INT8, 16, 0, 2, 5, 48},     {VKL_DTYPE_F32, 0, 0, 1, 9, 100},
         {VKL_DTYPE_F16, 0, 0, 4, 6, 72},         {VKL_DTYPE_BF16, 0, 0, 1, 10, 40},
+        {VKL_DTYPE_Q_E0M4, 32, 1, 2, 8, 64, 1e-38f},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) test_case(ctx, ref, dref, cpu, dcpu, 3, &cases[i]);
     ref->close(dref);
