@@ -54,9 +54,9 @@ static void f32_row(const attn_job *j, int64_t row, float *scores, float *acc) {
     for (int64_t d = 0; d < s->Dv; d++) acc[d] = 0;
     for (int64_t t = at.lo; any && t < at.hi; t++) {
         if (scores[t - at.lo] == -INFINITY) continue;
-        const float w = expf(scores[t - at.lo] - max), *vr = v + vkl_ref_attn_kv_offset(s, at.b, at.g, t, s->Dv);
+        const float w = expf(scores[t - at.lo] - max);
         sum += w;
-        for (int64_t d = 0; d < s->Dv; d++) acc[d] += w * vr[d];
+        j->dot->axpy(acc, w, v + vkl_ref_attn_kv_offset(s, at.b, at.g, t, s->Dv), (size_t)s->Dv);
     }
     for (int64_t d = 0; d < s->Dv; d++) out[d] = any ? acc[d] / sum : 0.0f;
 }

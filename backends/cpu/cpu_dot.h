@@ -47,6 +47,8 @@ typedef struct vkl_cpu_dot {
     float (*f32)(const float *w, const float *x, size_t K);
     float (*f16)(const uint16_t *w, const float *x, size_t K);
     float (*bf16)(const uint16_t *w, const float *x, size_t K);
+    /* y[k] += a * x[k] for k < n (attention's weighted sum of V rows). */
+    void (*axpy)(float *y, float a, const float *x, size_t n);
 } vkl_cpu_dot;
 
 extern const vkl_cpu_dot vkl_cpu_dot_portable;

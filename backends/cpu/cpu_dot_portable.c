@@ -68,4 +68,8 @@ FLOAT_DOT(f32, float, id)
 FLOAT_DOT(f16, uint16_t, vkl_f16_to_f32)
 FLOAT_DOT(bf16, uint16_t, vkl_bf16_to_f32)
 
-const vkl_cpu_dot vkl_cpu_dot_portable = {"portable", q4, q8, f32, f16, bf16};
+static void axpy(float *y, float a, const float *x, size_t n) {
+    for (size_t k = 0; k < n; k++) y[k] += a * x[k];
+}
+
+const vkl_cpu_dot vkl_cpu_dot_portable = {"portable", q4, q8, f32, f16, bf16, axpy};

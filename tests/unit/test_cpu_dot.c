@@ -5,8 +5,8 @@
  * care: 4-bit codes 15 against -128 / 127 over up to 12 chunks, int8
  * weights -128 / 127 against -127 / 127; then the f32 steps that apply the
  * scales, for 1..4 activation rows a call, give the portable code's bits
- * for one row at a time. The float dots agree with a double
- * sum. Without AVX2 here, the AVX2 half says so and is skipped. */
+ * for one row at a time. The float dots and axpy agree with double
+ * arithmetic. Without AVX2 here, the AVX2 half says so and is skipped. */
 #include <math.h>
 
 #include "../../backends/cpu/cpu_dot.h"
@@ -158,6 +158,10 @@ static void test_float(const vkl_cpu_dot *d, const char *what) {
         CHECKF(fabs(d->f32(w, x, n) - s32) <= 1e-6 * mag, "%s f32 K %zu", what, n);
         CHECKF(fabs(d->f16(h, x, n) - s16) <= 1e-6 * mag, "%s f16 K %zu", what, n);
         CHECKF(fabs(d->bf16(b, x, n) - sb16) <= 1e-6 * mag, "%s bf16 K %zu", what, n);
+        float y[K];
+        for (size_t k = 0; k < n; k++) y[k] = x[k];
+        d->axpy(y, 0.75f, w, n);
+        for (size_t k = 0; k < n; k++) CHECKF(fabs(y[k] - (x[k] + 0.75 * w[k])) <= 1e-6, "%s axpy %zu of %zu", what, k, n);
     }
 }
 

@@ -178,4 +178,11 @@ FLOAT_DOT(f32, float)
 FLOAT_DOT(f16, uint16_t)
 FLOAT_DOT(bf16, uint16_t)
 
-const vkl_cpu_dot vkl_cpu_dot_avx2 = {"avx2", q4, q8, f32, f16, bf16};
+static void axpy(float *y, float a, const float *x, size_t n) {
+    const __m256 va = _mm256_set1_ps(a);
+    size_t k = 0;
+    for (; k + 8 <= n; k += 8) _mm256_storeu_ps(y + k, _mm256_fmadd_ps(va, _mm256_loadu_ps(x + k), _mm256_loadu_ps(y + k)));
+    for (; k < n; k++) y[k] += a * x[k];
+}
+
+const vkl_cpu_dot vkl_cpu_dot_avx2 = {"avx2", q4, q8, f32, f16, bf16, axpy};
