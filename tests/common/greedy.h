@@ -8,6 +8,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
@@ -73,21 +74,38 @@ static inline int greedy_generate(vkl_context *ctx, const char *path, const char
     return ran < n_gen;
 }
 
-/* Checks a backend's tokens and first logits against ref's: every token
- * equal, the logits within 1e-4 of max |logit|; prints both. */
-static inline void greedy_check_agree(const int32_t *ref_tok, const int32_t *tok, int n, const float *ref_first,
-                                      const float *first, size_t vocab) {
-    double err = 0, maxref = 0;
-    for (size_t i = 0; i < vocab; i++) {
-        err = fmax(err, fabs((double)first[i] - ref_first[i]));
-        maxref = fmax(maxref, fabs((double)ref_first[i]));
+#define GREEDY_VOCAB_MAX (1 << 17)
+
+/* `backend` against ref on the model at `path`: n_gen greedy tokens after
+ * the prompt must all be equal and the logits after the prompt within 1e-4
+ * of max |logit| (both printed). 0, or 77 when the backend finds no device,
+ * or 1 when a run failed (the checks count in check.h's counters). */
+static inline int greedy_check_vs_ref(vkl_context *ctx, const char *path, const char *backend, const int32_t *prompt,
+                                      size_t n_prompt, int n_gen) {
+    int32_t *ref_tok = calloc((size_t)n_gen, sizeof(int32_t)), *tok = calloc((size_t)n_gen, sizeof(int32_t));
+    float *ref_first = calloc(GREEDY_VOCAB_MAX, sizeof(float)), *first = calloc(GREEDY_VOCAB_MAX, sizeof(float));
+    size_t vocab = 0;
+    int rc = !ref_tok || !tok || !ref_first || !first;
+    if (!rc) rc = greedy_generate(ctx, path, "ref", prompt, n_prompt, ref_tok, n_gen, ref_first, GREEDY_VOCAB_MAX, &vocab);
+    if (!rc) rc = greedy_generate(ctx, path, backend, prompt, n_prompt, tok, n_gen, first, GREEDY_VOCAB_MAX, &vocab);
+    if (!rc) {
+        double err = 0, maxref = 0;
+        for (size_t i = 0; i < vocab && vocab <= GREEDY_VOCAB_MAX; i++) {
+            err = fmax(err, fabs((double)first[i] - ref_first[i]));
+            maxref = fmax(maxref, fabs((double)ref_first[i]));
+        }
+        printf("first-step logits: max error %.3g of max |logit| %.3g\n", err, maxref);
+        CHECK(err <= 1e-4 * maxref);
+        int same = 0;
+        while (same < n_gen && ref_tok[same] == tok[same]) same++;
+        printf("greedy tokens equal to ref: %d of %d\n", same, n_gen);
+        CHECK(same == n_gen);
     }
-    printf("first-step logits: max error %.3g of max |logit| %.3g\n", err, maxref);
-    CHECK(err <= 1e-4 * maxref);
-    int same = 0;
-    while (same < n && ref_tok[same] == tok[same]) same++;
-    printf("greedy tokens equal to ref: %d of %d\n", same, n);
-    CHECK(same == n);
+    free(ref_tok);
+    free(tok);
+    free(ref_first);
+    free(first);
+    return rc;
 }
 
 #endif

@@ -108,17 +108,10 @@ int main(int argc, char **argv) {
     char path[64];
     snprintf(path, sizeof(path), "/tmp/cpu-model-%ld.vkm", (long)getpid());
     CHECK_OK(ctx, expand_to_f32(ctx, argv[1], path));
-    int32_t ref_tok[N_GEN], cpu_tok[N_GEN];
-    static float ref_first[1 << 17], cpu_first[1 << 17];
-    size_t vocab = 0;
-    const size_t n_prompt = sizeof(prompt) / sizeof(prompt[0]);
-    if (!failures && !greedy_generate(ctx, path, "ref", prompt, n_prompt, ref_tok, N_GEN, ref_first, 1 << 17, &vocab) &&
-        !greedy_generate(ctx, path, "cpu", prompt, n_prompt, cpu_tok, N_GEN, cpu_first, 1 << 17, &vocab)) {
-        greedy_check_agree(ref_tok, cpu_tok, N_GEN, ref_first, cpu_first, vocab);
+    if (!failures && !greedy_check_vs_ref(ctx, path, "cpu", prompt, sizeof(prompt) / sizeof(prompt[0]), N_GEN))
         count_decode_work(path);
-    } else {
+    else
         failures++;
-    }
     unlink(path);
     vkl_context_destroy(ctx);
     return failures ? 1 : 0;

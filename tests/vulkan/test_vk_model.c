@@ -73,18 +73,12 @@ int main(int argc, char **argv) {
     }
     vkl_context *ctx;
     CHECK(vkl_context_create(NULL, &ctx) == VKL_OK);
-    int32_t ref_tok[N_GEN], vk_tok[N_GEN];
-    static float ref_first[1 << 17], vk_first[1 << 17];
-    size_t vocab = 0;
-    const size_t n_prompt = sizeof(prompt) / sizeof(prompt[0]);
-    if (greedy_generate(ctx, argv[1], "ref", prompt, n_prompt, ref_tok, N_GEN, ref_first, 1 << 17, &vocab)) return 1;
-    int rc = greedy_generate(ctx, argv[1], "vulkan", prompt, n_prompt, vk_tok, N_GEN, vk_first, 1 << 17, &vocab);
+    const int rc = greedy_check_vs_ref(ctx, argv[1], "vulkan", prompt, sizeof(prompt) / sizeof(prompt[0]), N_GEN);
     if (rc == 77) {
         printf("skipped: no Vulkan device (%s)\n", vkl_context_error(ctx));
         return 77;
     }
     if (rc) return 1;
-    greedy_check_agree(ref_tok, vk_tok, N_GEN, ref_first, vk_first, vocab);
     vkl_context_destroy(ctx);
     if (!failures) count_decode_work(argv[1]);
     return failures ? 1 : 0;

@@ -119,25 +119,18 @@ static inline __attribute__((always_inline)) void q8_rows(const int8_t *w, const
 }
 
 /* One specialization per row count, so each keeps its accumulators in registers. */
-static void q4(const uint8_t *w, const float *rec, const vkl_cpu_act *act, uint32_t rows, uint32_t chunks,
-               uint32_t groups, float *acc) {
-    switch (rows) {
-    case 1: q4_rows(w, rec, act, 1, chunks, groups, acc); break;
-    case 2: q4_rows(w, rec, act, 2, chunks, groups, acc); break;
-    case 3: q4_rows(w, rec, act, 3, chunks, groups, acc); break;
-    default: q4_rows(w, rec, act, 4, chunks, groups, acc); break;
+#define BY_ROWS(name, wtype)                                                                                   \
+    static void name(const wtype *w, const float *rec, const vkl_cpu_act *act, uint32_t rows, uint32_t chunks, \
+                     uint32_t groups, float *acc) {                                                            \
+        switch (rows) {                                                                                        \
+        case 1: name##_rows(w, rec, act, 1, chunks, groups, acc); break;                                       \
+        case 2: name##_rows(w, rec, act, 2, chunks, groups, acc); break;                                       \
+        case 3: name##_rows(w, rec, act, 3, chunks, groups, acc); break;                                       \
+        default: name##_rows(w, rec, act, 4, chunks, groups, acc); break;                                      \
+        }                                                                                                      \
     }
-}
-
-static void q8(const int8_t *w, const float *rec, const vkl_cpu_act *act, uint32_t rows, uint32_t chunks,
-               uint32_t groups, float *acc) {
-    switch (rows) {
-    case 1: q8_rows(w, rec, act, 1, chunks, groups, acc); break;
-    case 2: q8_rows(w, rec, act, 2, chunks, groups, acc); break;
-    case 3: q8_rows(w, rec, act, 3, chunks, groups, acc); break;
-    default: q8_rows(w, rec, act, 4, chunks, groups, acc); break;
-    }
-}
+BY_ROWS(q4, uint8_t)
+BY_ROWS(q8, int8_t)
 
 static inline float hsum(__m256 v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
