@@ -8,7 +8,6 @@
  * integer view: docs/cpu.md). Float W runs as f32 dot products. */
 #include <float.h>
 #include <math.h>
-#include <string.h>
 
 #include "cpu_backend.h"
 
@@ -20,10 +19,11 @@ typedef struct gemm_job {
     int64_t M, blocks, per_task;
     const float *X, *bias;
     float *Y;
-    /* quantized X: M rows of K codes, then per (row, group) scale and code sum */
-    const int8_t *xq;
-    const float *xd;
-    const int32_t *xs;
+    /* quantized X (scratch, written first): M rows of K codes, then per
+     * (row, group) scale and code sum */
+    int8_t *xq;
+    float *xd;
+    int32_t *xs;
 } gemm_job;
 
 /* Row m of X quantized per group of G, halves rounded away from zero.
@@ -58,8 +58,8 @@ static void quantize_task(void *user, size_t m, unsigned worker) {
     (void)worker;
     const gemm_job *j = user;
     const int64_t K = j->w->K, G = j->w->lay.group, ng = K / G;
-    quantize_row(j->X + (size_t)m * (size_t)K, K, G, (int8_t *)j->xq + (size_t)m * (size_t)K,
-                 (float *)j->xd + (size_t)m * (size_t)ng, (int32_t *)j->xs + (size_t)m * (size_t)ng);
+    quantize_row(j->X + (size_t)m * (size_t)K, K, G, j->xq + (size_t)m * (size_t)K, j->xd + (size_t)m * (size_t)ng,
+                 j->xs + (size_t)m * (size_t)ng);
 }
 
 static void store(const gemm_job *j, int64_t m, int64_t n0, const float *acc) {
@@ -134,9 +134,9 @@ vkl_status vkl_cpu_gemm(const vkl_ref_args *a, const vkl_cpu_weight *w, const fl
         if (!vkl_mul_size(row, (size_t)M, &bytes)) return vkl_fail(a->ctx, VKL_ERR_OVERFLOW, "cpu: QuantMatMul scratch");
         uint8_t *s = vkl_ref_scratch_get(a, bytes);
         if (!s) return VKL_ERR_OUT_OF_MEMORY;
-        j.xq = (const int8_t *)s;
-        j.xd = (const float *)(const void *)(s + (size_t)M * (size_t)w->K);
-        j.xs = (const int32_t *)(const void *)(j.xd + (size_t)M * ng);
+        j.xq = (int8_t *)s;
+        j.xd = (float *)(void *)(s + (size_t)M * (size_t)w->K);
+        j.xs = (int32_t *)(void *)(j.xd + (size_t)M * ng);
         vkl_pool_run(M > 1 ? dev->pool : NULL, (size_t)M, quantize_task, &j);
     }
     const int64_t tasks = (int64_t)vkl_pool_threads(dev->pool) * TASKS_PER_THREAD;
