@@ -49,6 +49,13 @@ typedef struct vkl_cpu_dot {
     float (*bf16)(const uint16_t *w, const float *x, size_t K);
     /* y[k] += a * x[k] for k < n (attention's weighted sum of V rows). */
     void (*axpy)(float *y, float a, const float *x, size_t n);
+    /* One row of K activations quantized per group of G (a multiple of 32):
+     * q = x * (127 / max|x|) rounded half away from zero into -127..127,
+     * d[g] = max|x| / 127, s[g] = the codes' sum; a group holding NaN or
+     * inf: codes 0 and d NaN (the outputs it feeds become NaN, as on ref);
+     * max|x| below 1e-30 (127 / max|x| would overflow): codes 0. Every
+     * implementation gives the same bytes. */
+    void (*quantize)(const float *x, size_t K, size_t G, int8_t *q, float *d, int32_t *s);
 } vkl_cpu_dot;
 
 extern const vkl_cpu_dot vkl_cpu_dot_portable;

@@ -1,5 +1,9 @@
 /* The portable inner products: the definition the SIMD ones must equal
  * (integer sums exactly). */
+#include <float.h>
+#include <math.h>
+#include <stdbool.h>
+
 #include "../../engine/dtype.h"
 #include "cpu_dot.h"
 
@@ -72,4 +76,31 @@ static void axpy(float *y, float a, const float *x, size_t n) {
     for (size_t k = 0; k < n; k++) y[k] += a * x[k];
 }
 
-const vkl_cpu_dot vkl_cpu_dot_portable = {"portable", q4, q8, f32, f16, bf16, axpy};
+/* cpu_dot.h's quantizer. Plain compares, not fmaxf / lrintf (library calls
+ * here); codes 0 where NaN, inf or a tiny max would make a float -> int
+ * conversion of a NaN. */
+static void quantize(const float *x, size_t K, size_t G, int8_t *q, float *d, int32_t *sum) {
+    for (size_t g = 0; g < K / G; g++, x += G, q += G) {
+        float amax = 0;
+        bool finite = true;
+        for (size_t k = 0; k < G; k++) {
+            const float v = fabsf(x[k]);
+            finite = finite && v <= FLT_MAX;
+            amax = v > amax ? v : amax;
+        }
+        /* below 1e-30 the scale 127 / amax would overflow to inf (and 0 * inf
+         * is NaN): such a group's codes are 0, its products 0 */
+        const float inv = finite && amax > 1e-30f ? 127.0f / amax : 0.0f;
+        int32_t s = 0;
+        for (size_t k = 0; k < G; k++) {
+            const float r = finite ? x[k] * inv : 0.0f;
+            const int v = (int)(r + (r < 0 ? -0.5f : 0.5f)); /* |r| <= 127 (+ rounding): in range */
+            q[k] = (int8_t)(v > 127 ? 127 : v < -127 ? -127 : v);
+            s += q[k];
+        }
+        d[g] = finite ? amax / 127.0f : NAN;
+        sum[g] = s;
+    }
+}
+
+const vkl_cpu_dot vkl_cpu_dot_portable = {"portable", q4, q8, f32, f16, bf16, axpy, quantize};

@@ -6,9 +6,6 @@
  *   y[m, n] = sum_g  scale(n, g) * da(m, g) * (isum(m, n, g) - zero(n, g) * asum(m, g))
  * with asum the sum of row m's codes in group g (E0M4 and int4 share this
  * integer view: docs/cpu.md). Float W runs as f32 dot products. */
-#include <float.h>
-#include <math.h>
-
 #include "cpu_backend.h"
 
 #define TASKS_PER_THREAD 16 /* finer than one stripe a thread: slower cores take fewer */
@@ -26,40 +23,12 @@ typedef struct gemm_job {
     int32_t *xs;
 } gemm_job;
 
-/* Row m of X quantized per group of G, halves rounded away from zero.
- * (Plain compares, not fmaxf / lrintf: those were library calls here.) A
- * group holding NaN or infinity gets the scale NaN, so the outputs it feeds
- * are NaN as ref's would be, and codes 0 (no float -> int of a NaN). */
-static void quantize_row(const float *x, int64_t K, int64_t G, int8_t *q, float *d, int32_t *sum) {
-    for (int64_t g = 0; g < K / G; g++, x += G, q += G) {
-        float amax = 0;
-        bool finite = true;
-        for (int64_t k = 0; k < G; k++) {
-            const float v = fabsf(x[k]);
-            finite = finite && v <= FLT_MAX;
-            amax = v > amax ? v : amax;
-        }
-        /* below 1e-30 the scale 127 / amax would overflow to inf (and 0 * inf
-         * is NaN): such a group's codes are 0, its products 0 */
-        const float inv = finite && amax > 1e-30f ? 127.0f / amax : 0.0f;
-        int32_t s = 0;
-        for (int64_t k = 0; k < G; k++) {
-            const float r = finite ? x[k] * inv : 0.0f;
-            const int v = (int)(r + (r < 0 ? -0.5f : 0.5f)); /* |r| <= 127 (+ rounding): in range */
-            q[k] = (int8_t)(v > 127 ? 127 : v < -127 ? -127 : v);
-            s += q[k];
-        }
-        d[g] = finite ? amax / 127.0f : NAN;
-        sum[g] = s;
-    }
-}
-
 static void quantize_task(void *user, size_t m, unsigned worker) {
     (void)worker;
     const gemm_job *j = user;
     const int64_t K = j->w->K, G = j->w->lay.group, ng = K / G;
-    quantize_row(j->X + (size_t)m * (size_t)K, K, G, j->xq + (size_t)m * (size_t)K, j->xd + (size_t)m * (size_t)ng,
-                 j->xs + (size_t)m * (size_t)ng);
+    j->dot->quantize(j->X + (size_t)m * (size_t)K, (size_t)K, (size_t)G, j->xq + (size_t)m * (size_t)K,
+                     j->xd + (size_t)m * (size_t)ng, j->xs + (size_t)m * (size_t)ng);
 }
 
 static void store(const gemm_job *j, int64_t m, int64_t n0, const float *acc) {

@@ -5,8 +5,8 @@
  * care: 4-bit codes 15 against -128 / 127 over up to 12 chunks, int8
  * weights -128 / 127 against -127 / 127; then the f32 steps that apply the
  * scales, for 1..4 activation rows a call, give the portable code's bits
- * for one row at a time. The float dots and axpy agree with double
- * arithmetic. Without AVX2 here, the AVX2 half says so and is skipped. */
+ * for one row at a time; the activation quantizer gives the portable
+ * code's bytes. The float dots and axpy agree with double arithmetic. Without AVX2 here, the AVX2 half says so and is skipped. */
 #include <math.h>
 
 #include "../../backends/cpu/cpu_dot.h"
@@ -165,6 +165,33 @@ static void test_float(const vkl_cpu_dot *d, const char *what) {
     }
 }
 
+/* The quantizer on random rows, rows with exact halves (max |x| = 127:
+ * x * 1), NaN, inf, tiny and all-zero groups, and -0: the same bytes, scale
+ * bits and sums as the portable code. */
+static void test_quantize(const vkl_cpu_dot *d, const char *what) {
+    enum { G = 64, NG = 8, K = G * NG };
+    static float x[K];
+    int8_t q[2][K];
+    float sc[2][NG];
+    int32_t sum[2][NG];
+    for (int rep = 0; rep < 50; rep++) {
+        for (int k = 0; k < K; k++) x[k] = (float)((int)(next() % 20001) - 10000) / (rep % 2 ? 7.0f : 10000.0f);
+        x[0] = 127.0f; /* group 0: max 127, so x * (127 / 127) keeps the halves below exact */
+        for (int k = 1; k < G; k++) x[k] = k < 8 ? (float)k - 3.5f : 0.0f;
+        x[G + 5] = NAN;
+        x[2 * G + 9] = rep % 3 ? INFINITY : -INFINITY;
+        for (int k = 3 * G; k < 4 * G; k++) x[k] = (float)(k % 7) * 1e-35f;
+        for (int k = 4 * G; k < 5 * G; k++) x[k] = k % 2 ? -0.0f : 0.0f;
+        d->quantize(x, K, G, q[0], sc[0], sum[0]);
+        vkl_cpu_dot_portable.quantize(x, K, G, q[1], sc[1], sum[1]);
+        CHECKF(!memcmp(q[0], q[1], sizeof(q[0])), "%s quantize codes, rep %d", what, rep);
+        CHECKF(!memcmp(sc[0], sc[1], sizeof(sc[0])), "%s quantize scales, rep %d", what, rep);
+        CHECKF(!memcmp(sum[0], sum[1], sizeof(sum[0])), "%s quantize sums, rep %d", what, rep);
+    }
+    CHECK(q[1][1] == -3 && q[1][2] == -2 && q[1][4] == 1 && q[1][5] == 2); /* -2.5 -> -3, 0.5 -> 1: away from zero */
+    CHECK(isnan(sc[1][1]) && isnan(sc[1][2]) && q[1][G] == 0 && sum[1][1] == 0 && sum[1][3] == 0);
+}
+
 int main(void) {
     test_int(&vkl_cpu_dot_portable, "portable");
     test_epilogue(&vkl_cpu_dot_portable, "portable");
@@ -173,6 +200,7 @@ int main(void) {
     if (vkl_cpu_has_avx2()) {
         test_int(&vkl_cpu_dot_avx2, "avx2");
         test_epilogue(&vkl_cpu_dot_avx2, "avx2");
+        test_quantize(&vkl_cpu_dot_avx2, "avx2");
         test_float(&vkl_cpu_dot_avx2, "avx2");
     } else {
         printf("avx2: not on this CPU, skipped\n");

@@ -8,7 +8,10 @@
  *          add there (30720) before widening;
  *   int8:  |w| (0..128) is the unsigned side and a takes w's sign; with
  *          |a| <= 127, |pair| <= 2 * 128 * 127 = 32512. */
+#include <float.h>
 #include <immintrin.h>
+#include <math.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "../cpu_dot.h"
@@ -178,4 +181,47 @@ static void axpy(float *y, float a, const float *x, size_t n) {
     for (; k < n; k++) y[k] += a * x[k];
 }
 
-const vkl_cpu_dot vkl_cpu_dot_avx2 = {"avx2", q4, q8, f32, f16, bf16, axpy};
+/* cpu_dot.h's quantizer, 32 values a round: the same f32 operations as the
+ * portable code in each lane (|x|, max, x * inv, + copysign(0.5), truncate),
+ * so the same bytes; a NaN or inf fails the <= FLT_MAX compare. */
+static void quantize(const float *x, size_t K, size_t G, int8_t *q, float *d, int32_t *sum) {
+    const __m256 sign = _mm256_set1_ps(-0.0f), half = _mm256_set1_ps(0.5f), big = _mm256_set1_ps(FLT_MAX);
+    const __m256i lim = _mm256_set1_epi32(127), nlim = _mm256_set1_epi32(-127);
+    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    for (size_t g = 0; g < K / G; g++, x += G, q += G) {
+        __m256 vmax = _mm256_setzero_ps(), ok = _mm256_castsi256_ps(_mm256_set1_epi32(-1));
+        for (size_t k = 0; k < G; k += 8) {
+            const __m256 v = _mm256_andnot_ps(sign, _mm256_loadu_ps(x + k));
+            ok = _mm256_and_ps(ok, _mm256_cmp_ps(v, big, _CMP_LE_OQ));
+            vmax = _mm256_max_ps(vmax, v);
+        }
+        __m128 m = _mm_max_ps(_mm256_castps256_ps128(vmax), _mm256_extractf128_ps(vmax, 1));
+        m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+        m = _mm_max_ss(m, _mm_movehdup_ps(m));
+        const float amax = _mm_cvtss_f32(m);
+        const bool finite = _mm256_movemask_ps(ok) == 0xFF;
+        const float inv = finite && amax > 1e-30f ? 127.0f / amax : 0.0f;
+        const __m256 vinv = _mm256_set1_ps(inv);
+        __m256i s = _mm256_setzero_si256();
+        if (!finite) memset(q, 0, G); /* x * 0 would be NaN for a NaN or inf x */
+        for (size_t k = 0; finite && k < G; k += 32) {
+            __m256i c[4];
+            for (int i = 0; i < 4; i++) {
+                const __m256 r = _mm256_mul_ps(_mm256_loadu_ps(x + k + 8 * i), vinv);
+                const __m256 t = _mm256_add_ps(r, _mm256_or_ps(_mm256_and_ps(r, sign), half));
+                c[i] = _mm256_max_epi32(nlim, _mm256_min_epi32(lim, _mm256_cvttps_epi32(t)));
+                s = _mm256_add_epi32(s, c[i]);
+            }
+            /* 4 x 8 int32 -> 32 int8 in order: the packs interleave 128-bit halves, the permute undoes it */
+            const __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(c[0], c[1]), _mm256_packs_epi32(c[2], c[3]));
+            _mm256_storeu_si256((__m256i *)(q + k), _mm256_permutevar8x32_epi32(p, order));
+        }
+        __m128i t = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+        t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0x4E));
+        t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0xB1));
+        d[g] = finite ? amax / 127.0f : NAN;
+        sum[g] = _mm_cvtsi128_si32(t);
+    }
+}
+
+const vkl_cpu_dot vkl_cpu_dot_avx2 = {"avx2", q4, q8, f32, f16, bf16, axpy, quantize};
