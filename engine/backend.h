@@ -43,6 +43,8 @@ typedef enum vkl_device_class {
     VKL_DEVICE_EMULATED      /* a GPU API run on the CPU (lavapipe, PoCL): for tests, never chosen by "auto" */
 } vkl_device_class;
 
+/* CPU instruction sets (VKL_ISA_*): public, vkllm.h. */
+
 typedef struct vkl_backend_caps {
     char device_name[128];
     char driver[128];
@@ -74,6 +76,10 @@ typedef struct vkl_backend_options {
     /* Record per-node timestamps in executables (node_times answers);
      * off, executables carry no timing work at all. */
     bool profile;
+    /* Host backends (cpu): worker threads, the calling thread included, made
+     * once at open (0: one per online CPU), and VKL_ISA_* to turn off. */
+    unsigned threads;
+    uint32_t disable_isa;
 } vkl_backend_options;
 
 typedef enum vkl_buffer_usage {

@@ -30,7 +30,8 @@ static const vkl_backend_vtable *choose_backend(vkl_context *ctx, const vkl_mode
         snprintf(m->reason, sizeof(m->reason), "the app's own Vulkan device");
         return be_named;
     }
-    vkl_backend_options bo = {.disable_features = o->disable_features, .vulkan = o->vulkan};
+    vkl_backend_options bo = {.disable_features = o->disable_features, .vulkan = o->vulkan, .threads = o->threads,
+                              .disable_isa = o->disable_isa};
     const vkl_backend_vtable *host = NULL;
     char skipped[sizeof(m->reason)] = "";
     for (size_t i = 0; i < vkl_backend_count(); i++) {
@@ -163,7 +164,7 @@ static vkl_status load(vkl_context *ctx, const char *path, const vkl_model_optio
         if (!m->be) st = VKL_ERR_NOT_FOUND;
     }
     vkl_backend_options bo = {.disable_features = options->disable_features, .vulkan = options->vulkan,
-                              .profile = profile};
+                              .profile = profile, .threads = options->threads, .disable_isa = options->disable_isa};
     if (!st) st = m->be->open(ctx, &bo, &m->dev);
     if (!st) m->be->caps(m->dev, &m->caps);
     if (!st) st = m->be->weights_load(m->dev, m->g, &m->weights);

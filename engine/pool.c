@@ -114,6 +114,13 @@ void vkl_pool_run(vkl_pool *p, size_t n_tasks, vkl_pool_fn fn, void *user) {
         return;
     }
     pthread_mutex_lock(&p->mu);
+    if (p->n_tasks) {
+        /* Another thread's batch is running (sessions of one model on two
+         * threads): do this one alone rather than wait or mix batches. */
+        pthread_mutex_unlock(&p->mu);
+        for (size_t t = 0; t < n_tasks; t++) fn(user, t, 0);
+        return;
+    }
     p->fn = fn;
     p->user = user;
     p->next = p->finished = 0;

@@ -21,6 +21,9 @@ typedef void (*vkl_pool_fn)(void *user, size_t task, unsigned worker);
  * thread. */
 vkl_status vkl_pool_create(vkl_context *ctx, unsigned threads, vkl_pool **out);
 unsigned vkl_pool_threads(const vkl_pool *p);
+/* Callers on several threads at once: a call finding the workers busy with
+ * another's batch runs its own tasks alone on the calling thread, as worker
+ * 0 (so per-worker scratch belongs to each caller, not to the pool). */
 void vkl_pool_run(vkl_pool *p, size_t n_tasks, vkl_pool_fn fn, void *user);
 void vkl_pool_destroy(vkl_pool *p); /* accepts NULL */
 

@@ -12,14 +12,41 @@
 #include "bench_prefill.h"
 #include "bench_util.h"
 #include "cli.h"
+#include "cpu_env.h"
+#include "model.h"
+#include "ops.h"
 
 #define PROG "vkbench"
 
 /* The limit: the device's own copy bandwidth where the backend measures it
- * (a GPU's memory), else the host's (ref reads host memory). */
-static void limits(vkl_model *m, vkl_bench_report *r) {
+ * (a GPU's memory), else what the host's threads can read (ref and cpu
+ * read host memory). */
+static void limits(vkl_model *m, unsigned threads, vkl_bench_report *r) {
     r->device_bw = m->be->copy_bandwidth && !m->be->copy_bandwidth(m->dev, m->ctx, (size_t)256 << 20, &r->copy_bw);
-    if (!r->device_bw) r->copy_bw = vkl_bench_host_copy_bandwidth();
+    if (!r->device_bw) r->copy_bw = vkl_bench_host_read_bandwidth(threads);
+}
+
+/* Weight bytes one decode step reads: every weight once, except tables only
+ * Gathers read (embeddings), of which a step reads one row. */
+static size_t step_weight_bytes(const vkl_graph *g) {
+    size_t bytes = 0;
+    for (uint32_t t = 0; t < g->n_tensors; t++) {
+        const vkl_tensor *w = &g->tensors[t];
+        if (w->kind != VKL_TENSOR_WEIGHT) continue;
+        bool gathered = w->shape.rank >= 1, used = false;
+        for (uint32_t i = 0; i < g->n_nodes && gathered; i++)
+            for (uint32_t k = 0; k < g->nodes[i].n_inputs; k++)
+                if (g->nodes[i].inputs[k] == t) {
+                    used = true;
+                    gathered = gathered && g->nodes[i].op == VKL_OP_GATHER && k == 0;
+                }
+        int64_t rows;
+        if (gathered && used && vkl_expr_is_const(g->syms, w->shape.dims[0], &rows) && rows > 0)
+            bytes += w->nbytes / (size_t)rows;
+        else
+            bytes += w->nbytes;
+    }
+    return bytes;
 }
 
 static vkl_status run(vkl_context *ctx, const vkl_bench_model_options *o, vkl_model *m, vkl_bench_report *r) {
@@ -54,6 +81,8 @@ int vkl_bench_model(vkl_context *ctx, const vkl_bench_model_options *o) {
     vkl_model_options_init(&mo);
     mo.backend = o->backend;
     mo.no_verify = o->no_verify;
+    mo.threads = o->threads;
+    if (vkl_tool_cpu_disable_isa(PROG, &mo.disable_isa)) return VKL_EXIT_USAGE;
     vkl_model *m = NULL;
     vkl_bench_report r;
     memset(&r, 0, sizeof(r));
@@ -67,12 +96,13 @@ int vkl_bench_model(vkl_context *ctx, const vkl_bench_model_options *o) {
         r.device = m->caps.device_name;
         r.graph = m->g;
         r.verified = !o->no_verify;
-        r.weight_bytes = vkl_model_weight_bytes(m);
+        r.weight_bytes = step_weight_bytes(m->g);
         r.profile = o->profile;
         r.timed = o->profile && m->be->node_times && (m->caps.features & VKL_FEATURE_TIMESTAMPS);
-        limits(m, &r);
-        printf("model %s on %s: %zu weight bytes; %s copy bandwidth %.2f GB/s\n", o->path, r.backend,
-               r.weight_bytes, r.device_bw ? "device" : "host", r.copy_bw / 1e9);
+        limits(m, o->threads, &r);
+        printf("model %s on %s: %zu weight bytes a step (of %zu: one row of an embedding); %s %.2f GB/s\n", o->path,
+               r.backend, r.weight_bytes, vkl_model_weight_bytes(m),
+               r.device_bw ? "device copy bandwidth" : "host read bandwidth", r.copy_bw / 1e9);
         printf("load: %.3f s (%s)\n", r.load_seconds,
                o->no_verify ? "weights not verified: --no-verify" : "weights verified");
         if (r.timed) printf("profile: timestamps on: every step below has a barrier after each dispatch\n");

@@ -17,6 +17,7 @@ typedef struct vkl_bench_model_options {
     int no_verify;
     bool profile;                /* per-op tables (needs timestamps) */
     const char *json, *svg;      /* NULL: not written */
+    unsigned threads;            /* host backends (cpu); 0: one per online CPU */
 } vkl_bench_model_options;
 
 /* Returns the process exit status. */

@@ -1,6 +1,6 @@
 /* What vkbench's measurements share: a monotonic clock, the host's copy
- * bandwidth (the limit for a backend that runs on the host) and atomic
- * output files. */
+ * and read bandwidths (the limits for a backend that runs on the host) and
+ * atomic output files. */
 #ifndef VKL_TOOLS_BENCH_UTIL_H
 #define VKL_TOOLS_BENCH_UTIL_H
 
@@ -18,5 +18,11 @@ double vkl_bench_host_copy_bandwidth(void);
 /* data (n bytes) as the whole of `path`, replaced atomically
  * (engine/atomic_file.h). */
 vkl_status vkl_bench_write_file(vkl_context *ctx, const char *path, const void *data, size_t n);
+
+/* Bytes read per second by `threads` threads (0: one per online CPU)
+ * together streaming through 512 MiB, far beyond any cache, each its own
+ * slice: best of 5 passes; 0 if the buffer or threads cannot be had. What
+ * a memory-bound decode step on the host can at best read. */
+double vkl_bench_host_read_bandwidth(unsigned threads);
 
 #endif

@@ -6,6 +6,7 @@
 
 #include "backend_env.h"
 #include "cli.h"
+#include "cpu_env.h"
 #include "cmd_run.h"
 #include "stream.h"
 #include "vkllm.h"
@@ -20,6 +21,7 @@
 typedef struct run_opts {
     const char *model, *prompt, *backend;
     size_t n_new, context; /* context 0: the default (vkl_tool_default_context) */
+    size_t threads;        /* host backends; 0: one per CPU */
     vkl_sampling_options sampling;
     int raw; /* do not add the tokenizer's special tokens to the prompt */
     int no_verify, check_finite;
@@ -29,7 +31,7 @@ static int usage(FILE *f) {
     fprintf(f,
             "usage: vkllm run [-m MODEL.vkm] -p PROMPT [-n N] [--temperature T] [--top-k K] [--top-p P]\n"
             "                 [--min-p P] [--repeat-penalty R] [--seed S] [--backend NAME] [--context N] [--raw]\n"
-            "                 [--no-verify] [--check-finite]\n"
+            "                 [--threads N] [--no-verify] [--check-finite]\n"
             "  -m MODEL.vkm        default: the bundled model (%s, or $VKLLM_MODEL)\n"
             "  -p PROMPT           the text to continue\n"
             "  -n N                tokens to generate, 0 to %u (default 64); generation also ends at the\n"
@@ -40,7 +42,9 @@ static int usage(FILE *f) {
             "  --min-p P           0 to 1 (default 0: off)\n"
             "  --repeat-penalty R  > 0 and <= 100 (default 1: off)\n"
             "  --seed S            0 to 18446744073709551615 (default 0)\n"
-            "  --backend NAME      ref, vulkan, ... (default: the first that works here)\n"
+            "  --backend NAME      ref, cpu, vulkan, ... (default: the first that works here)\n"
+            "  --threads N         host backends (cpu): threads, 1 to 256 (default: one per CPU);\n"
+            "                      VKL_CPU_DISABLE=avx2 turns an instruction set off\n"
             "  --context N         tokens the KV cache holds, prompt included, 1 to %u (default %u, or\n"
             "                      the tokenizer's model_max_length when smaller)\n"
             "  --raw               do not add the tokenizer's special tokens (BOS) to the prompt\n"
@@ -78,7 +82,7 @@ static int parse(int argc, char **argv, run_opts *o, int *done) {
         if (!strcmp(a, "-m") || !strcmp(a, "-p") || !strcmp(a, "-n") || !strcmp(a, "--temperature") ||
             !strcmp(a, "--top-k") || !strcmp(a, "--top-p") || !strcmp(a, "--min-p") ||
             !strcmp(a, "--repeat-penalty") || !strcmp(a, "--seed") || !strcmp(a, "--backend") ||
-            !strcmp(a, "--context")) {
+            !strcmp(a, "--context") || !strcmp(a, "--threads")) {
             if (!(v = vkl_cli_value(PROG, argc, argv, &i))) return VKL_EXIT_USAGE;
         } else {
             return vkl_cli_usage_error(PROG, "unknown option '%s'", a);
@@ -95,6 +99,7 @@ static int parse(int argc, char **argv, run_opts *o, int *done) {
         else if (!strcmp(a, "--seed")) rc = vkl_cli_u64(PROG, a, v, 0, UINT64_MAX, &o->sampling.seed);
         else if (!strcmp(a, "--backend")) o->backend = v;
         else if (!strcmp(a, "--context")) rc = vkl_cli_size(PROG, a, v, 1, VKL_TOOL_MAX_TOKENS, &o->context);
+        else if (!strcmp(a, "--threads")) rc = vkl_cli_size(PROG, a, v, 1, 256, &o->threads);
         if (rc) return rc;
     }
     return o->prompt ? 0 : vkl_cli_usage_error(PROG, "-p PROMPT is required");
@@ -108,6 +113,8 @@ int vkl_cmd_run(vkl_context *ctx, int argc, char **argv) {
     vkl_model_options_init(&mo);
     mo.backend = o.backend;
     mo.no_verify = o.no_verify;
+    mo.threads = (unsigned)o.threads;
+    if (vkl_tool_cpu_disable_isa(PROG, &mo.disable_isa)) return VKL_EXIT_USAGE;
     vkl_session_options so;
     vkl_session_options_init(&so);
     so.check_finite = o.check_finite;

@@ -79,7 +79,8 @@ static int probe(vkl_context *ctx) {
 static int usage(FILE *f) {
     fprintf(f,
             "usage: vkbench --probe\n"
-            "       vkbench --decode MODEL.vkm [--tokens N] [--window W] [--prefill N] [--backend NAME] [--no-verify]\n"
+            "       vkbench --decode MODEL.vkm [--tokens N] [--window W] [--prefill N] [--backend NAME] [--threads N]\n"
+            "               [--no-verify]\n"
             "               [--profile [--svg FILE]] [--json FILE]\n"
             "       vkbench --prefill N MODEL.vkm [--backend NAME] [--no-verify] [--profile [--svg FILE]] [--json FILE]\n"
             "       vkbench --quant [--backend NAME] [--reps N] [--rotate-mb MB]\n"
@@ -94,6 +95,8 @@ static int usage(FILE *f) {
             "  --json FILE      the figures as JSON\n"
             "  --svg FILE       a roofline of the profiled ops (with --profile)\n"
             "  --no-verify      load without checking the weights against their checksum\n"
+            "  --threads N      host backends (cpu): threads, the caller included, 1 to 1024 (default: one per\n"
+            "                   online CPU); VKL_CPU_DISABLE=avx2 turns an instruction set off\n"
             "  --quant          E0M4 / int4 / int8 QuantMatMul on the paper's Table 1 shapes\n"
             "  --reps N         timed executes per case, 1 to %d (default 20)\n"
             "  --rotate-mb MB   weight copies per case total at least MB MiB, 0 to %u (default 256)\n"
@@ -105,7 +108,7 @@ static int usage(FILE *f) {
 
 int main(int argc, char **argv) {
     const char *model = NULL, *backend = NULL, *positional = NULL, *json = NULL, *svg = NULL;
-    size_t tokens = 2000, window = 250, rotate_mb = 256, prefill = 0;
+    size_t tokens = 2000, window = 250, rotate_mb = 256, prefill = 0, threads = 0;
     int32_t reps = 20;
     int do_probe = 0, do_quant = 0, no_verify = 0, profile = 0;
     for (int i = 1; i < argc; i++) {
@@ -138,7 +141,7 @@ int main(int argc, char **argv) {
         }
         if (strcmp(a, "--reps") && strcmp(a, "--rotate-mb") && strcmp(a, "--decode") && strcmp(a, "--tokens") &&
             strcmp(a, "--window") && strcmp(a, "--backend") && strcmp(a, "--prefill") && strcmp(a, "--json") &&
-            strcmp(a, "--svg"))
+            strcmp(a, "--svg") && strcmp(a, "--threads"))
             return vkl_cli_usage_error(PROG, "unexpected argument '%s'", a);
         if (!(v = vkl_cli_value(PROG, argc, argv, &i))) return VKL_EXIT_USAGE;
         if (!strcmp(a, "--reps")) rc = vkl_cli_i32(PROG, a, v, 1, REPS_MAX, &reps);
@@ -147,6 +150,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--tokens")) rc = vkl_cli_size(PROG, a, v, 2, TOKENS_MAX, &tokens);
         else if (!strcmp(a, "--window")) rc = vkl_cli_size(PROG, a, v, 1, TOKENS_MAX, &window);
         else if (!strcmp(a, "--prefill")) rc = vkl_cli_size(PROG, a, v, 1, TOKENS_MAX, &prefill);
+        else if (!strcmp(a, "--threads")) rc = vkl_cli_size(PROG, a, v, 1, 1024, &threads);
         else if (!strcmp(a, "--json")) json = v;
         else if (!strcmp(a, "--svg")) svg = v;
         else backend = v;
@@ -178,7 +182,8 @@ int main(int argc, char **argv) {
             return rc;
         }
     vkl_bench_quant_options qo = {backend, reps, rotate_mb << 20};
-    vkl_bench_model_options mo = {model, backend, decode, tokens, window, prefill, no_verify, profile, json, svg};
+    vkl_bench_model_options mo = {model, backend, decode, tokens, window, prefill, no_verify, profile, json, svg,
+                                  (unsigned)threads};
     int rc = do_probe ? probe(ctx) : do_quant ? vkl_bench_quant(ctx, &qo) : vkl_bench_model(ctx, &mo);
     vkl_context_destroy(ctx);
     return rc;

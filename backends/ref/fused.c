@@ -9,6 +9,7 @@
 #include "../../engine/context.h"
 #include "../../engine/graph.h"
 #include "../../engine/quant/quant.h"
+#include "attention.h"
 #include "nn_util.h"
 #include "ref_ops.h"
 
@@ -115,18 +116,8 @@ static void axpy_row(double *acc, double w, const vkl_ref_tensor *t, int64_t off
     }
 }
 
-typedef struct attn_dims {
-    int64_t B, Hq, S, D, Hkv, T, Dv;
-    int64_t layout; /* 0: K [B, Hkv, T, D]; 1: K [T, B, Hkv, D] */
-} attn_dims;
-
-/* Offset of row (b, kv head g, position j) of K or V (row width `width`). */
-static int64_t kv_row(const attn_dims *s, int64_t b, int64_t g, int64_t j, int64_t width) {
-    return (s->layout ? (j * s->B + b) * s->Hkv + g : (b * s->Hkv + g) * s->T + j) * width;
-}
-
 /* Reads and checks the dims of Q, K, V (and the mask's broadcast). */
-static vkl_status attention_dims(const vkl_ref_args *a, const vkl_ref_tensor *mask, attn_dims *s) {
+static vkl_status attention_dims(const vkl_ref_args *a, const vkl_ref_tensor *mask, vkl_ref_attn *s) {
     const vkl_ref_tensor *q = &a->in[0], *k = &a->in[1], *v = &a->in[2];
     vkl_status st = vkl_ref_nn_attr(a, "kv_layout", &s->layout);
     if (st) return st;
@@ -150,84 +141,93 @@ static vkl_status attention_dims(const vkl_ref_args *a, const vkl_ref_tensor *ma
     return st;
 }
 
+vkl_status vkl_ref_attention_setup(const vkl_ref_args *a, vkl_ref_attn *s) {
+    const vkl_ref_tensor *q = &a->in[0], *k = &a->in[1], *v = &a->in[2];
+    const vkl_ref_tensor *mask = a->n_in > 3 && a->in[3].data ? &a->in[3] : NULL;
+    float scale;
+    memset(s, 0, sizeof(*s));
+    if (!vkl_ref_nn_is_float(q->dtype)) return vkl_ref_nn_bad_dtype(a, "Attention", "Q", q->dtype);
+    if (mask && mask->dtype != VKL_DTYPE_BOOL && !vkl_ref_nn_is_float(mask->dtype))
+        return vkl_ref_nn_bad_dtype(a, "Attention", "mask", mask->dtype);
+    vkl_status st = attention_dims(a, mask, s);
+    if (!st && !kv_dtype_ok(k, s->D))
+        st = vkl_fail(a->ctx, VKL_ERR_UNSUPPORTED, "Attention: K of dtype %s (group %u) is not supported",
+                      vkl_dtype_name(k->dtype), k->group);
+    if (!st && !kv_dtype_ok(v, s->Dv))
+        st = vkl_fail(a->ctx, VKL_ERR_UNSUPPORTED, "Attention: V of dtype %s (group %u) is not supported",
+                      vkl_dtype_name(v->dtype), v->group);
+    if (!st && s->layout != 1 && (kv_coded(k->dtype) || kv_coded(v->dtype)))
+        st = vkl_fail(a->ctx, VKL_ERR_UNSUPPORTED, "Attention: int8 / fp8 K and V need kv_layout 1");
+    if (!st) st = vkl_ref_nn_attr(a, "causal", &s->causal);
+    if (!st) st = vkl_ref_nn_attr(a, "window", &s->window);
+    if (!st) st = vkl_op_attr_float(a->g, a->node, "scale", &scale);
+    if (st) return st;
+    s->sc = scale != 0 ? scale : 1.0 / sqrt((double)s->D);
+    s->rows = s->B * s->Hq * s->S;
+    s->coded = kv_coded(k->dtype) || kv_coded(v->dtype);
+    /* scores[T], qrow[D], acc[Dv] in double; one decoded K and V row in f32 */
+    s->scratch_bytes = (size_t)(s->T + s->D + s->Dv + 1) * sizeof(double) + (size_t)(s->D + s->Dv + 1) * sizeof(float);
+    s->scratch_bytes = (s->scratch_bytes + 63) / 64 * 64;
+    return VKL_OK;
+}
+
+vkl_status vkl_ref_attention_row(const vkl_ref_args *a, const vkl_ref_attn *s, int64_t row, void *scratch) {
+    const vkl_ref_tensor *q = &a->in[0], *k = &a->in[1], *v = &a->in[2];
+    const vkl_ref_tensor *mask = a->n_in > 3 && a->in[3].data ? &a->in[3] : NULL;
+    vkl_ref_tensor *out = &a->out[0];
+    double *scores = scratch, *qrow = scores + s->T, *acc = qrow + s->D;
+    float *kbuf = (float *)(acc + s->Dv + 1), *vbuf = kbuf + s->D;
+    const float *krow, *vrow;
+    vkl_status st;
+    const vkl_ref_attn_pos at = vkl_ref_attn_row_pos(s, row);
+    const int64_t b = at.b, h = at.h, i = at.i, g = at.g, lo = at.lo, hi = at.hi;
+    double max = -INFINITY, sum = 0;
+    bool any = false;
+    load_row(q, row * s->D, s->D, qrow);
+    for (int64_t j = lo; j < hi; j++) {
+        int64_t idx[4] = {b, h, i, j};
+        double m = mask ? vkl_ref_get_f(mask, vkl_ref_broadcast_offset(mask, idx, 4)) : 0;
+        if (mask && mask->dtype == VKL_DTYPE_BOOL) m = m != 0 ? 0 : -INFINITY;
+        scores[j] = m;
+        if (m != -INFINITY) {
+            const int64_t off = vkl_ref_attn_kv_offset(s, b, g, j, s->D);
+            if ((st = row_values(a, k, off, s->D, kbuf, &krow)))
+                return vkl_fail_prefix(a->ctx, st, "Attention: K (position %lld, batch %lld, head %lld)", (long long)j,
+                                       (long long)b, (long long)g);
+            scores[j] = s->sc * dot_row(k, off, krow, qrow, s->D) + m;
+        }
+        any = any || scores[j] != -INFINITY;
+        if (scores[j] > max) max = scores[j];
+    }
+    for (int64_t d = 0; d < s->Dv; d++) acc[d] = 0;
+    for (int64_t j = lo; any && j < hi; j++) {
+        if (scores[j] == -INFINITY) continue;
+        double w = exp(scores[j] - max);
+        const int64_t off = vkl_ref_attn_kv_offset(s, b, g, j, s->Dv);
+        if ((st = row_values(a, v, off, s->Dv, vbuf, &vrow)))
+            return vkl_fail_prefix(a->ctx, st, "Attention: V (position %lld, batch %lld, head %lld)", (long long)j,
+                                   (long long)b, (long long)g);
+        sum += w;
+        axpy_row(acc, w, v, off, vrow, s->Dv);
+    }
+    for (int64_t d = 0; d < s->Dv; d++) vkl_ref_set_f(out, row * s->Dv + d, any ? acc[d] / sum : 0);
+    return VKL_OK;
+}
+
 /* Attention: for each (b, h, i), with g = h / (Hq / Hkv) and p = i + T - S,
  *   score_j = scale * Q[b,h,i,:] . K[b,g,j,:] + mask[b,h,i,j]   (float mask)
  * over the visible keys j: j <= p if causal, p - j < window if window > 0,
  * mask true for a bool mask, and score > -inf. Then
  *   out[b,h,i,:] = sum_j exp(score_j - max) V[b,g,j,:] / sum_j exp(score_j - max)
- * or zeros when no key is visible. Scratch: one row of T scores. */
+ * or zeros when no key is visible. One row at a time (attention.h). */
 vkl_status vkl_ref_attention(const vkl_ref_args *a) {
-    const vkl_ref_tensor *q = &a->in[0], *k = &a->in[1], *v = &a->in[2];
-    const vkl_ref_tensor *mask = a->n_in > 3 && a->in[3].data ? &a->in[3] : NULL;
-    vkl_ref_tensor *out = &a->out[0];
-    int64_t causal, window;
-    float scale;
-    attn_dims s;
-    if (!vkl_ref_nn_is_float(q->dtype)) return vkl_ref_nn_bad_dtype(a, "Attention", "Q", q->dtype);
-    if (mask && mask->dtype != VKL_DTYPE_BOOL && !vkl_ref_nn_is_float(mask->dtype))
-        return vkl_ref_nn_bad_dtype(a, "Attention", "mask", mask->dtype);
-    vkl_status st = attention_dims(a, mask, &s);
-    if (!st && !kv_dtype_ok(k, s.D))
-        st = vkl_fail(a->ctx, VKL_ERR_UNSUPPORTED, "Attention: K of dtype %s (group %u) is not supported",
-                      vkl_dtype_name(k->dtype), k->group);
-    if (!st && !kv_dtype_ok(v, s.Dv))
-        st = vkl_fail(a->ctx, VKL_ERR_UNSUPPORTED, "Attention: V of dtype %s (group %u) is not supported",
-                      vkl_dtype_name(v->dtype), v->group);
-    if (!st && s.layout != 1 && (kv_coded(k->dtype) || kv_coded(v->dtype)))
-        st = vkl_fail(a->ctx, VKL_ERR_UNSUPPORTED, "Attention: int8 / fp8 K and V need kv_layout 1");
-    if (!st) st = vkl_ref_nn_attr(a, "causal", &causal);
-    if (!st) st = vkl_ref_nn_attr(a, "window", &window);
-    if (!st) st = vkl_op_attr_float(a->g, a->node, "scale", &scale);
+    vkl_ref_attn s;
+    vkl_status st = vkl_ref_attention_setup(a, &s);
     if (st) return st;
-    double sc = scale != 0 ? scale : 1.0 / sqrt((double)s.D);
-    /* scores[T], qrow[D], acc[Dv] in double; one decoded K and V row in f32 */
-    double *scores = vkl_ref_scratch_get(a, (size_t)(s.T + s.D + s.Dv + 1) * sizeof(double) +
-                                                (size_t)(s.D + s.Dv + 1) * sizeof(float));
-    if (!scores) return VKL_ERR_OUT_OF_MEMORY;
-    double *qrow = scores + s.T, *acc = qrow + s.D;
-    float *kbuf = (float *)(acc + s.Dv + 1), *vbuf = kbuf + s.D;
-    const float *krow, *vrow;
-    for (int64_t b = 0; b < s.B; b++) {
-        for (int64_t h = 0; h < s.Hq; h++) {
-            int64_t g = h / (s.Hq / s.Hkv);
-            for (int64_t i = 0; i < s.S; i++) {
-                int64_t p = i + s.T - s.S, row = ((b * s.Hq + h) * s.S + i);
-                int64_t lo = window > 0 && p - window + 1 > 0 ? p - window + 1 : 0;
-                int64_t hi = causal && p + 1 < s.T ? p + 1 : s.T; /* keys [lo, hi) */
-                double max = -INFINITY, sum = 0;
-                bool any = false;
-                load_row(q, row * s.D, s.D, qrow);
-                for (int64_t j = lo; j < hi; j++) {
-                    int64_t idx[4] = {b, h, i, j};
-                    double m = mask ? vkl_ref_get_f(mask, vkl_ref_broadcast_offset(mask, idx, 4)) : 0;
-                    if (mask && mask->dtype == VKL_DTYPE_BOOL) m = m != 0 ? 0 : -INFINITY;
-                    scores[j] = m;
-                    if (m != -INFINITY) {
-                        const int64_t off = kv_row(&s, b, g, j, s.D);
-                        if ((st = row_values(a, k, off, s.D, kbuf, &krow)))
-                            return vkl_fail_prefix(a->ctx, st, "Attention: K (position %lld, batch %lld, head %lld)",
-                                                   (long long)j, (long long)b, (long long)g);
-                        scores[j] = sc * dot_row(k, off, krow, qrow, s.D) + m;
-                    }
-                    any = any || scores[j] != -INFINITY;
-                    if (scores[j] > max) max = scores[j];
-                }
-                for (int64_t d = 0; d < s.Dv; d++) acc[d] = 0;
-                for (int64_t j = lo; any && j < hi; j++) {
-                    if (scores[j] == -INFINITY) continue;
-                    double w = exp(scores[j] - max);
-                    const int64_t off = kv_row(&s, b, g, j, s.Dv);
-                    if ((st = row_values(a, v, off, s.Dv, vbuf, &vrow)))
-                        return vkl_fail_prefix(a->ctx, st, "Attention: V (position %lld, batch %lld, head %lld)",
-                                               (long long)j, (long long)b, (long long)g);
-                    sum += w;
-                    axpy_row(acc, w, v, off, vrow, s.Dv);
-                }
-                for (int64_t d = 0; d < s.Dv; d++) vkl_ref_set_f(out, row * s.Dv + d, any ? acc[d] / sum : 0);
-            }
-        }
-    }
-    return VKL_OK;
+    void *scratch = vkl_ref_scratch_get(a, s.scratch_bytes);
+    if (!scratch) return VKL_ERR_OUT_OF_MEMORY;
+    for (int64_t row = 0; !st && row < s.rows; row++) st = vkl_ref_attention_row(a, &s, row, scratch);
+    return st;
 }
 
 /* x[b, h, s, :] of a Q_INT8 state: every value finite (vkl_kv_quantize_keys

@@ -36,6 +36,7 @@ typedef struct vkl_ref_args {
     uint32_t n_in;
     vkl_ref_tensor *out;         /* n_out entries; shapes already set, data allocated */
     uint32_t n_out;
+    void *backend;               /* the running backend's state for its own kernels (ref: NULL) */
 } vkl_ref_args;
 
 /* Outputs are fully written by the kernel (the harness poisons them first).

@@ -138,6 +138,13 @@ enum {
     VKL_FEATURE_TIMESTAMPS = 1u << 5    /* per-op timing */
 };
 
+/* CPU instruction sets a host backend (cpu) may use, masked off by
+ * vkl_model_options.disable_isa; each has a portable fallback computing the
+ * same integer sums. */
+enum {
+    VKL_ISA_AVX2 = 1u << 0 /* x86 AVX2 with FMA and F16C */
+};
+
 struct vkl_vulkan_options; /* vkllm_vulkan.h */
 
 typedef struct vkl_model_options {
@@ -153,6 +160,8 @@ typedef struct vkl_model_options {
                                    naming the data section, when they do not match the checksum written
                                    with them (a corrupt file); costs one read of the file (docs/perf.md).
                                    1: skip that check */
+    unsigned threads;           /* host backends (cpu): threads, the caller included; 0: one per online CPU */
+    uint32_t disable_isa;       /* host backends: CPU instruction sets to turn off (VKL_ISA_*) */
 } vkl_model_options;
 
 VKLLM_API void vkl_model_options_init(vkl_model_options *options);

@@ -52,6 +52,14 @@ static size_t stream_index(const vkl_quant_cpu_layout *lay, int64_t r, int64_t k
 static void put_nibble(uint8_t *qs, size_t e, unsigned q) {
     qs[e / 32 * 16 + e % 16] |= (uint8_t)(q << ((e % 32) / 16 * 4));
 }
+/* 32 codes in canonical order (16 bytes, q[2t] | q[2t+1] << 4) as one
+ * chunk of the 2x16 transposed order: put_nibble for each, a byte at a time. */
+static void put_chunk(uint8_t *chunk, const uint8_t *canon) {
+    for (unsigned j = 0; j < 16; j++) {
+        const unsigned sh = 4 * (j & 1);
+        chunk[j] = (uint8_t)(((canon[j / 2] >> sh) & 15u) | ((canon[8 + j / 2] >> sh) & 15u) << 4);
+    }
+}
 static unsigned get_nibble(const uint8_t *qs, size_t e) {
     return (qs[e / 32 * 16 + e % 16] >> ((e % 32) / 16 * 4)) & 15u;
 }
@@ -139,14 +147,22 @@ vkl_status vkl_quant_pack_cpu(vkl_context *ctx, vkl_quant_cpu_layout *lay, const
                 float d = get_f32(blk);
                 if ((st = vkl_int8_check_header(ctx, d, r, g))) return st;
                 put_f32(rec, d);
-                for (uint32_t i = 0; i < lay->group; i++)
-                    out[stream_index(lay, r, g * lay->group + i)] = qs[i];
+                /* lp divides group: the block is whole runs of lp stream bytes */
+                for (uint32_t i = 0; i < lay->group; i += lay->lp)
+                    memcpy(out + stream_index(lay, r, g * lay->group + i), qs + i, lay->lp);
                 continue;
             }
             float scale = 0.0f, zero = 0.0f;
             if ((st = header_to_record(ctx, lay, blk, r, g, &scale, &zero))) return st;
             put_f32(rec, scale);
             put_f32(rec + (size_t)lay->hp * 4, zero);
+            if (lay->lp % 32 == 0) {
+                /* runs of 32 codes start chunks: a byte at a time (loading a
+                 * 1B model's weights element by element took 15 s) */
+                for (uint32_t i = 0; i < lay->group; i += 32)
+                    put_chunk(out + stream_index(lay, r, g * lay->group + i) / 2, qs + i / 2);
+                continue;
+            }
             for (uint32_t i = 0; i < lay->group; i++)
                 put_nibble(out, stream_index(lay, r, g * lay->group + i), vkl_quant_nibble(qs, i));
         }

@@ -548,10 +548,11 @@ static void test_pack_gpu(vkl_context *ctx) {
  * the tile stream, high nibbles 16..31; (q − zero)·scale is the reference. */
 static void test_pack_cpu(vkl_context *ctx) {
     const vkl_dtype types[] = {VKL_DTYPE_Q_E0M4, VKL_DTYPE_Q_INT4, VKL_DTYPE_Q_INT8};
-    const uint32_t tiles[][2] = {{8, 8}, {4, 4}, {4, 8}, {16, 4}, {1, 32}, {3, 16}};
+    /* {4, 32}: the cpu backend's tiles (and, with {1, 32}, the packer's 32-code runs) */
+    const uint32_t tiles[][2] = {{8, 8}, {4, 4}, {4, 8}, {16, 4}, {1, 32}, {3, 16}, {4, 32}};
     const uint32_t groups[] = {32, 64, 128};
     for (size_t t = 0; t < 3; t++)
-        for (size_t ti = 0; ti < 6; ti++)
+        for (size_t ti = 0; ti < sizeof(tiles) / sizeof(tiles[0]); ti++)
             for (size_t gi = 0; gi < 3; gi++)
                 for (uint32_t n = 1; n <= 2; n++) {
                     const uint32_t group = groups[gi], hp = tiles[ti][0], lp = tiles[ti][1];

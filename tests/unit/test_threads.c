@@ -1,6 +1,7 @@
-/* What vkllm.h ("Threads") promises, on the bundled model and the ref
- * backend: two sessions of one model, each with a context of its own, on two
- * threads at the same time.
+/* What vkllm.h ("Threads") promises, on the bundled model and a host
+ * backend (ref, or the one named by argv[1]: ctest runs cpu too, whose
+ * sessions share one thread pool): two sessions of one model, each with a
+ * context of its own, on two threads at the same time.
  *  (a) Greedy generation (64 tokens after different prompts): each thread's
  *      tokens and last logits equal, bit for bit, those of the same session
  *      run alone; then each thread creates, runs (16 tokens: the same first
@@ -39,7 +40,7 @@ typedef struct job {
     size_t n_new;              /* tokens to generate, at most N_NEW */
     pthread_barrier_t *start;  /* NULL: run alone, at once */
     const vkl_backend_vtable *be;
-    vkl_backend_device *dev;   /* for (b): a ref device shared by both jobs */
+    vkl_backend_device *dev;   /* for (b): a device shared by both jobs */
     /* out */
     vkl_status st;
     char error[512];           /* the first failure, for the main thread to print */
@@ -159,7 +160,8 @@ static void same_as(const job *got, const job *alone, size_t vocab, const char *
     }
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    const char *backend = argc > 1 ? argv[1] : "ref";
     static const int32_t prompts[2][6] = {{1, 1163, 262, 2050}, {1, 400, 31, 77, 9, 500}};
     static const size_t prompt_len[2] = {4, 6};
     vkl_context *main_ctx = NULL, *ctx[2] = {NULL, NULL};
@@ -167,7 +169,7 @@ int main(void) {
     for (int k = 0; k < 2; k++) CHECK(vkl_context_create(NULL, &ctx[k]) == VKL_OK);
     vkl_model_options mo;
     vkl_model_options_init(&mo);
-    mo.backend = "ref";
+    mo.backend = backend;
     vkl_model *m = NULL;
     CHECK_OK(main_ctx, vkl_model_load(main_ctx, MODEL, &mo, &m));
     if (!m || !ctx[0] || !ctx[1]) return check_finish("test_threads");
@@ -200,7 +202,7 @@ int main(void) {
     same_as(both, alone, vocab, "sessions made on their threads");
 
     /* (b) errors at once, each read back by its own thread */
-    const vkl_backend_vtable *be = vkl_backend_find("ref");
+    const vkl_backend_vtable *be = vkl_backend_find(backend);
     vkl_backend_device *dev = NULL;
     CHECK_OK(main_ctx, be->open(main_ctx, NULL, &dev));
     for (int k = 0; k < 2 && dev; k++) {

@@ -1,0 +1,91 @@
+/* Attention with its output rows (b, h, i) spread over the thread pool, a
+ * row a task, each worker its own slice of scratch:
+ *  - f32 Q, K, V and output (mask none, f32 or bool): this file's row, in
+ *    f32 (MNN-LLM keeps softmax in fp32 too) with the Q.K products on the
+ *    chosen instruction set;
+ *  - other plain float dtypes: ref's own row code (backends/ref/attention.h),
+ *    ref's bits;
+ *  - an int8 / fp8 cache: ref's kernel on one thread, since a row that fails
+ *    to decode reports on the context, which is one thread's.
+ * Which keys a row sees, and where their rows are, come from attention.h. */
+#include <math.h>
+
+#include "../ref/attention.h"
+#include "../ref/ref_ops.h"
+#include "cpu_backend.h"
+
+typedef struct attn_job {
+    const vkl_ref_args *a;
+    const vkl_ref_attn *s;
+    const vkl_cpu_dot *dot;
+    bool f32;               /* this file's row, else ref's */
+    unsigned char *scratch; /* per worker: s->scratch_bytes */
+} attn_job;
+
+/* Row `row` in f32: scores of the visible keys (mask added; -inf skips a
+ * key), softmax with the max subtracted, the weighted sum of V's rows, or
+ * zeros when no key is visible. scores: T floats, acc: Dv floats. */
+static void f32_row(const attn_job *j, int64_t row, float *scores, float *acc) {
+    const vkl_ref_args *a = j->a;
+    const vkl_ref_attn *s = j->s;
+    const vkl_ref_attn_pos at = vkl_ref_attn_row_pos(s, row);
+    const vkl_ref_tensor *mask = a->n_in > 3 && a->in[3].data ? &a->in[3] : NULL;
+    const float *q = (const float *)a->in[0].data + row * s->D, *k = a->in[1].data, *v = a->in[2].data;
+    float *out = (float *)a->out[0].data + row * s->Dv;
+    int64_t m0 = 0, mstep = 0; /* the mask broadcasts onto [B, Hq, S, T]: along j it moves by 1 or 0 */
+    if (mask) {
+        const int64_t idx[4] = {at.b, at.h, at.i, 0};
+        m0 = vkl_ref_broadcast_offset(mask, idx, 4);
+        mstep = mask->dims[mask->rank - 1] == 1 ? 0 : 1;
+    }
+    float max = -INFINITY, sum = 0;
+    bool any = false;
+    for (int64_t t = at.lo; t < at.hi; t++) {
+        float m = 0;
+        if (mask && mask->dtype == VKL_DTYPE_BOOL) m = ((const uint8_t *)mask->data)[m0 + t * mstep] ? 0 : -INFINITY;
+        else if (mask) m = ((const float *)mask->data)[m0 + t * mstep];
+        float sc = m;
+        if (m != -INFINITY)
+            sc = (float)s->sc * j->dot->f32(k + vkl_ref_attn_kv_offset(s, at.b, at.g, t, s->D), q, (size_t)s->D) + m;
+        scores[t - at.lo] = sc;
+        any = any || sc != -INFINITY;
+        if (sc > max) max = sc;
+    }
+    for (int64_t d = 0; d < s->Dv; d++) acc[d] = 0;
+    for (int64_t t = at.lo; any && t < at.hi; t++) {
+        if (scores[t - at.lo] == -INFINITY) continue;
+        const float w = expf(scores[t - at.lo] - max);
+        sum += w;
+        j->dot->axpy(acc, w, v + vkl_ref_attn_kv_offset(s, at.b, at.g, t, s->Dv), (size_t)s->Dv);
+    }
+    for (int64_t d = 0; d < s->Dv; d++) out[d] = any ? acc[d] / sum : 0.0f;
+}
+
+static void row_task(void *user, size_t row, unsigned worker) {
+    const attn_job *j = user;
+    unsigned char *scratch = j->scratch + (size_t)worker * j->s->scratch_bytes;
+    if (j->f32) {
+        /* scratch_bytes holds T + D + Dv + 1 doubles: T + Dv floats fit */
+        f32_row(j, (int64_t)row, (float *)(void *)scratch, (float *)(void *)scratch + j->s->T);
+        return;
+    }
+    /* plain float K and V: a row cannot fail (attention.h) */
+    (void)vkl_ref_attention_row(j->a, j->s, (int64_t)row, scratch);
+}
+
+vkl_status vkl_cpu_attention(const vkl_ref_args *a) {
+    const vkl_backend_weights *w = a->backend;
+    vkl_ref_attn s;
+    vkl_status st = vkl_ref_attention_setup(a, &s);
+    if (st || s.coded) return st ? st : vkl_ref_attention(a);
+    const vkl_ref_tensor *mask = a->n_in > 3 && a->in[3].data ? &a->in[3] : NULL;
+    const bool f32 = a->in[0].dtype == VKL_DTYPE_F32 && a->in[1].dtype == VKL_DTYPE_F32 &&
+                     a->in[2].dtype == VKL_DTYPE_F32 && a->out[0].dtype == VKL_DTYPE_F32 &&
+                     (!mask || mask->dtype == VKL_DTYPE_F32 || mask->dtype == VKL_DTYPE_BOOL);
+    const unsigned threads = vkl_pool_threads(w->dev->pool);
+    unsigned char *scratch = vkl_ref_scratch_get(a, (size_t)threads * s.scratch_bytes);
+    if (!scratch) return VKL_ERR_OUT_OF_MEMORY;
+    attn_job j = {a, &s, w->dev->dot, f32, scratch};
+    vkl_pool_run(w->dev->pool, (size_t)s.rows, row_task, &j);
+    return VKL_OK;
+}

@@ -1,0 +1,32 @@
+/* The cpu backend's vtable: the shared host executor (backends/ref/
+ * host_exec.h) running this backend's kernels where it has them (the matrix
+ * products, on weights repacked at load; attention's rows on all threads)
+ * and ref's for every other op. */
+#include "../ref/host_exec.h"
+#include "cpu_backend.h"
+
+static const vkl_ref_kernel cpu_kernels[VKL_OP_COUNT_] = {
+    [VKL_OP_QUANT_MAT_MUL] = vkl_cpu_quant_mat_mul,
+    [VKL_OP_MAT_MUL] = vkl_cpu_mat_mul,
+    [VKL_OP_ATTENTION] = vkl_cpu_attention,
+};
+
+static vkl_status cpu_prepare(vkl_backend_device *dev, vkl_context *ctx, const vkl_graph *g, vkl_backend_weights *w,
+                              const vkl_memory_map *mem, const vkl_binding *b, vkl_backend_exec **out) {
+    if (!w || w->g != g)
+        return vkl_fail(ctx, VKL_ERR_INVALID_ARGUMENT, "cpu: prepare needs the weights loaded from the same graph");
+    const vkl_host_kernels kernels = {"cpu", cpu_kernels, w};
+    return vkl_host_prepare(dev, ctx, g, &kernels, mem, b, out);
+}
+
+const vkl_backend_vtable vkl_backend_cpu = {
+    .name = "cpu",
+    .probe = vkl_cpu_probe,
+    .open = vkl_cpu_open,
+    .close = vkl_cpu_close,
+    .caps = vkl_cpu_caps,
+    .weights_load = vkl_cpu_weights_load,
+    .weights_release = vkl_cpu_weights_release,
+    .prepare = cpu_prepare,
+    VKL_HOST_EXEC_VTABLE_ENTRIES,
+};

@@ -1,0 +1,61 @@
+/* The cpu backend's own state, shared by its files: the open device (thread
+ * pool, chosen inner products) and the weights it repacked at load. Ops
+ * without a kernel here run ref's (backends/ref/host_exec.h). */
+#ifndef VKL_CPU_BACKEND_H
+#define VKL_CPU_BACKEND_H
+
+#include "../../engine/backend.h"
+#include "../../engine/pool.h"
+#include "../../engine/quant/quant.h"
+#include "../ref/ref_kernels.h"
+#include "cpu_dot.h"
+
+struct vkl_backend_device {
+    vkl_context *ctx; /* open()'s: the weights' */
+    vkl_pool *pool;   /* made once at open; every step's work is split on it */
+    const vkl_cpu_dot *dot;
+    uint32_t isa;     /* VKL_ISA_* in use */
+    uint32_t disable_features;
+};
+
+/* cpu_device.c: the vtable's device functions. */
+vkl_status vkl_cpu_probe(vkl_context *ctx, const vkl_backend_options *opt, vkl_backend_caps *out);
+vkl_status vkl_cpu_open(vkl_context *ctx, const vkl_backend_options *opt, vkl_backend_device **out);
+void vkl_cpu_close(vkl_backend_device *dev);
+void vkl_cpu_caps(vkl_backend_device *dev, vkl_backend_caps *out);
+
+/* One weight in the kernels' layout, made once at load. */
+typedef struct vkl_cpu_weight {
+    int64_t N, K;
+    /* Quantized (dtype Q_*): engine/quant's CPU layout in 4-row tiles
+     * (cpu_dot.h); float: the [N, K] rows (a MatMul's [K, N] B transposed,
+     * or a QuantMatMul's float W as it is, not copied). */
+    vkl_dtype dtype;
+    vkl_quant_cpu_layout lay;
+    const uint8_t *data;
+    void *owned; /* what data points into, when this backend made it */
+} vkl_cpu_weight;
+
+struct vkl_backend_weights {
+    vkl_backend_device *dev;
+    const vkl_graph *g;
+    vkl_cpu_weight **by_tensor; /* per graph tensor: its repacked form, or NULL */
+    vkl_cpu_weight *list;
+    size_t n;
+};
+
+vkl_status vkl_cpu_weights_load(vkl_backend_device *dev, const vkl_graph *g, vkl_backend_weights **out);
+void vkl_cpu_weights_release(vkl_backend_device *dev, vkl_backend_weights *w);
+
+/* Kernels (vkl_ref_args.backend is the weights). Each falls back to ref's
+ * kernel for what it does not cover (another dtype, a weight not repacked). */
+vkl_status vkl_cpu_quant_mat_mul(const vkl_ref_args *a);
+vkl_status vkl_cpu_mat_mul(const vkl_ref_args *a);
+vkl_status vkl_cpu_attention(const vkl_ref_args *a);
+
+/* Y[m, n] = bias[n] + sum_k X[m, k] * W(n, k) for a repacked W, split over
+ * the pool by output rows. X: M rows of K f32; Y: M rows of N f32. */
+vkl_status vkl_cpu_gemm(const vkl_ref_args *a, const vkl_cpu_weight *w, const float *X, int64_t M, const float *bias,
+                        float *Y);
+
+#endif

@@ -1,0 +1,68 @@
+/* The cpu backend's device: what this CPU runs (probe), and at open the
+ * inner products for the instruction sets left after the options' mask and
+ * the thread pool every step's work is split on (created here once: steps
+ * create no threads). */
+#include <stdio.h>
+#include <string.h>
+
+#include "cpu_backend.h"
+
+/* The instruction sets present and not masked off. */
+static uint32_t usable_isa(const vkl_backend_options *opt) {
+    uint32_t isa = vkl_cpu_has_avx2() ? VKL_ISA_AVX2 : 0;
+    return isa & ~(opt ? opt->disable_isa : 0u);
+}
+
+static const vkl_cpu_dot *dot_for(uint32_t isa) {
+#ifdef VKL_CPU_HAVE_AVX2
+    if (isa & VKL_ISA_AVX2) return &vkl_cpu_dot_avx2;
+#endif
+    (void)isa;
+    return &vkl_cpu_dot_portable;
+}
+
+static void fill_caps(uint32_t isa, unsigned threads, uint32_t disable_features, vkl_backend_caps *out) {
+    memset(out, 0, sizeof(*out));
+    snprintf(out->device_name, sizeof(out->device_name), "host CPU, %u threads, %s kernels", threads,
+             dot_for(isa)->name);
+    snprintf(out->driver, sizeof(out->driver), "vkllm cpu");
+    /* int8 dot: W4A8 / W8A8 QuantMatMul, on every path (portable included) */
+    out->features = (VKL_FEATURE_FP16 | VKL_FEATURE_INT8_DOT) & ~disable_features;
+    out->unified_memory = true;
+    out->buffer_alignment = 64;
+    out->device_class = VKL_DEVICE_CPU;
+}
+
+vkl_status vkl_cpu_probe(vkl_context *ctx, const vkl_backend_options *opt, vkl_backend_caps *out) {
+    (void)ctx;
+    fill_caps(usable_isa(opt), opt && opt->threads ? opt->threads : vkl_cpu_count(),
+              opt ? opt->disable_features : 0u, out);
+    return VKL_OK;
+}
+
+vkl_status vkl_cpu_open(vkl_context *ctx, const vkl_backend_options *opt, vkl_backend_device **out) {
+    *out = NULL;
+    vkl_backend_device *dev = vkl_calloc(ctx, 1, sizeof(*dev));
+    if (!dev) return VKL_ERR_OUT_OF_MEMORY;
+    dev->ctx = ctx;
+    dev->isa = usable_isa(opt);
+    dev->dot = dot_for(dev->isa);
+    dev->disable_features = opt ? opt->disable_features : 0u;
+    vkl_status st = vkl_pool_create(ctx, opt ? opt->threads : 0, &dev->pool);
+    if (st) {
+        vkl_free(ctx, dev);
+        return vkl_fail_prefix(ctx, st, "cpu backend");
+    }
+    *out = dev;
+    return VKL_OK;
+}
+
+void vkl_cpu_close(vkl_backend_device *dev) {
+    if (!dev) return;
+    vkl_pool_destroy(dev->pool);
+    vkl_free(dev->ctx, dev);
+}
+
+void vkl_cpu_caps(vkl_backend_device *dev, vkl_backend_caps *out) {
+    fill_caps(dev->isa, vkl_pool_threads(dev->pool), dev->disable_features, out);
+}

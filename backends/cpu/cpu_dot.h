@@ -1,0 +1,71 @@
+/* The cpu backend's inner products, one table per instruction set. The
+ * integer ones are exact: every implementation returns the same int32 sums
+ * (tests/unit/test_cpu_dot.c holds AVX2 to the portable C), so a model's
+ * output does not depend on the instruction set chosen.
+ *
+ * Weight tiles are engine/quant's CPU layout with hp = 4 rows and lp = 32
+ * (vkl_quant_pack_cpu): for one block of 4 rows, K/32 tiles in K order,
+ *   4-bit: 64 bytes a tile, row i's 32 codes (0..15) in bytes 16i..16i+15,
+ *          byte j = code j | code 16+j << 4;
+ *   int8:  128 bytes a tile, row i's 32 values in bytes 32i..32i+31. */
+#ifndef VKL_CPU_DOT_H
+#define VKL_CPU_DOT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define VKL_CPU_HP 4  /* weight rows per tile */
+#define VKL_CPU_LP 32 /* elements per tile row */
+#define VKL_CPU_MR 4  /* activation rows per inner-product call, at most */
+
+/* Per group g of one activation row: its codes' scale and their sum. */
+typedef struct vkl_cpu_act {
+    const int8_t *q; /* K codes, -127..127 */
+    const float *d;  /* per group: the scale (max |x| / 127) */
+    const int32_t *s; /* per group: the sum of the codes */
+} vkl_cpu_act;
+
+typedef struct vkl_cpu_dot {
+    const char *name;
+    /* One 4-row block against `rows` (1..VKL_CPU_MR) activation rows act[r],
+     * `groups` groups of `chunks` tiles each. With isum(i, g) the exact int32
+     * sum over group g of code(i, k) * act[r].q[k], for weight rows
+     * i = 0..3, in group order:
+     *   z = zero(i, g) * s[g];  t = (float)isum - z;  u = scale(i, g) * d[g];  acc[4r + i] += u * t
+     * every step one f32 rounding, none fused, so every implementation (and
+     * every row count) gives the same bits. rec: per group 8 floats,
+     * scale[4] then zero[4] (the CPU layout's params records). Codes 0..15. */
+    void (*q4)(const uint8_t *w, const float *rec, const vkl_cpu_act *act, uint32_t rows, uint32_t chunks,
+               uint32_t groups, float *acc);
+    /* The same for int8 weights (any value, -128 included) with no zero:
+     * t = (float)isum; rec: per group scale[4]. act[r].q must lie in
+     * -127..127 (the activation quantizer's range): that is what lets a
+     * product pair fit the 16 bits vpmaddubsw sums into. */
+    void (*q8)(const int8_t *w, const float *rec, const vkl_cpu_act *act, uint32_t rows, uint32_t chunks,
+               uint32_t groups, float *acc);
+    /* Float rows: sum over k < K of w[k] * x[k], w of f32, f16 or bf16. */
+    float (*f32)(const float *w, const float *x, size_t K);
+    float (*f16)(const uint16_t *w, const float *x, size_t K);
+    float (*bf16)(const uint16_t *w, const float *x, size_t K);
+    /* y[k] += a * x[k] for k < n (attention's weighted sum of V rows). */
+    void (*axpy)(float *y, float a, const float *x, size_t n);
+    /* One row of K activations quantized per group of G (a multiple of 32):
+     * q = x * (127 / max|x|) rounded half away from zero into -127..127,
+     * d[g] = max|x| / 127, s[g] = the codes' sum; a group holding NaN or
+     * inf: codes 0 and d NaN (the outputs it feeds become NaN, as on ref);
+     * max|x| below 1e-30 (127 / max|x| would overflow): codes 0. Every
+     * implementation gives the same bytes. */
+    void (*quantize)(const float *x, size_t K, size_t G, int8_t *q, float *d, int32_t *s);
+} vkl_cpu_dot;
+
+extern const vkl_cpu_dot vkl_cpu_dot_portable;
+#if defined(__x86_64__) || defined(__i386__)
+#define VKL_CPU_HAVE_AVX2 1
+extern const vkl_cpu_dot vkl_cpu_dot_avx2;
+#endif
+
+/* Whether this CPU (and its OS, which must save the ymm registers) runs
+ * vkl_cpu_dot_avx2: AVX2, FMA and F16C. */
+int vkl_cpu_has_avx2(void);
+
+#endif

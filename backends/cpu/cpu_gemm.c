@@ -1,0 +1,115 @@
+/* Y = X W^T (+ bias) for a repacked weight, split over the thread pool by
+ * blocks of output rows. Quantized W runs as W4A8 / W8A8: each row of X is
+ * quantized per weight group to int8 (symmetric, scale max|x| / 127, codes
+ * -127..127) on the fly, the inner products are exact int32 sums (cpu_dot.h)
+ * and the group scales apply per block in f32:
+ *   y[m, n] = sum_g  scale(n, g) * da(m, g) * (isum(m, n, g) - zero(n, g) * asum(m, g))
+ * with asum the sum of row m's codes in group g (E0M4 and int4 share this
+ * integer view: docs/cpu.md). Float W runs as f32 dot products. */
+#include "cpu_backend.h"
+
+#define TASKS_PER_THREAD 16 /* finer than one stripe a thread: slower cores take fewer */
+
+typedef struct gemm_job {
+    const vkl_cpu_weight *w;
+    const vkl_cpu_dot *dot;
+    int64_t M, blocks, per_task;
+    const float *X, *bias;
+    float *Y;
+    /* quantized X (scratch, written first): M rows of K codes, then per
+     * (row, group) scale and code sum */
+    int8_t *xq;
+    float *xd;
+    int32_t *xs;
+} gemm_job;
+
+static void quantize_task(void *user, size_t m, unsigned worker) {
+    (void)worker;
+    const gemm_job *j = user;
+    const int64_t K = j->w->K, G = j->w->lay.group, ng = K / G;
+    j->dot->quantize(j->X + (size_t)m * (size_t)K, (size_t)K, (size_t)G, j->xq + (size_t)m * (size_t)K,
+                     j->xd + (size_t)m * (size_t)ng, j->xs + (size_t)m * (size_t)ng);
+}
+
+static void store(const gemm_job *j, int64_t m, int64_t n0, const float *acc) {
+    const int64_t N = j->w->N;
+    for (int64_t i = 0; i < VKL_CPU_HP && n0 + i < N; i++)
+        j->Y[m * N + n0 + i] = acc[i] + (j->bias ? j->bias[n0 + i] : 0.0f);
+}
+
+/* One block of 4 weight rows against every row of X, VKL_CPU_MR rows of X a
+ * call: the block's tiles stay in cache while the rows of X stream past,
+ * and each tile is unpacked once for MR rows (the GEMM's blocking). */
+static void quant_block(const gemm_job *j, int64_t b) {
+    const vkl_cpu_weight *w = j->w;
+    const vkl_quant_cpu_layout *lay = &w->lay;
+    const int64_t K = w->K, ng = K / lay->group;
+    const uint32_t chunks = lay->group / VKL_CPU_LP;
+    const bool q4 = lay->dtype != VKL_DTYPE_Q_INT8;
+    const size_t tile = q4 ? VKL_CPU_HP * VKL_CPU_LP / 2 : VKL_CPU_HP * VKL_CPU_LP, rec = q4 ? 8 : 4;
+    const uint8_t *qs = w->data + (size_t)b * (size_t)(K / VKL_CPU_LP) * tile;
+    const float *params = (const float *)(const void *)(w->data + lay->params_offset) + (size_t)b * (size_t)ng * rec;
+    for (int64_t m0 = 0; m0 < j->M; m0 += VKL_CPU_MR) {
+        const uint32_t rows = (uint32_t)(j->M - m0 < VKL_CPU_MR ? j->M - m0 : VKL_CPU_MR);
+        vkl_cpu_act act[VKL_CPU_MR];
+        for (uint32_t r = 0; r < rows; r++) {
+            const size_t m = (size_t)m0 + r;
+            act[r] = (vkl_cpu_act){j->xq + m * (size_t)K, j->xd + m * (size_t)ng, j->xs + m * (size_t)ng};
+        }
+        float acc[VKL_CPU_MR * VKL_CPU_HP] = {0};
+        if (q4) j->dot->q4(qs, params, act, rows, chunks, (uint32_t)ng, acc);
+        else j->dot->q8((const int8_t *)qs, params, act, rows, chunks, (uint32_t)ng, acc);
+        for (uint32_t r = 0; r < rows; r++) store(j, m0 + r, b * VKL_CPU_HP, acc + VKL_CPU_HP * r);
+    }
+}
+
+static void float_block(const gemm_job *j, int64_t b) {
+    const vkl_cpu_weight *w = j->w;
+    const int64_t K = w->K;
+    const size_t es = vkl_dtype_size(w->dtype);
+    for (int64_t m = 0; m < j->M; m++) {
+        const float *x = j->X + (size_t)m * (size_t)K;
+        float acc[VKL_CPU_HP] = {0};
+        for (int64_t i = 0; i < VKL_CPU_HP && b * VKL_CPU_HP + i < w->N; i++) {
+            const void *row = w->data + (size_t)(b * VKL_CPU_HP + i) * (size_t)K * es;
+            acc[i] = w->dtype == VKL_DTYPE_F32   ? j->dot->f32(row, x, (size_t)K)
+                     : w->dtype == VKL_DTYPE_F16 ? j->dot->f16(row, x, (size_t)K)
+                                                 : j->dot->bf16(row, x, (size_t)K);
+        }
+        store(j, m, b * VKL_CPU_HP, acc);
+    }
+}
+
+static void gemm_task(void *user, size_t task, unsigned worker) {
+    (void)worker;
+    const gemm_job *j = user;
+    const int64_t b1 = ((int64_t)task + 1) * j->per_task;
+    for (int64_t b = (int64_t)task * j->per_task; b < b1 && b < j->blocks; b++) {
+        if (j->xq) quant_block(j, b);
+        else float_block(j, b);
+    }
+}
+
+vkl_status vkl_cpu_gemm(const vkl_ref_args *a, const vkl_cpu_weight *w, const float *X, int64_t M, const float *bias,
+                        float *Y) {
+    const vkl_backend_weights *bw = a->backend;
+    vkl_backend_device *dev = bw->dev;
+    gemm_job j = {w, dev->dot, M, (w->N + VKL_CPU_HP - 1) / VKL_CPU_HP, 0, X, bias, Y, NULL, NULL, NULL};
+    if (M <= 0 || w->N <= 0) return VKL_OK;
+    if (w->dtype == VKL_DTYPE_Q_E0M4 || w->dtype == VKL_DTYPE_Q_INT4 || w->dtype == VKL_DTYPE_Q_INT8) {
+        /* codes, then scales and sums: K bytes + 8 bytes a group, per row (K is a multiple of 32) */
+        const size_t ng = (size_t)(w->K / w->lay.group), row = (size_t)w->K + 8 * ng;
+        size_t bytes;
+        if (!vkl_mul_size(row, (size_t)M, &bytes)) return vkl_fail(a->ctx, VKL_ERR_OVERFLOW, "cpu: QuantMatMul scratch");
+        uint8_t *s = vkl_ref_scratch_get(a, bytes);
+        if (!s) return VKL_ERR_OUT_OF_MEMORY;
+        j.xq = (int8_t *)s;
+        j.xd = (float *)(void *)(s + (size_t)M * (size_t)w->K);
+        j.xs = (int32_t *)(void *)(j.xd + (size_t)M * ng);
+        vkl_pool_run(M > 1 ? dev->pool : NULL, (size_t)M, quantize_task, &j);
+    }
+    const int64_t tasks = (int64_t)vkl_pool_threads(dev->pool) * TASKS_PER_THREAD;
+    j.per_task = (j.blocks + tasks - 1) / tasks;
+    vkl_pool_run(dev->pool, (size_t)((j.blocks + j.per_task - 1) / j.per_task), gemm_task, &j);
+    return VKL_OK;
+}

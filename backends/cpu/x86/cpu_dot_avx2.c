@@ -1,0 +1,227 @@
+/* The inner products with AVX2 (vpmaddubsw / vpmaddwd; this machine class
+ * has no VNNI), FMA and F16C. Compiled with -mavx2 -mfma -mf16c and called
+ * only after vkl_cpu_has_avx2(). vpmaddubsw multiplies unsigned by signed
+ * bytes and adds each pair into an int16 with saturation, so each use below
+ * keeps a pair's sum inside int16 and the results are exact:
+ *   4-bit: codes 0..15 are the unsigned side, |pair| <= 2 * 15 * 128 = 3840;
+ *          a chunk adds two pairs into each int16 lane, and up to 4 chunks
+ *          add there (30720) before widening;
+ *   int8:  |w| (0..128) is the unsigned side and a takes w's sign; with
+ *          |a| <= 127, |pair| <= 2 * 128 * 127 = 32512. */
+#include <float.h>
+#include <immintrin.h>
+#include <math.h>
+#include <stdbool.h>
+#include <string.h>
+
+#include "../cpu_dot.h"
+
+/* The group's f32 step (cpu_dot.h) on the four rows' int32 sums, as
+ * separate multiplies and subtractions: -std=c11 keeps the compiler from
+ * fusing them, so the bits equal the portable code's. */
+static inline __m128 apply(__m128i isum, const float *scale, const float *zero, float d, int32_t s, __m128 acc) {
+    __m128 t = _mm_cvtepi32_ps(isum);
+    if (zero) t = _mm_sub_ps(t, _mm_mul_ps(_mm_loadu_ps(zero), _mm_set1_ps((float)s)));
+    return _mm_add_ps(acc, _mm_mul_ps(_mm_mul_ps(_mm_loadu_ps(scale), _mm_set1_ps(d)), t));
+}
+
+/* Row sums of two lanes' accumulators: [r0 x4 | r1 x4], [r2 x4 | r3 x4]
+ * -> r0 r1 r2 r3. */
+static inline __m128i rows4(__m256i s01, __m256i s23) {
+    const __m256i h = _mm256_hadd_epi32(s01, s23); /* r0 r0 r2 r2 | r1 r1 r3 r3 */
+    const __m256i q = _mm256_hadd_epi32(h, h);     /* r0 r2 r0 r2 | r1 r3 r1 r3 */
+    return _mm_unpacklo_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+}
+
+/* `na` activation rows (a constant after inlining; the loops over rows are
+ * unrolled so the accumulators stay in registers) against one block: the
+ * weights of a chunk are unpacked once for all of them. Two weight rows a
+ * 32-byte load: the AND gives rows i and i+1's elements 0..15, the shift and
+ * AND their 16..31; each activation's halves are broadcast to both lanes. */
+static inline __attribute__((always_inline)) void q4_rows(const uint8_t *w, const float *rec, const vkl_cpu_act *act,
+                                                          const int na, uint32_t chunks, uint32_t groups, float *out) {
+    const __m256i m4 = _mm256_set1_epi8(15), ones = _mm256_set1_epi16(1);
+    __m128 acc[VKL_CPU_MR];
+    _Pragma("GCC unroll 4")
+    for (int r = 0; r < na; r++) acc[r] = _mm_loadu_ps(out + VKL_CPU_HP * r);
+    for (uint32_t g = 0; g < groups; g++, rec += 2 * VKL_CPU_HP) {
+        __m256i s01[VKL_CPU_MR], s23[VKL_CPU_MR];
+        _Pragma("GCC unroll 4")
+        for (int r = 0; r < na; r++) s01[r] = s23[r] = _mm256_setzero_si256();
+        for (uint32_t c0 = 0; c0 < chunks; c0 += 4) {
+            const uint32_t c1 = chunks - c0 < 4 ? chunks : c0 + 4;
+            __m256i p01[VKL_CPU_MR], p23[VKL_CPU_MR];
+            _Pragma("GCC unroll 4")
+            for (int r = 0; r < na; r++) p01[r] = p23[r] = _mm256_setzero_si256();
+            for (uint32_t c = c0; c < c1; c++, w += VKL_CPU_HP * 16) {
+                const __m256i x01 = _mm256_loadu_si256((const __m256i *)w);
+                const __m256i x23 = _mm256_loadu_si256((const __m256i *)(w + 32));
+                const __m256i l01 = _mm256_and_si256(x01, m4), h01 = _mm256_and_si256(_mm256_srli_epi16(x01, 4), m4);
+                const __m256i l23 = _mm256_and_si256(x23, m4), h23 = _mm256_and_si256(_mm256_srli_epi16(x23, 4), m4);
+                _Pragma("GCC unroll 4")
+                for (int r = 0; r < na; r++) {
+                    const int8_t *a = act[r].q + ((size_t)g * chunks + c) * VKL_CPU_LP;
+                    const __m256i lo = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)a));
+                    const __m256i hi = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(a + 16)));
+                    p01[r] = _mm256_add_epi16(p01[r], _mm256_maddubs_epi16(l01, lo));
+                    p23[r] = _mm256_add_epi16(p23[r], _mm256_maddubs_epi16(l23, lo));
+                    p01[r] = _mm256_add_epi16(p01[r], _mm256_maddubs_epi16(h01, hi));
+                    p23[r] = _mm256_add_epi16(p23[r], _mm256_maddubs_epi16(h23, hi));
+                }
+            }
+            _Pragma("GCC unroll 4")
+            for (int r = 0; r < na; r++) {
+                s01[r] = _mm256_add_epi32(s01[r], _mm256_madd_epi16(p01[r], ones));
+                s23[r] = _mm256_add_epi32(s23[r], _mm256_madd_epi16(p23[r], ones));
+            }
+        }
+        _Pragma("GCC unroll 4")
+        for (int r = 0; r < na; r++)
+            acc[r] = apply(rows4(s01[r], s23[r]), rec, rec + VKL_CPU_HP, act[r].d[g], act[r].s[g], acc[r]);
+    }
+    _Pragma("GCC unroll 4")
+    for (int r = 0; r < na; r++) _mm_storeu_ps(out + VKL_CPU_HP * r, acc[r]);
+}
+
+/* int8: |w| is computed once a chunk for all activation rows; each row
+ * takes w's sign. */
+static inline __attribute__((always_inline)) void q8_rows(const int8_t *w, const float *rec, const vkl_cpu_act *act,
+                                                          const int na, uint32_t chunks, uint32_t groups, float *out) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m128 acc[VKL_CPU_MR];
+    _Pragma("GCC unroll 4")
+    for (int r = 0; r < na; r++) acc[r] = _mm_loadu_ps(out + VKL_CPU_HP * r);
+    for (uint32_t g = 0; g < groups; g++, rec += VKL_CPU_HP) {
+        __m256i s[VKL_CPU_MR][VKL_CPU_HP];
+        _Pragma("GCC unroll 4")
+        for (int r = 0; r < na; r++)
+            _Pragma("GCC unroll 4")
+            for (int i = 0; i < VKL_CPU_HP; i++) s[r][i] = _mm256_setzero_si256();
+        for (uint32_t c = 0; c < chunks; c++, w += VKL_CPU_HP * VKL_CPU_LP)
+            _Pragma("GCC unroll 4")
+            for (int i = 0; i < VKL_CPU_HP; i++) {
+                const __m256i v = _mm256_loadu_si256((const __m256i *)(w + VKL_CPU_LP * i)), u = _mm256_abs_epi8(v);
+                _Pragma("GCC unroll 4")
+                for (int r = 0; r < na; r++) {
+                    const __m256i x = _mm256_loadu_si256(
+                        (const __m256i *)(act[r].q + ((size_t)g * chunks + c) * VKL_CPU_LP));
+                    const __m256i p = _mm256_maddubs_epi16(u, _mm256_sign_epi8(x, v));
+                    s[r][i] = _mm256_add_epi32(s[r][i], _mm256_madd_epi16(p, ones));
+                }
+            }
+        _Pragma("GCC unroll 4")
+        for (int r = 0; r < na; r++) {
+            /* four rows' 8-lane sums -> r0 r1 r2 r3 */
+            const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(s[r][0], s[r][1]), _mm256_hadd_epi32(s[r][2], s[r][3]));
+            const __m128i v = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+            acc[r] = apply(v, rec, NULL, act[r].d[g], 0, acc[r]);
+        }
+    }
+    _Pragma("GCC unroll 4")
+    for (int r = 0; r < na; r++) _mm_storeu_ps(out + VKL_CPU_HP * r, acc[r]);
+}
+
+/* One specialization per row count, so each keeps its accumulators in registers. */
+#define BY_ROWS(name, wtype)                                                                                   \
+    static void name(const wtype *w, const float *rec, const vkl_cpu_act *act, uint32_t rows, uint32_t chunks, \
+                     uint32_t groups, float *acc) {                                                            \
+        switch (rows) {                                                                                        \
+        case 1: name##_rows(w, rec, act, 1, chunks, groups, acc); break;                                       \
+        case 2: name##_rows(w, rec, act, 2, chunks, groups, acc); break;                                       \
+        case 3: name##_rows(w, rec, act, 3, chunks, groups, acc); break;                                       \
+        default: name##_rows(w, rec, act, 4, chunks, groups, acc); break;                                      \
+        }                                                                                                      \
+    }
+BY_ROWS(q4, uint8_t)
+BY_ROWS(q8, int8_t)
+
+static inline float hsum(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+static inline __m256 load_f32(const float *w) { return _mm256_loadu_ps(w); }
+static inline __m256 load_f16(const uint16_t *w) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)w)); }
+static inline __m256 load_bf16(const uint16_t *w) {
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)w)), 16));
+}
+static inline float tail_f32(float w) { return w; }
+static inline float tail_f16(uint16_t w) { return _cvtsh_ss(w); }
+static inline float tail_bf16(uint16_t w) {
+    const uint32_t u = (uint32_t)w << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+/* Two 8-lane sums hide the FMA latency; the tail is scalar. */
+#define FLOAT_DOT(name, type)                                                             \
+    static float name(const type *w, const float *x, size_t K) {                         \
+        __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();                        \
+        size_t k = 0;                                                                     \
+        for (; k + 16 <= K; k += 16) {                                                    \
+            s0 = _mm256_fmadd_ps(load_##name(w + k), _mm256_loadu_ps(x + k), s0);         \
+            s1 = _mm256_fmadd_ps(load_##name(w + k + 8), _mm256_loadu_ps(x + k + 8), s1); \
+        }                                                                                 \
+        float t = hsum(_mm256_add_ps(s0, s1));                                            \
+        for (; k < K; k++) t += tail_##name(w[k]) * x[k];                                 \
+        return t;                                                                         \
+    }
+
+FLOAT_DOT(f32, float)
+FLOAT_DOT(f16, uint16_t)
+FLOAT_DOT(bf16, uint16_t)
+
+static void axpy(float *y, float a, const float *x, size_t n) {
+    const __m256 va = _mm256_set1_ps(a);
+    size_t k = 0;
+    for (; k + 8 <= n; k += 8) _mm256_storeu_ps(y + k, _mm256_fmadd_ps(va, _mm256_loadu_ps(x + k), _mm256_loadu_ps(y + k)));
+    for (; k < n; k++) y[k] += a * x[k];
+}
+
+/* cpu_dot.h's quantizer, 32 values a round: the same f32 operations as the
+ * portable code in each lane (|x|, max, x * inv, + copysign(0.5), truncate),
+ * so the same bytes; a NaN or inf fails the <= FLT_MAX compare. */
+static void quantize(const float *x, size_t K, size_t G, int8_t *q, float *d, int32_t *sum) {
+    const __m256 sign = _mm256_set1_ps(-0.0f), half = _mm256_set1_ps(0.5f), big = _mm256_set1_ps(FLT_MAX);
+    const __m256i lim = _mm256_set1_epi32(127), nlim = _mm256_set1_epi32(-127);
+    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    for (size_t g = 0; g < K / G; g++, x += G, q += G) {
+        __m256 vmax = _mm256_setzero_ps(), ok = _mm256_castsi256_ps(_mm256_set1_epi32(-1));
+        for (size_t k = 0; k < G; k += 8) {
+            const __m256 v = _mm256_andnot_ps(sign, _mm256_loadu_ps(x + k));
+            ok = _mm256_and_ps(ok, _mm256_cmp_ps(v, big, _CMP_LE_OQ));
+            vmax = _mm256_max_ps(vmax, v);
+        }
+        __m128 m = _mm_max_ps(_mm256_castps256_ps128(vmax), _mm256_extractf128_ps(vmax, 1));
+        m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+        m = _mm_max_ss(m, _mm_movehdup_ps(m));
+        const float amax = _mm_cvtss_f32(m);
+        const bool finite = _mm256_movemask_ps(ok) == 0xFF;
+        const float inv = finite && amax > 1e-30f ? 127.0f / amax : 0.0f;
+        const __m256 vinv = _mm256_set1_ps(inv);
+        __m256i s = _mm256_setzero_si256();
+        if (!finite) memset(q, 0, G); /* x * 0 would be NaN for a NaN or inf x */
+        for (size_t k = 0; finite && k < G; k += 32) {
+            __m256i c[4];
+            for (int i = 0; i < 4; i++) {
+                const __m256 r = _mm256_mul_ps(_mm256_loadu_ps(x + k + 8 * i), vinv);
+                const __m256 t = _mm256_add_ps(r, _mm256_or_ps(_mm256_and_ps(r, sign), half));
+                c[i] = _mm256_max_epi32(nlim, _mm256_min_epi32(lim, _mm256_cvttps_epi32(t)));
+                s = _mm256_add_epi32(s, c[i]);
+            }
+            /* 4 x 8 int32 -> 32 int8 in order: the packs interleave 128-bit halves, the permute undoes it */
+            const __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(c[0], c[1]), _mm256_packs_epi32(c[2], c[3]));
+            _mm256_storeu_si256((__m256i *)(q + k), _mm256_permutevar8x32_epi32(p, order));
+        }
+        __m128i t = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+        t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0x4E));
+        t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0xB1));
+        d[g] = finite ? amax / 127.0f : NAN;
+        sum[g] = _mm_cvtsi128_si32(t);
+    }
+}
+
+const vkl_cpu_dot vkl_cpu_dot_avx2 = {"avx2", q4, q8, f32, f16, bf16, axpy, quantize};

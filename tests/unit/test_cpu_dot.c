@@ -1,0 +1,211 @@
+/* The cpu backend's int8 inner products (backends/cpu/cpu_dot.h): the AVX2
+ * ones give exactly the portable C's int32 sums, and both equal sums taken
+ * here straight from the tile layout, on random data and on the extremes
+ * where vpmaddubsw's int16 pair sums would saturate without the kernels'
+ * care: 4-bit codes 15 against -128 / 127 over up to 12 chunks, int8
+ * weights -128 / 127 against -127 / 127; then the f32 steps that apply the
+ * scales, for 1..4 activation rows a call, give the portable code's bits
+ * for one row at a time; the activation quantizer gives the portable
+ * code's bytes. The float dots and axpy agree with double arithmetic. Without AVX2 here, the AVX2 half says so and is skipped. */
+#include <math.h>
+
+#include "../../backends/cpu/cpu_dot.h"
+#include "check.h"
+
+#define MAX_CHUNKS 12
+#define MAX_GROUPS 5
+#define Q4_BYTES (MAX_GROUPS * MAX_CHUNKS * VKL_CPU_HP * 16)
+#define Q8_BYTES (MAX_GROUPS * MAX_CHUNKS * VKL_CPU_HP * VKL_CPU_LP)
+#define A_BYTES ((MAX_GROUPS * MAX_CHUNKS + VKL_CPU_MR) * VKL_CPU_LP) /* room for MR shifted rows */
+
+static uint64_t rng = 0x9E3779B97F4A7C15u;
+static uint32_t next(void) {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (uint32_t)(rng >> 16);
+}
+
+/* Sums read from the layout element by element (cpu_dot.h's comment). */
+static void want_q4(const uint8_t *w, const int8_t *a, uint32_t chunks, uint32_t groups, int32_t *out) {
+    for (uint32_t g = 0; g < groups; g++)
+        for (int i = 0; i < VKL_CPU_HP; i++) {
+            int64_t s = 0;
+            for (uint32_t c = 0; c < chunks; c++)
+                for (int e = 0; e < 32; e++) {
+                    const uint8_t b = w[((g * chunks + c) * VKL_CPU_HP + i) * 16 + e % 16];
+                    s += (int64_t)(e < 16 ? b & 15 : b >> 4) * a[(g * chunks + c) * 32 + e];
+                }
+            out[VKL_CPU_HP * g + i] = (int32_t)s;
+        }
+}
+
+static void want_q8(const int8_t *w, const int8_t *a, uint32_t chunks, uint32_t groups, int32_t *out) {
+    for (uint32_t g = 0; g < groups; g++)
+        for (int i = 0; i < VKL_CPU_HP; i++) {
+            int64_t s = 0;
+            for (uint32_t c = 0; c < chunks; c++)
+                for (int e = 0; e < 32; e++)
+                    s += (int64_t)w[((g * chunks + c) * VKL_CPU_HP + i) * 32 + e] * a[(g * chunks + c) * 32 + e];
+            out[VKL_CPU_HP * g + i] = (int32_t)s;
+        }
+}
+
+enum { RANDOM, MAX_POS, MAX_NEG, MIXED, N_FILLS };
+
+/* 4-bit codes and int8 activations: random, or the largest pair sums. */
+static void fill(int kind, uint8_t *q4, int8_t *q8, int8_t *a4, int8_t *a8) {
+    for (int i = 0; i < Q4_BYTES; i++) q4[i] = kind == RANDOM ? (uint8_t)next() : 0xFF;
+    for (int i = 0; i < Q8_BYTES; i++)
+        q8[i] = kind == RANDOM ? (int8_t)next() : kind == MAX_POS ? 127 : kind == MAX_NEG ? -128 : (i & 1 ? 127 : -128);
+    for (int i = 0; i < A_BYTES; i++) {
+        a4[i] = kind == RANDOM ? (int8_t)next() : kind == MAX_POS ? 127 : kind == MAX_NEG ? -128 : (i & 1 ? 127 : -128);
+        int8_t v = (int8_t)next();
+        a8[i] = kind == RANDOM ? (v == -128 ? -127 : v) : kind == MAX_POS ? 127 : kind == MAX_NEG ? -127 : (i & 2 ? 127 : -127);
+    }
+}
+
+/* The int32 sums, one group at a time: with scale 1, zero 0 and activation
+ * scale 1 a kernel's f32 result is (float)isum, exact below 2^24. */
+static void sums(const vkl_cpu_dot *d, bool four, const void *w, const int8_t *a, uint32_t chunks, uint32_t groups,
+                 int32_t *out) {
+    static const float one[2 * VKL_CPU_HP] = {1, 1, 1, 1, 0, 0, 0, 0}, unit = 1;
+    static const int32_t none = 0;
+    for (uint32_t g = 0; g < groups; g++) {
+        const vkl_cpu_act act = {a + (size_t)g * chunks * VKL_CPU_LP, &unit, &none};
+        float acc[VKL_CPU_HP] = {0};
+        if (four) d->q4((const uint8_t *)w + (size_t)g * chunks * VKL_CPU_HP * 16, one, &act, 1, chunks, 1, acc);
+        else d->q8((const int8_t *)w + (size_t)g * chunks * VKL_CPU_HP * VKL_CPU_LP, one, &act, 1, chunks, 1, acc);
+        for (int i = 0; i < VKL_CPU_HP; i++) out[VKL_CPU_HP * g + i] = (int32_t)acc[i];
+    }
+}
+
+static void test_int(const vkl_cpu_dot *d, const char *what) {
+    static uint8_t q4[Q4_BYTES];
+    static int8_t q8[Q8_BYTES], a4[A_BYTES], a8[A_BYTES];
+    int32_t got[MAX_GROUPS * VKL_CPU_HP], want[MAX_GROUPS * VKL_CPU_HP];
+    int cases = 0;
+    for (int kind = 0; kind < N_FILLS; kind++)
+        for (int rep = 0; rep < (kind == RANDOM ? 40 : 1); rep++) {
+            fill(kind, q4, q8, a4, a8);
+            for (uint32_t chunks = 1; chunks <= MAX_CHUNKS; chunks++)
+                for (uint32_t groups = 1; groups <= MAX_GROUPS; groups++, cases++)
+                    for (int four = 1; four >= 0; four--) {
+                        if (four) want_q4(q4, a4, chunks, groups, want);
+                        else want_q8(q8, a8, chunks, groups, want);
+                        sums(d, four, four ? (const void *)q4 : (const void *)q8, four ? a4 : a8, chunks, groups, got);
+                        CHECK_OR(!memcmp(got, want, groups * VKL_CPU_HP * sizeof(int32_t)), {
+                            fprintf(stderr, "  %s %s fill %d, %u chunks, %u groups: %d, want %d\n", what,
+                                    four ? "q4" : "q8", kind, chunks, groups, got[0], want[0]);
+                            return;
+                        });
+                    }
+        }
+    printf("%s: q4 and q8 int32 sums exact in %d cases\n", what, cases);
+}
+
+/* Whole blocks with random scales and zeros, against 1..MR activation rows
+ * at once: the f32 steps after the sums give the portable code's bits for
+ * one row at a time. */
+static void test_epilogue(const vkl_cpu_dot *d, const char *what) {
+    static uint8_t q4[Q4_BYTES];
+    static int8_t q8[Q8_BYTES], a4[A_BYTES], a8[A_BYTES];
+    float rec[MAX_GROUPS * 2 * VKL_CPU_HP], ad[VKL_CPU_MR][MAX_GROUPS];
+    int32_t as[VKL_CPU_MR][MAX_GROUPS];
+    fill(RANDOM, q4, q8, a4, a8);
+    for (int i = 0; i < MAX_GROUPS * 2 * VKL_CPU_HP; i++) rec[i] = (float)(next() % 1000) / 997.0f;
+    for (int r = 0; r < VKL_CPU_MR; r++)
+        for (int g = 0; g < MAX_GROUPS; g++) {
+            ad[r][g] = (float)(next() % 1000) / 1013.0f;
+            as[r][g] = (int32_t)(next() % 20001) - 10000;
+        }
+    for (uint32_t rows = 1; rows <= VKL_CPU_MR; rows++)
+        for (uint32_t chunks = 1; chunks <= MAX_CHUNKS; chunks++)
+            for (int four = 1; four >= 0; four--) {
+                vkl_cpu_act act[VKL_CPU_MR];
+                float x[VKL_CPU_MR * VKL_CPU_HP], y[VKL_CPU_MR * VKL_CPU_HP];
+                for (uint32_t r = 0; r < rows; r++) act[r] = (vkl_cpu_act){(four ? a4 : a8) + 32 * r, ad[r], as[r]};
+                for (int i = 0; i < VKL_CPU_MR * VKL_CPU_HP; i++) x[i] = y[i] = (float)(i % 5) - 2.0f;
+                if (four) d->q4(q4, rec, act, rows, chunks, MAX_GROUPS, x);
+                else d->q8(q8, rec, act, rows, chunks, MAX_GROUPS, x);
+                for (uint32_t r = 0; r < rows; r++) {
+                    if (four) vkl_cpu_dot_portable.q4(q4, rec, &act[r], 1, chunks, MAX_GROUPS, y + VKL_CPU_HP * r);
+                    else vkl_cpu_dot_portable.q8(q8, rec, &act[r], 1, chunks, MAX_GROUPS, y + VKL_CPU_HP * r);
+                }
+                CHECKF(!memcmp(x, y, sizeof(x)), "%s %s, %u rows, %u chunks: %.9g vs %.9g", what, four ? "q4" : "q8",
+                       rows, chunks, x[0], y[0]);
+            }
+}
+
+static void test_float(const vkl_cpu_dot *d, const char *what) {
+    enum { K = 1000 };
+    static float w[K], x[K];
+    static uint16_t h[K], b[K];
+    for (int k = 0; k < K; k++) {
+        w[k] = (float)((int)(next() % 2001) - 1000) / 1000.0f;
+        x[k] = (float)((int)(next() % 2001) - 1000) / 1000.0f;
+        h[k] = vkl_f32_to_f16(w[k]);
+        b[k] = vkl_f32_to_bf16(w[k]);
+    }
+    for (size_t n = 0; n <= K; n += n < 40 ? 1 : 137) {
+        double s32 = 0, s16 = 0, sb16 = 0, mag = 1e-30;
+        for (size_t k = 0; k < n; k++) {
+            s32 += (double)w[k] * x[k];
+            s16 += (double)vkl_f16_to_f32(h[k]) * x[k];
+            sb16 += (double)vkl_bf16_to_f32(b[k]) * x[k];
+            mag += fabs((double)w[k] * x[k]);
+        }
+        CHECKF(fabs(d->f32(w, x, n) - s32) <= 1e-6 * mag, "%s f32 K %zu", what, n);
+        CHECKF(fabs(d->f16(h, x, n) - s16) <= 1e-6 * mag, "%s f16 K %zu", what, n);
+        CHECKF(fabs(d->bf16(b, x, n) - sb16) <= 1e-6 * mag, "%s bf16 K %zu", what, n);
+        float y[K];
+        for (size_t k = 0; k < n; k++) y[k] = x[k];
+        d->axpy(y, 0.75f, w, n);
+        for (size_t k = 0; k < n; k++) CHECKF(fabs(y[k] - (x[k] + 0.75 * w[k])) <= 1e-6, "%s axpy %zu of %zu", what, k, n);
+    }
+}
+
+/* The quantizer on random rows, rows with exact halves (max |x| = 127:
+ * x * 1), NaN, inf, tiny and all-zero groups, and -0: the same bytes, scale
+ * bits and sums as the portable code. */
+static void test_quantize(const vkl_cpu_dot *d, const char *what) {
+    enum { G = 64, NG = 8, K = G * NG };
+    static float x[K];
+    int8_t q[2][K];
+    float sc[2][NG];
+    int32_t sum[2][NG];
+    for (int rep = 0; rep < 50; rep++) {
+        for (int k = 0; k < K; k++) x[k] = (float)((int)(next() % 20001) - 10000) / (rep % 2 ? 7.0f : 10000.0f);
+        x[0] = 127.0f; /* group 0: max 127, so x * (127 / 127) keeps the halves below exact */
+        for (int k = 1; k < G; k++) x[k] = k < 8 ? (float)k - 3.5f : 0.0f;
+        x[G + 5] = NAN;
+        x[2 * G + 9] = rep % 3 ? INFINITY : -INFINITY;
+        for (int k = 3 * G; k < 4 * G; k++) x[k] = (float)(k % 7) * 1e-35f;
+        for (int k = 4 * G; k < 5 * G; k++) x[k] = k % 2 ? -0.0f : 0.0f;
+        d->quantize(x, K, G, q[0], sc[0], sum[0]);
+        vkl_cpu_dot_portable.quantize(x, K, G, q[1], sc[1], sum[1]);
+        CHECKF(!memcmp(q[0], q[1], sizeof(q[0])), "%s quantize codes, rep %d", what, rep);
+        CHECKF(!memcmp(sc[0], sc[1], sizeof(sc[0])), "%s quantize scales, rep %d", what, rep);
+        CHECKF(!memcmp(sum[0], sum[1], sizeof(sum[0])), "%s quantize sums, rep %d", what, rep);
+    }
+    CHECK(q[1][1] == -3 && q[1][2] == -2 && q[1][4] == 1 && q[1][5] == 2); /* -2.5 -> -3, 0.5 -> 1: away from zero */
+    CHECK(isnan(sc[1][1]) && isnan(sc[1][2]) && q[1][G] == 0 && sum[1][1] == 0 && sum[1][3] == 0);
+}
+
+int main(void) {
+    test_int(&vkl_cpu_dot_portable, "portable");
+    test_epilogue(&vkl_cpu_dot_portable, "portable");
+    test_float(&vkl_cpu_dot_portable, "portable");
+#ifdef VKL_CPU_HAVE_AVX2
+    if (vkl_cpu_has_avx2()) {
+        test_int(&vkl_cpu_dot_avx2, "avx2");
+        test_epilogue(&vkl_cpu_dot_avx2, "avx2");
+        test_quantize(&vkl_cpu_dot_avx2, "avx2");
+        test_float(&vkl_cpu_dot_avx2, "avx2");
+    } else {
+        printf("avx2: not on this CPU, skipped\n");
+    }
+#endif
+    printf("%d checks, %d failures\n", checks, failures);
+    return failures ? 1 : 0;
+}
