@@ -14,15 +14,14 @@ extern const vkl_backend_vtable vkl_backend_vulkan;
 #endif
 
 /* Preference order for "auto" (engine/model.c): the first hardware GPU,
- * else the first backend written for the CPU; a GPU API on the CPU
- * (lavapipe) only by name. cpu (issue 13) stays after ref, asked for by
- * name, until it is made the default where no GPU is. */
+ * else the first backend written for the CPU — cpu, the fast one; ref, the
+ * oracle, by name — and a GPU API on the CPU (lavapipe) only by name. */
 static const vkl_backend_vtable *const backends[] = {
 #ifdef VKL_HAVE_VULKAN
     &vkl_backend_vulkan,
 #endif
-    &vkl_backend_ref,
     &vkl_backend_cpu,
+    &vkl_backend_ref,
 };
 
 size_t vkl_backend_count(void) { return sizeof(backends) / sizeof(backends[0]); }
