@@ -129,7 +129,7 @@ static vkl_status node_cost(vkl_context *ctx, const vkl_graph *g, const binding 
         if (!st && cache_elements > 0) *bytes += rows * cache_bytes / cache_elements;
     }
     if (st) return st;
-    double k;
+    double k = 0;
     switch (n->op) {
     case VKL_OP_MAT_MUL:
     case VKL_OP_GEMM:
