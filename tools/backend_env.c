@@ -1,4 +1,4 @@
-/* VKL_VK_* environment variables -> backend options (backend_env.h). */
+/* VKL_VK_* and VKL_CPU_DISABLE environment variables -> backend options (backend_env.h). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,67 +29,98 @@ static vkl_status env_flag(vkl_context *ctx, const char *name, int *out) {
     return st;
 }
 
-/* One of names[] (its index), or the variable is unset. */
-static vkl_status env_choice(vkl_context *ctx, const char *name, const char *const *names, int n, int *out) {
-    const char *v = env(name);
-    for (int i = 0; v && i < n; i++)
-        if (!strcmp(v, names[i])) {
-            *out = i;
-            return VKL_OK;
-        }
-    if (!v) return VKL_OK;
-    char list[160] = "";
-    for (int i = 0; i < n; i++) {
-        strncat(list, names[i], sizeof(list) - strlen(list) - 1);
+/* A variable's words and what each means. */
+typedef struct env_name {
+    const char *name;
+    uint32_t value;
+} env_name;
+
+static vkl_status env_unknown(vkl_context *ctx, const char *var, const char *v, const char *word, size_t len,
+                              const env_name *names, size_t n) {
+    char list[200] = "";
+    for (size_t i = 0; i < n; i++) {
+        strncat(list, names[i].name, sizeof(list) - strlen(list) - 1);
         if (i + 1 < n) strncat(list, ", ", sizeof(list) - strlen(list) - 1);
     }
-    return vkl_fail(ctx, VKL_ERR_INVALID_ARGUMENT, "%s=%s: want one of %s", name, v, list);
+    return vkl_fail(ctx, VKL_ERR_INVALID_ARGUMENT, "%s=%s: '%.*s' is not one of %s", var, v, (int)len, word, list);
 }
 
-/* VKL_VK_DISABLE: every kill switch by name, in one variable. */
-static vkl_status env_disable(vkl_context *ctx, vkl_env_options *e) {
-    static const struct { const char *name; uint32_t bit; } names[] = {
-        {"fp16", VKL_FEATURE_FP16},     {"int8-dot", VKL_FEATURE_INT8_DOT}, {"coopmat", VKL_FEATURE_COOPMAT},
-        {"fusion", VKL_FEATURE_FUSION}, {"priority", VKL_FEATURE_PRIORITY}, {"timestamps", VKL_FEATURE_TIMESTAMPS},
-        {"subgroup-ops", 0},            {"f64", 0}};
-    const char *v = env("VKL_VK_DISABLE");
+/* The value of the word in `var` (*out unchanged when unset). */
+static vkl_status env_choice(vkl_context *ctx, const char *var, const env_name *names, size_t n, uint32_t *out) {
+    const char *v = env(var);
+    for (size_t i = 0; v && i < n; i++)
+        if (!strcmp(v, names[i].name)) {
+            *out = names[i].value;
+            return VKL_OK;
+        }
+    return v ? env_unknown(ctx, var, v, v, strlen(v), names, n) : VKL_OK;
+}
+
+/* The OR of the values of the comma-separated words in `var` into *bits. */
+static vkl_status env_list(vkl_context *ctx, const char *var, const env_name *names, size_t n, uint32_t *bits) {
+    const char *v = env(var);
     for (const char *p = v; p && *p;) {
-        size_t n = strcspn(p, ",");
+        const size_t len = strcspn(p, ",");
         size_t i = 0;
-        while (i < sizeof(names) / sizeof(names[0]) && (strlen(names[i].name) != n || strncmp(p, names[i].name, n)))
-            i++;
-        if (i == sizeof(names) / sizeof(names[0]))
-            return vkl_fail(ctx, VKL_ERR_INVALID_ARGUMENT,
-                            "VKL_VK_DISABLE=%s: '%.*s' is not one of fp16, int8-dot, coopmat, fusion, priority, "
-                            "timestamps, subgroup-ops, f64",
-                            v, (int)n, p);
-        e->backend.disable_features |= names[i].bit;
-#ifdef VKL_HAVE_VULKAN
-        if (!strcmp(names[i].name, "subgroup-ops")) e->vulkan.no_subgroup_ops = true;
-        if (!strcmp(names[i].name, "f64")) e->vulkan.no_f64 = true;
-#endif
-        p += n + (p[n] == ',');
+        while (i < n && (strlen(names[i].name) != len || strncmp(p, names[i].name, len))) i++;
+        if (i == n) return env_unknown(ctx, var, v, p, len, names, n);
+        *bits |= names[i].value;
+        p += len + (p[len] == ',');
     }
     return VKL_OK;
 }
 
+#define N_NAMES(a) (sizeof(a) / sizeof(a[0]))
+
+/* VKL_VK_DISABLE: every Vulkan kill switch by name, in one variable; the
+ * two that are not VKL_FEATURE_* bits go to the Vulkan options.
+ * VKL_CPU_DISABLE: the cpu backend's instruction sets. */
+#define OFF_SUBGROUP_OPS (1u << 30)
+#define OFF_F64 (1u << 31)
+
+static vkl_status env_disable(vkl_context *ctx, vkl_env_options *e) {
+    static const env_name vk[] = {
+        {"fp16", VKL_FEATURE_FP16},     {"int8-dot", VKL_FEATURE_INT8_DOT}, {"coopmat", VKL_FEATURE_COOPMAT},
+        {"fusion", VKL_FEATURE_FUSION}, {"priority", VKL_FEATURE_PRIORITY}, {"timestamps", VKL_FEATURE_TIMESTAMPS},
+        {"subgroup-ops", OFF_SUBGROUP_OPS}, {"f64", OFF_F64}};
+    static const env_name isa[] = {{"avx2", VKL_ISA_AVX2}};
+    uint32_t off = 0;
+    vkl_status st = env_list(ctx, "VKL_VK_DISABLE", vk, N_NAMES(vk), &off);
+    e->backend.disable_features |= off & ~(OFF_SUBGROUP_OPS | OFF_F64);
+#ifdef VKL_HAVE_VULKAN
+    if (off & OFF_SUBGROUP_OPS) e->vulkan.no_subgroup_ops = true;
+    if (off & OFF_F64) e->vulkan.no_f64 = true;
+#endif
+    return st ? st : env_list(ctx, "VKL_CPU_DISABLE", isa, N_NAMES(isa), &e->backend.disable_isa);
+}
+
 #ifdef VKL_HAVE_VULKAN
 static vkl_status env_vulkan(vkl_context *ctx, vkl_vulkan_options *o) {
-    static const char *const maths[] = {"default", "f32", "f16"};
-    static const char *const priorities[] = {"low", "medium", "high", "realtime", "driver"};
-    static const char *const attention[] = {"auto", "prefill", "decode"};
-    int flag = 0, choice;
+    static const env_name maths[] = {
+        {"default", VKL_VULKAN_MATH_DEFAULT}, {"f32", VKL_VULKAN_MATH_F32}, {"f16", VKL_VULKAN_MATH_F16}};
+    static const env_name priorities[] = {{"low", VKL_VULKAN_PRIORITY_LOW},
+                                          {"medium", VKL_VULKAN_PRIORITY_MEDIUM},
+                                          {"high", VKL_VULKAN_PRIORITY_HIGH},
+                                          {"realtime", VKL_VULKAN_PRIORITY_REALTIME},
+                                          {"driver", VKL_VULKAN_PRIORITY_DRIVER}};
+    static const env_name attention[] = {{"auto", VKL_VULKAN_ATTENTION_AUTO},
+                                         {"prefill", VKL_VULKAN_ATTENTION_PREFILL},
+                                         {"decode", VKL_VULKAN_ATTENTION_DECODE}};
+    int flag = 0;
+    uint32_t choice;
     uint32_t device = 0;
     vkl_status st = env_flag(ctx, "VKL_VK_VALIDATION", &flag);
     o->validation = flag;
     if (!st && env("VKL_VK_DEVICE") && !(st = env_uint(ctx, "VKL_VK_DEVICE", 0, 1u << 16, &device)))
         o->device_index = (int)device;
-    choice = (int)o->priority;
-    if (!st && !(st = env_choice(ctx, "VKL_VK_PRIORITY", priorities, 5, &choice))) o->priority = (vkl_vulkan_priority)choice;
-    choice = (int)o->math;
-    if (!st && !(st = env_choice(ctx, "VKL_VK_MATH", maths, 3, &choice))) o->math = (vkl_vulkan_math)choice;
-    choice = (int)o->attention;
-    if (!st && !(st = env_choice(ctx, "VKL_VK_ATTN", attention, 3, &choice))) o->attention = (vkl_vulkan_attention)choice;
+    choice = (uint32_t)o->priority;
+    if (!st && !(st = env_choice(ctx, "VKL_VK_PRIORITY", priorities, N_NAMES(priorities), &choice)))
+        o->priority = (vkl_vulkan_priority)choice;
+    choice = (uint32_t)o->math;
+    if (!st && !(st = env_choice(ctx, "VKL_VK_MATH", maths, N_NAMES(maths), &choice))) o->math = (vkl_vulkan_math)choice;
+    choice = (uint32_t)o->attention;
+    if (!st && !(st = env_choice(ctx, "VKL_VK_ATTN", attention, N_NAMES(attention), &choice)))
+        o->attention = (vkl_vulkan_attention)choice;
     if (!st && env("VKL_VK_PIPELINE_CACHE_DIR")) o->pipeline_cache_dir = getenv("VKL_VK_PIPELINE_CACHE_DIR");
     if (!st && env("VKL_VK_PIPELINE_CACHE")) o->pipeline_cache_file = getenv("VKL_VK_PIPELINE_CACHE");
     flag = 0;
@@ -128,6 +159,7 @@ static vkl_status env_model_load(vkl_context *ctx, const char *path, vkl_model_o
     vkl_status st = vkl_env_options_read(ctx, &e);
     if (st) return st;
     mo->disable_features |= e.backend.disable_features;
+    mo->disable_isa |= e.backend.disable_isa;
     if (!mo->vulkan) mo->vulkan = e.backend.vulkan;
     st = profile ? vkl_model_load_profiled(ctx, path, mo, out) : vkl_model_load(ctx, path, mo, out);
     if (mo->vulkan == e.backend.vulkan) mo->vulkan = NULL; /* e ends here */

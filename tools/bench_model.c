@@ -12,7 +12,6 @@
 #include "bench_prefill.h"
 #include "bench_util.h"
 #include "cli.h"
-#include "cpu_env.h"
 #include "model.h"
 #include "ops.h"
 
@@ -82,7 +81,6 @@ int vkl_bench_model(vkl_context *ctx, const vkl_bench_model_options *o) {
     mo.backend = o->backend;
     mo.no_verify = o->no_verify;
     mo.threads = o->threads;
-    if (vkl_tool_cpu_disable_isa(PROG, &mo.disable_isa)) return VKL_EXIT_USAGE;
     vkl_model *m = NULL;
     vkl_bench_report r;
     memset(&r, 0, sizeof(r));

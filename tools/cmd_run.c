@@ -6,7 +6,6 @@
 
 #include "backend_env.h"
 #include "cli.h"
-#include "cpu_env.h"
 #include "cmd_run.h"
 #include "stream.h"
 #include "vkllm.h"
@@ -114,7 +113,6 @@ int vkl_cmd_run(vkl_context *ctx, int argc, char **argv) {
     mo.backend = o.backend;
     mo.no_verify = o.no_verify;
     mo.threads = (unsigned)o.threads;
-    if (vkl_tool_cpu_disable_isa(PROG, &mo.disable_isa)) return VKL_EXIT_USAGE;
     vkl_session_options so;
     vkl_session_options_init(&so);
     so.check_finite = o.check_finite;
