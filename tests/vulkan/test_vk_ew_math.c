@@ -22,7 +22,7 @@
 #include "graph.h"
 #include "ops.h"
 #include "run_once.h"
-#include "backend_env_open.h"
+#include "vulkan_start.h"
 
 #define N 4096
 
@@ -228,17 +228,15 @@ static void on_log(void *user, vkl_log_level level, const char *message) {
 }
 
 int main(void) {
-    setenv("VKL_VK_VALIDATION", "1", 0);
     vkl_context_options o;
     vkl_context_options_init(&o);
     o.log = on_log;
     vkl_context *ctx;
     if (vkl_context_create(&o, &ctx)) return 2;
-    const vkl_backend_vtable *vk = vkl_backend_find("vulkan");
+    const vkl_backend_vtable *vk;
     vkl_backend_device *dev = NULL;
-    vkl_status st = vk ? test_open_env(ctx, vk, 0, false, &dev) : VKL_ERR_NOT_FOUND;
+    vkl_status st = test_vulkan_start(ctx, "test_vk_ew_math", &vk, &dev, NULL);
     if (st == VKL_ERR_NOT_FOUND) {
-        printf("test_vk_ew_math: skipped: %s\n", vk ? vkl_context_error(ctx) : "no vulkan backend in this build");
         vkl_context_destroy(ctx);
         return 77;
     }

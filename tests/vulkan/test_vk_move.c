@@ -24,7 +24,7 @@
 #include "ops.h"
 #include "ops/shape_util.h"
 #include "run_once.h"
-#include "backend_env_open.h"
+#include "vulkan_start.h"
 
 #define MAX_IN 20
 #define MAX_OUT 12
@@ -436,17 +436,15 @@ static void test_scatter(vkl_context *ctx, const vkl_backend_vtable *vk, vkl_bac
 }
 
 int main(void) {
-    setenv("VKL_VK_VALIDATION", "1", 0); /* on unless the environment says otherwise */
     vkl_context_options o;
     vkl_context_options_init(&o);
     o.log = on_log;
     vkl_context *ctx;
     if (vkl_context_create(&o, &ctx)) return 2;
-    const vkl_backend_vtable *vk = vkl_backend_find("vulkan");
+    const vkl_backend_vtable *vk;
     vkl_backend_device *dev = NULL;
-    vkl_status st = vk ? test_open_env(ctx, vk, 0, false, &dev) : VKL_ERR_NOT_FOUND;
+    vkl_status st = test_vulkan_start(ctx, "test_vk_move", &vk, &dev, NULL);
     if (st == VKL_ERR_NOT_FOUND) {
-        printf("test_vk_move: skipped: %s\n", vk ? vkl_context_error(ctx) : "no vulkan backend in this build");
         vkl_context_destroy(ctx);
         return 77;
     }

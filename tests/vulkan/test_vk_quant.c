@@ -42,7 +42,7 @@
 #include "ops.h"
 #include "quant/quant.h"
 #include "run_once.h"
-#include "backend_env_open.h"
+#include "vulkan_start.h"
 
 /* ---- validation messages, seen through the context's logger -------------------------------------- */
 
@@ -406,17 +406,15 @@ static void test_unsupported(vkl_context *ctx) {
 }
 
 int main(void) {
-    setenv("VKL_VK_VALIDATION", "1", 0); /* on unless the environment says otherwise */
     vkl_context_options o;
     vkl_context_options_init(&o);
     o.log = on_log;
     vkl_context *ctx;
     if (vkl_context_create(&o, &ctx)) return 2;
-    const vkl_backend_vtable *vk = vkl_backend_find("vulkan");
+    const vkl_backend_vtable *vk;
     vkl_backend_caps caps;
-    vkl_status st = vk ? test_probe_env(ctx, vk, &caps) : VKL_ERR_NOT_FOUND;
+    vkl_status st = test_vulkan_start(ctx, "test_vk_quant", &vk, NULL, &caps);
     if (st == VKL_ERR_NOT_FOUND) {
-        printf("test_vk_quant: skipped: %s\n", vk ? vkl_context_error(ctx) : "no vulkan backend in this build");
         vkl_context_destroy(ctx);
         return 77;
     }

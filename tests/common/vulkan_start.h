@@ -1,0 +1,28 @@
+/* The start every Vulkan test program shares (tests/vulkan). Needs
+ * setenv: define _POSIX_C_SOURCE before any include. */
+#ifndef VKL_TEST_VULKAN_START_H
+#define VKL_TEST_VULKAN_START_H
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "backend_env_open.h"
+
+/* A Vulkan test's start: validation on unless the environment says
+ * otherwise, then the backend opened (dev non-NULL) or probed (into caps) as
+ * the tools would. VKL_ERR_NOT_FOUND (no backend, no driver or device) is
+ * said as "NAME: skipped: why" for the caller to exit 77 (ctest's skip);
+ * any other status is the open's or probe's. */
+static inline vkl_status test_vulkan_start(vkl_context *ctx, const char *name, const vkl_backend_vtable **vk,
+                                           vkl_backend_device **dev, vkl_backend_caps *caps) {
+    setenv("VKL_VK_VALIDATION", "1", 0);
+    *vk = vkl_backend_find("vulkan");
+    vkl_status st = !*vk ? VKL_ERR_NOT_FOUND
+                  : dev  ? test_open_env(ctx, *vk, 0, false, dev)
+                         : test_probe_env(ctx, *vk, caps);
+    if (st == VKL_ERR_NOT_FOUND)
+        printf("%s: skipped: %s\n", name, *vk ? vkl_context_error(ctx) : "no vulkan backend in this build");
+    return st;
+}
+
+#endif
