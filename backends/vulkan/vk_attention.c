@@ -226,7 +226,10 @@ static vkl_status record_prefill(const vkl_vk_node *nd, const attn *a, vkl_vk_di
 }
 
 static size_t decode_shared(const attn *a, int64_t rows) {
-    return a->es * (size_t)(rows * a->D + rows * DECODE_CH + 4 * rows) + 4 * (size_t)rows;
+    /* attn_decode.comp's key lanes of the V sum: sO holds lanes 1.. KL-1's */
+    const int64_t pairs = (a->DV + 1) / 2, lanes = pairs >= ATTN_WG ? 1 : ATTN_WG / pairs;
+    return a->es * (size_t)(rows * a->D + rows * DECODE_CH + 4 * rows + 2 * (lanes - 1) * rows * pairs) +
+           4 * (size_t)rows;
 }
 
 /* Rows one decode workgroup takes: all G * S of its KV head, at most DECODE_MAX_R. */

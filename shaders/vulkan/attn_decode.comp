@@ -27,6 +27,11 @@ layout(constant_id = 6) const uint FLAGS = 0;    // bit 0: kv_layout 1
 const uint QDT = DTS & 63u, KDT = (DTS >> 6) & 63u, VDT = (DTS >> 12) & 63u, MDT = (DTS >> 18) & 63u;
 const uint NPAIR = (DV + 1u) / 2u;
 const uint PPT = (NPAIR + WG - 1u) / WG;
+// Key lanes of the V sum: with fewer column pairs than invocations, WG /
+// NPAIR groups of invocations take every KL-th key (the host's
+// decode_shared() counts sO's size the same way).
+const uint KL = NPAIR >= WG ? 1u : WG / NPAIR;
+const uint VB = 8u; // V rows whose loads one invocation has in flight
 
 VKL_TENSOR_IN(Qb, 0)
 VKL_KV_IN(Kb, 1)
@@ -50,9 +55,11 @@ shared REAL sQ[R * D];
 shared REAL sS[R * CH];         // scores, then weights
 shared REAL sM[R], sMn[R], sA[R], sL[R];
 shared uint sSeen[R];
+shared REAL sO[KL > 1u ? 2u * (KL - 1u) * R * NPAIR : 1u]; // lanes 1.. KL-1's sums: .x plane, then .y
 
 void main() {
     const uint tid = gl_LocalInvocationID.x;
+    const uint lane = KL > 1u ? tid / NPAIR : 0u, pair = KL > 1u ? tid % NPAIR : tid;
     const uint c = gl_WorkGroupID.x, g = gl_WorkGroupID.y / pc.nrb, r0 = gl_WorkGroupID.y % pc.nrb * R;
     const uint b = gl_WorkGroupID.z;
     const uint G = pc.Hq / pc.Hkv;
@@ -141,28 +148,54 @@ void main() {
         }
         for (uint r = 0u; r < R; r++)
             for (uint k = 0u; k < 2u * PPT; k++) o[r * 2u * PPT + k] *= sA[r];
+        // V: lane kl of the KL key lanes takes keys kl, kl + KL, ..., its
+        // column pairs of each; VB rows' loads are issued before any of
+        // them is used, so a block waits on memory CH / (KL * VB) times
+        // rather than once per key.
         const uint n = min(CH, c1 - j0);
-        for (uint jj = 0u; jj < n; jj++) {
-            uint row = vkl_kv_row(layout1, pc.B, pc.Hkv, pc.T, b, g, j0 + jj);
-            float vs = Vb_scale(VDT, row, DV);
-            for (uint k = 0u; k < PPT; k++) {
-                uint col = 2u * (tid + k * WG);
-                if (col >= DV) break;
-                REAL2 v = DV % 2u == 0u ? Vb_value2(VDT, row, DV, col, vs)
-                                        : REAL2(Vb_value(VDT, row, DV, col, vs),
-                                                col + 1u < DV ? Vb_value(VDT, row, DV, col + 1u, vs) : REAL(0));
-                for (uint r = 0u; r < R; r++) {
-                    REAL w = sS[r * CH + jj];
-                    // an invisible key's V row may be anything, even NaN: skip, don't multiply by 0
-                    if (w != REAL(0)) {
-                        o[r * 2u * PPT + 2u * k] += w * v.x;
-                        o[r * 2u * PPT + 2u * k + 1u] += w * v.y;
+        if (lane < KL)
+            for (uint j1 = lane; j1 < n; j1 += KL * VB) {
+                REAL2 v[VB * PPT];
+                for (uint u = 0u; u < VB; u++) {
+                    const uint jj = j1 + u * KL;
+                    const uint row = vkl_kv_row(layout1, pc.B, pc.Hkv, pc.T, b, g, j0 + min(jj, n - 1u));
+                    const float vs = Vb_scale(VDT, row, DV);
+                    for (uint k = 0u; k < PPT; k++) {
+                        const uint col = 2u * (pair + k * WG);
+                        v[u * PPT + k] = col >= DV ? REAL2(0)
+                                       : DV % 2u == 0u ? Vb_value2(VDT, row, DV, col, vs)
+                                       : REAL2(Vb_value(VDT, row, DV, col, vs),
+                                               col + 1u < DV ? Vb_value(VDT, row, DV, col + 1u, vs) : REAL(0));
+                    }
+                }
+                for (uint u = 0u; u < VB; u++) {
+                    const uint jj = j1 + u * KL;
+                    if (jj >= n) break;
+                    for (uint r = 0u; r < R; r++) {
+                        REAL w = sS[r * CH + jj];
+                        // an invisible key's V row may be anything, even NaN: skip, don't multiply by 0
+                        if (w != REAL(0))
+                            for (uint k = 0u; k < PPT; k++) {
+                                o[r * 2u * PPT + 2u * k] += w * v[u * PPT + k].x;
+                                o[r * 2u * PPT + 2u * k + 1u] += w * v[u * PPT + k].y;
+                            }
                     }
                 }
             }
-        }
     }
-    barrier(); // sL, sM of the last block
+    // the key lanes' sums into lane 0's (each lane scaled its own by the same sA)
+    if (KL > 1u && lane > 0u && lane < KL)
+        for (uint r = 0u; r < R; r++) {
+            sO[((lane - 1u) * R + r) * NPAIR + pair] = o[r * 2u * PPT];
+            sO[(((KL - 1u) + lane - 1u) * R + r) * NPAIR + pair] = o[r * 2u * PPT + 1u];
+        }
+    barrier(); // sL, sM of the last block; sO
+    if (KL > 1u && lane == 0u)
+        for (uint l = 1u; l < KL; l++)
+            for (uint r = 0u; r < R; r++) {
+                o[r * 2u * PPT] += sO[((l - 1u) * R + r) * NPAIR + pair];
+                o[r * 2u * PPT + 1u] += sO[(((KL - 1u) + l - 1u) * R + r) * NPAIR + pair];
+            }
     const uint stride = DV + 2u;
     const uint base = ((b * pc.Hkv + g) * pc.nsplit + c) * pc.rows * stride + r0 * stride;
     for (uint r = 0u; r < R && r0 + r < pc.rows; r++) {
@@ -171,8 +204,8 @@ void main() {
             part[base + r * stride] = seen ? sM[r] : REAL(0);
             part[base + r * stride + 1u] = seen ? sL[r] : REAL(0); // l = 0: nothing visible here
         }
-        for (uint k = 0u; k < PPT; k++) {
-            uint col = 2u * (tid + k * WG);
+        for (uint k = 0u; k < PPT && lane == 0u; k++) {
+            uint col = 2u * (pair + k * WG);
             if (col < DV) part[base + r * stride + 2u + col] = o[r * 2u * PPT + 2u * k];
             if (col + 1u < DV) part[base + r * stride + 3u + col] = o[r * 2u * PPT + 2u * k + 1u];
         }
