@@ -502,7 +502,11 @@ static vkl_status record(vkl_backend_device *dev, vkl_backend_exec *e, const pla
     vkl_vk_barrier_all(dev, cmd); /* host writes, value updates and earlier copies, then us */
     if (e->queries) dev->vk.vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, e->queries, 0);
     /* Barriers only where a dispatch depends on one since the last barrier;
-     * when profiling, one after every dispatch so each node's time is its own. */
+     * when profiling, one after every dispatch so each node's time is its own.
+     * Between dispatches they order compute against compute only: host and
+     * transfer access in these barriers made NVIDIA's driver wait for more
+     * than the previous dispatch (docs/vulkan.md); the barriers around the
+     * io copies, before and after the dispatches, cover those. */
     touched t = {0};
     for (uint32_t k = 0; k < e->n_nodes; k++) t.cap += (size_t)p->count[k] * VKL_VK_MAX_BINDINGS;
     t.r = vkl_calloc(dev->ctx, t.cap ? t.cap : 1, sizeof(*t.r));
@@ -514,7 +518,7 @@ static vkl_status record(vkl_backend_device *dev, vkl_backend_exec *e, const pla
             size_t s = (size_t)k * VKL_VK_MAX_DISPATCHES + i;
             const vkl_vk_dispatch *d = &p->d[s];
             if (needs_barrier(&t, d, p->writes[s])) {
-                vkl_vk_barrier_all(dev, cmd);
+                vkl_vk_barrier_compute(dev, cmd);
                 e->n_barriers++;
                 t.n = 0;
             }
@@ -525,7 +529,7 @@ static vkl_status record(vkl_backend_device *dev, vkl_backend_exec *e, const pla
                 t.written[t.n++] = (p->writes[s] >> j & 1u) != 0;
             }
             if (e->queries) {
-                vkl_vk_barrier_all(dev, cmd);
+                vkl_vk_barrier_compute(dev, cmd);
                 t.n = 0;
             }
         }

@@ -222,6 +222,8 @@ vkl_status vkl_vk_submit(vkl_backend_device *dev, const VkSubmitInfo *submit, Vk
 /* Every earlier shader/transfer/host write visible to every later
  * shader/transfer/host access: the conservative barrier between steps. */
 void vkl_vk_barrier_all(vkl_backend_device *dev, VkCommandBuffer cmd);
+/* A compute-to-compute barrier: what dispatches in one recording need between them. */
+void vkl_vk_barrier_compute(vkl_backend_device *dev, VkCommandBuffer cmd);
 
 /* ---- device (vk_device.c) ----------------------------------------------------------------------- */
 
@@ -491,6 +493,8 @@ vkl_status vkl_vk_pick(const vkl_vk_node *node, bool f64, const vkl_vk_variants 
 /* A workgroup size for `work` items of parallel work: a power of two in
  * 32..256 within the device's limits, about work / 4. */
 uint32_t vkl_vk_wg_size(const vkl_vk_node *node, int64_t work);
+/* The same in 32..cap (a power of two). */
+uint32_t vkl_vk_wg_size_max(const vkl_vk_node *node, int64_t work, uint32_t cap);
 /* The values of integer input k when they are known at prepare (a weight's
  * data or constant symbolic values): false otherwise or beyond cap. */
 bool vkl_vk_const_ints(const vkl_vk_node *node, uint32_t k, int64_t *out, uint32_t cap, uint32_t *n);
