@@ -399,14 +399,17 @@ static vkl_status choose_math(vkl_backend_device *dev, const vkl_vulkan_options 
 }
 
 static vkl_status tuning(vkl_backend_device *dev, const vkl_vulkan_options *o) {
-    /* Matvec shape: 64 invocations, 8 output rows each: the best of ten
-     * (workgroup, rows, staging, unroll) configurations on an H100
-     * (docs/vulkan.md); the others with one K step per invocation ran 8-20%
-     * slower, the unrolled ones 4% to 2.7x slower. The matvec_* options
+    /* Matvec shape: 64 invocations, 4 output rows each on a GPU: on an H100
+     * with compute-only barriers, a 1B decode ran 4% faster than with 8
+     * rows (the best of ten configurations when every barrier also waited
+     * for host and transfer access; docs/vulkan.md): more workgroups for the
+     * 512- and 2048-row projections. 8 on a CPU device, unmeasured since.
+     * The others with one K step per invocation ran 8-20% slower, the
+     * unrolled ones 4% to 2.7x slower. The matvec_* options
      * override them for tuning on a new device (quant_matvec*.glsl/.comp
      * say what each does). */
     dev->qmv_wg = 64;
-    dev->qmv_rows = 8;
+    dev->qmv_rows = dev->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ? 8 : 4;
     dev->qmv_stage = dev->props.deviceType != VK_PHYSICAL_DEVICE_TYPE_CPU;
     dev->qmv_unroll = 1;
     dev->qmv_e0m4_f32 = 0;
