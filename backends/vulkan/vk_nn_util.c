@@ -36,14 +36,15 @@ vkl_status vkl_vk_pick(const vkl_vk_node *nd, bool f64, const vkl_vk_variants *v
     return VKL_OK;
 }
 
-uint32_t vkl_vk_wg_size(const vkl_vk_node *nd, int64_t work) {
+uint32_t vkl_vk_wg_size_max(const vkl_vk_node *nd, int64_t work, uint32_t cap) {
     const VkPhysicalDeviceLimits *lim = &nd->dev->props.limits;
-    uint32_t cap = 256;
     while (cap > lim->maxComputeWorkGroupInvocations || cap > lim->maxComputeWorkGroupSize[0]) cap /= 2;
     uint32_t wg = 32;
     while (wg < cap && (int64_t)wg * 4 < work) wg *= 2;
     return wg;
 }
+
+uint32_t vkl_vk_wg_size(const vkl_vk_node *nd, int64_t work) { return vkl_vk_wg_size_max(nd, work, 256); }
 
 bool vkl_vk_const_ints(const vkl_vk_node *nd, uint32_t k, int64_t *out, uint32_t cap, uint32_t *n) {
     *n = 0;

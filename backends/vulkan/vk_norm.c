@@ -87,7 +87,11 @@ static vkl_status record_rows(const vkl_vk_node *nd, uint32_t mode, uint32_t axi
     if (!rows) return VKL_OK; /* n = 0 still has statistics to write (NaN, as ref) */
     vkl_vk_dispatch *d = &out[0];
     st = vkl_vk_pick(nd, vkl_vk_node_has_f64(nd), &norm_shader, &d->shader);
-    const uint32_t wg = vkl_vk_wg_size(nd, n);
+    /* A decode step's norms are one row: one workgroup, whose passes over
+     * the row are a chain of loads per invocation; up to 1024 invocations
+     * keep that chain at two or so (an H100's RMSNorm of 2048 took twice
+     * an Add's time with 256). Many rows fill the device with 256 each. */
+    const uint32_t wg = rows < 16 ? vkl_vk_wg_size_max(nd, n, 1024) : vkl_vk_wg_size(nd, n);
     if (!st) st = vkl_vk_grid(nd, (uint64_t)rows * wg, wg, d->groups);
     if (st) return st;
     const vkl_vk_tensor *stat = mean ? mean : inv;
