@@ -26,8 +26,10 @@
  * bandwidth as a share of it, int4 latency / this latency in the same
  * arithmetic (the paper's "Acceleration" on the E0M4 row), and the same
  * format's f32 latency / this latency; then the chain figures: one execute
- * of all C matrices timed by the host clock from submit to the fence (launch
- * gaps, barriers and the submit included) over C, and the bytes the chain
+ * of all C >= 32 matrices timed by the host clock from submit to the fence
+ * (launch gaps and the submit included) over C, on a second device opened
+ * without profiling, so that the matvecs, independent of each other, run
+ * with no barrier between them as in a decode step; and the bytes the chain
  * must move (packed weights and scales, A, Y) as a share of copy bandwidth. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -48,6 +50,7 @@
 #define HOST_REPS 3
 #define WARMUP 2            /* executes before timing, at least */
 #define WARM_SECONDS 0.3    /* and for at least this long on timed backends */
+#define MIN_CHAIN 32        /* matrices in a timed backend's chain, at least */
 
 static const struct {
     vkl_dtype dtype;
@@ -139,18 +142,61 @@ typedef struct case_result {
     char error[160];
 } case_result;
 
-/* Times one (shape, format) on an open device. */
-static void run_case(vkl_context *ctx, const vkl_backend_vtable *be, vkl_backend_device *dev, vkl_dtype dt,
-                     int64_t K, int64_t N, size_t copies, int reps, case_result *res) {
+/* One graph made resident and prepared on a device, its arena poisoned,
+ * then warmed up: for a while, not a count, since a GPU leaves its idle
+ * clocks only after some milliseconds of work (and the first runs pay
+ * first-use costs). */
+typedef struct loaded_case {
+    vkl_backend_weights *w;
+    vkl_backend_buffer *arena;
+    vkl_backend_exec *e;
+} loaded_case;
+
+static vkl_status load_case(vkl_context *ctx, const vkl_backend_vtable *be, vkl_backend_device *dev, vkl_graph *g,
+                            size_t *offsets, const float *y0, size_t total, const vkl_binding *b, loaded_case *L) {
+    vkl_status st = be->weights_load(dev, g, &L->w);
+    if (!st) st = be->buffer_create(dev, ctx, VKL_BUFFER_DEVICE, total, &L->arena);
+    if (!st) st = be->buffer_write(dev, ctx, L->arena, 0, y0, total);
+    vkl_memory_map mem = {L->arena, offsets, g->n_tensors};
+    if (!st) st = be->prepare(dev, ctx, g, L->w, &mem, b, &L->e);
+    const double t0 = vkl_bench_now();
+    for (int i = 0; !st && (i < WARMUP || (be->node_times && vkl_bench_now() - t0 < WARM_SECONDS)); i++) {
+        st = be->execute(dev, ctx, L->e, b);
+        if (!st) st = be->wait(dev, ctx, L->e);
+    }
+    return st;
+}
+
+static void unload_case(vkl_context *ctx, const vkl_backend_vtable *be, vkl_backend_device *dev, loaded_case *L) {
+    if (L->e) be->exec_release(dev, ctx, L->e);
+    if (L->arena) be->buffer_destroy(dev, ctx, L->arena);
+    if (L->w) be->weights_release(dev, L->w);
+    memset(L, 0, sizeof(*L));
+}
+
+/* Outputs of the copies still non-finite (poisoned, never written). */
+static size_t count_unwritten(const float *y, size_t a_bytes, size_t y_bytes, size_t copies, int64_t N) {
+    size_t n = 0;
+    for (size_t i = 0; i < copies; i++)
+        for (int64_t j = 0; j < N; j++) n += !isfinite(y[(a_bytes + i * y_bytes) / 4 + (size_t)j]);
+    return n;
+}
+
+/* Times one (shape, format): each node by the device's timestamps on dev
+ * (opened for profiling: a barrier after every dispatch, so each node's
+ * time is its own), and the whole chain by the host clock on chain_dev,
+ * opened without profiling, where the independent matvecs run with no
+ * barrier between them, as a decode step's would (NULL: on dev). */
+static void run_case(vkl_context *ctx, const vkl_backend_vtable *be, vkl_backend_device *dev,
+                     vkl_backend_device *chain_dev, vkl_dtype dt, int64_t K, int64_t N, size_t copies, int reps,
+                     case_result *res) {
     const bool timed = be->node_times != NULL;
     size_t wbytes = 0;
     vkl_graph *g = NULL;
-    vkl_backend_weights *w = NULL;
-    vkl_backend_buffer *arena = NULL;
-    vkl_backend_exec *e = NULL;
+    loaded_case L = {0}, C = {0};
     uint8_t *wdata = NULL;
     size_t *offsets = NULL;
-    float *a = NULL, *y = NULL;
+    float *a = NULL, *y = NULL, *y0 = NULL;
     double *samples = NULL, *chain = NULL, t0;
     size_t n_samples = 0, n_chain = 0;
     const size_t a_bytes = ((size_t)K * 4 + 255) / 256 * 256, y_bytes = ((size_t)N * 4 + 255) / 256 * 256;
@@ -158,7 +204,7 @@ static void run_case(vkl_context *ctx, const vkl_backend_vtable *be, vkl_backend
     vkl_binding b = {NULL, 0};
     vkl_status st = vkl_quant_canonical_bytes(ctx, dt, GROUP, N, K, &wbytes);
     if (!st && (!(wdata = malloc(wbytes * copies)) || !(a = malloc((size_t)K * 4)) || !(y = malloc(total)) ||
-                !(samples = calloc((size_t)reps * copies + 1, sizeof(double))) ||
+                !(y0 = malloc(total)) || !(samples = calloc((size_t)reps * copies + 1, sizeof(double))) ||
                 !(chain = calloc((size_t)reps + 1, sizeof(double)))))
         st = vkl_fail(ctx, VKL_ERR_OUT_OF_MEMORY, "bench: out of host memory");
     if (!st) {
@@ -173,41 +219,41 @@ static void run_case(vkl_context *ctx, const vkl_backend_vtable *be, vkl_backend
         for (uint32_t t = 0; t < g->n_tensors; t++) offsets[t] = VKL_NO_OFFSET;
         offsets[g->inputs[0]] = 0;
         for (uint32_t i = 0; i < g->n_outputs; i++) offsets[g->outputs[i]] = a_bytes + i * y_bytes;
-        memset(y, 0xFF, total); /* NaN everywhere, then A over its part */
-        memcpy(y, a, (size_t)K * 4);
+        memset(y0, 0xFF, total); /* NaN everywhere, then A over its part */
+        memcpy(y0, a, (size_t)K * 4);
     }
-    if (!st) st = be->weights_load(dev, g, &w);
-    if (!st) st = be->buffer_create(dev, ctx, VKL_BUFFER_DEVICE, total, &arena);
-    if (!st) st = be->buffer_write(dev, ctx, arena, 0, y, total);
-    vkl_memory_map mem = {arena, offsets, g ? g->n_tensors : 0};
-    if (!st) st = be->prepare(dev, ctx, g, w, &mem, &b, &e);
-    /* Warm up for a while, not a count: a GPU leaves its idle clocks only
-     * after some milliseconds of work (and the first runs pay first-use costs). */
-    t0 = vkl_bench_now();
-    for (int i = 0; !st && (i < WARMUP || (timed && vkl_bench_now() - t0 < WARM_SECONDS)); i++) {
-        st = be->execute(dev, ctx, e, &b);
-        if (!st) st = be->wait(dev, ctx, e);
-    }
+    if (!st) st = load_case(ctx, be, dev, g, offsets, y0, total, &b, &L);
     for (int r = 0; !st && r < reps; r++) {
         t0 = vkl_bench_now();
-        st = be->execute(dev, ctx, e, &b);
-        if (!st) st = be->wait(dev, ctx, e);
-        if (!st) chain[n_chain++] = (vkl_bench_now() - t0) * 1e3 / (double)copies;
+        st = be->execute(dev, ctx, L.e, &b);
+        if (!st) st = be->wait(dev, ctx, L.e);
+        if (!st && !chain_dev) chain[n_chain++] = (vkl_bench_now() - t0) * 1e3 / (double)copies;
         if (!st && timed) {
             size_t got = 0;
-            st = be->node_times(dev, ctx, e, samples + n_samples, copies, &got);
+            st = be->node_times(dev, ctx, L.e, samples + n_samples, copies, &got);
             n_samples += got;
         } else if (!st) {
             samples[n_samples++] = (vkl_bench_now() - t0) * 1e3 / (double)copies;
         }
     }
-    if (!st) st = be->buffer_read(dev, ctx, arena, 0, y, total);
+    if (!st) st = be->buffer_read(dev, ctx, L.arena, 0, y, total);
+    res->unwritten = st ? 0 : count_unwritten(y, a_bytes, y_bytes, copies, N);
+    unload_case(ctx, be, dev, &L);
+    if (!st && chain_dev) {
+        st = load_case(ctx, be, chain_dev, g, offsets, y0, total, &b, &C);
+        for (int r = 0; !st && r < reps; r++) {
+            t0 = vkl_bench_now();
+            st = be->execute(chain_dev, ctx, C.e, &b);
+            if (!st) st = be->wait(chain_dev, ctx, C.e);
+            if (!st) chain[n_chain++] = (vkl_bench_now() - t0) * 1e3 / (double)copies;
+        }
+        if (!st) st = be->buffer_read(chain_dev, ctx, C.arena, 0, y, total);
+        if (!st) res->unwritten += count_unwritten(y, a_bytes, y_bytes, copies, N);
+        unload_case(ctx, be, chain_dev, &C);
+    }
     res->st = st;
-    res->unwritten = 0;
     res->ms = 0;
     if (!st) {
-        for (size_t i = 0; i < copies; i++)
-            for (int64_t n = 0; n < N; n++) res->unwritten += !isfinite(y[(a_bytes + i * y_bytes) / 4 + (size_t)n]);
         qsort(samples, n_samples, sizeof(double), cmp_double);
         res->ms = n_samples ? samples[n_samples / 2] : 0;
         qsort(chain, n_chain, sizeof(double), cmp_double);
@@ -215,14 +261,12 @@ static void run_case(vkl_context *ctx, const vkl_backend_vtable *be, vkl_backend
     } else {
         snprintf(res->error, sizeof(res->error), "%s", vkl_context_error(ctx));
     }
-    if (e) be->exec_release(dev, ctx, e);
-    if (arena) be->buffer_destroy(dev, ctx, arena);
-    if (w) be->weights_release(dev, w);
     vkl_graph_destroy(g);
     free(wdata);
     free(offsets);
     free(a);
     free(y);
+    free(y0);
     free(samples);
     free(chain);
 }
@@ -241,7 +285,7 @@ static void print_header(const vkl_bench_quant_options *o) {
  * device's next setting). f32_ms: the f32 setting's latencies, written by the
  * f32 pass and read by the f16 one (0: none). */
 static int bench_device(vkl_context *ctx, const vkl_backend_vtable *be, vkl_backend_device *dev,
-                        const vkl_backend_caps *caps, const vkl_bench_quant_options *o, const char *math,
+                        vkl_backend_device *chain_dev, const vkl_backend_caps *caps, const vkl_bench_quant_options *o, const char *math,
                         double *copy_bw_io, double f32_ms[N_SHAPES][N_FMT]) {
     const bool timed = be->node_times != NULL, is_f32 = !strcmp(math, "f32");
     double copy_bw = *copy_bw_io;
@@ -266,10 +310,10 @@ static int bench_device(vkl_context *ctx, const vkl_backend_vtable *be, vkl_back
             int reps = o->reps < HOST_REPS ? o->reps : HOST_REPS;
             if (timed) {
                 copies = wbytes[f] ? (o->rotate_bytes + wbytes[f] - 1) / wbytes[f] : 1;
-                if (copies < 4) copies = 4;
+                if (copies < MIN_CHAIN) copies = MIN_CHAIN;
                 reps = o->reps;
             }
-            run_case(ctx, be, dev, formats[f].dtype, K, N, copies, reps, &res[f]);
+            run_case(ctx, be, dev, chain_dev, formats[f].dtype, K, N, copies, reps, &res[f]);
         }
         const double int4_ms = res[0].st || res[0].unwritten ? 0 : res[0].ms;
         for (int f = 0; f < N_FMT; f++) {
@@ -337,12 +381,16 @@ int vkl_bench_quant(vkl_context *ctx, const vkl_bench_quant_options *o) {
             memset(f32_ms, 0, sizeof(f32_ms));
             for (int m = 0; !st && m < (f16 ? 2 : 1); m++) {
                 vkl_env_set_f16_math(&env, m == 1);
-                vkl_backend_device *dev = NULL;
+                vkl_backend_device *dev = NULL, *chain_dev = NULL;
+                vkl_backend_options plain = bo;
+                plain.profile = false; /* the chain's device: no per-dispatch barriers, no timestamps */
                 st = be->open(ctx, &bo, &dev);
+                if (!st && be->node_times) st = be->open(ctx, &plain, &chain_dev);
                 if (!st) {
-                    failed |= bench_device(ctx, be, dev, &caps, o, maths[m], &copy_bw, f32_ms);
+                    failed |= bench_device(ctx, be, dev, chain_dev, &caps, o, maths[m], &copy_bw, f32_ms);
                     ran += m == 0;
                 }
+                if (chain_dev) be->close(chain_dev);
                 if (dev) be->close(dev);
             }
             if (st) {
