@@ -53,7 +53,7 @@ static vkl_status env_disable(vkl_context *ctx, vkl_env_options *e) {
         {"fp16", VKL_FEATURE_FP16},     {"int8-dot", VKL_FEATURE_INT8_DOT}, {"coopmat", VKL_FEATURE_COOPMAT},
         {"fusion", VKL_FEATURE_FUSION}, {"priority", VKL_FEATURE_PRIORITY}, {"timestamps", VKL_FEATURE_TIMESTAMPS},
         {"subgroup-ops", OFF_SUBGROUP_OPS}, {"f64", OFF_F64}};
-    static const env_name isa[] = {{"avx2", VKL_ISA_AVX2}};
+    static const env_name isa[] = {{"avx2", VKL_ISA_AVX2}, {"dotprod", VKL_ISA_DOTPROD}, {"i8mm", VKL_ISA_I8MM}};
     uint32_t off = 0;
     vkl_status st = env_list(ctx, "VKL_VK_DISABLE", vk, N_NAMES(vk), &off);
     e->backend.disable_features |= off & ~(OFF_SUBGROUP_OPS | OFF_F64);
