@@ -8,7 +8,12 @@
 # (scripts/test-aarch64 does it all).
 set(CMAKE_SYSTEM_NAME Linux)
 set(CMAKE_SYSTEM_PROCESSOR aarch64)
-set(CMAKE_C_COMPILER aarch64-linux-gnu-gcc)
+# gcc by default; -DCMAKE_C_COMPILER=clang works too (the target below, and
+# the cross gcc's startup files and libgcc, which clang finds itself).
+if(NOT CMAKE_C_COMPILER)
+  set(CMAKE_C_COMPILER aarch64-linux-gnu-gcc)
+endif()
+set(CMAKE_C_COMPILER_TARGET aarch64-linux-gnu)
 set(CMAKE_LIBRARY_ARCHITECTURE aarch64-linux-gnu)
 
 set(VKL_AARCH64_SYSROOT /usr/aarch64-linux-gnu)
