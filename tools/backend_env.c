@@ -10,25 +10,6 @@ static const char *env(const char *name) {
     return v && *v ? v : NULL;
 }
 
-/* An unsigned number in [lo, hi] (0 stays "unset" for the options). */
-static vkl_status env_uint(vkl_context *ctx, const char *name, uint32_t lo, uint32_t hi, uint32_t *out) {
-    const char *v = env(name);
-    if (!v) return VKL_OK;
-    char *end;
-    unsigned long x = strtoul(v, &end, 10);
-    if (*end || v[0] == '-' || x < lo || x > hi)
-        return vkl_fail(ctx, VKL_ERR_INVALID_ARGUMENT, "%s=%s: want a number in %u..%u", name, v, lo, hi);
-    *out = (uint32_t)x;
-    return VKL_OK;
-}
-
-static vkl_status env_flag(vkl_context *ctx, const char *name, int *out) {
-    uint32_t x = 0;
-    vkl_status st = env_uint(ctx, name, 0, 1, &x);
-    if (!st && env(name)) *out = (int)x;
-    return st;
-}
-
 /* A variable's words and what each means. */
 typedef struct env_name {
     const char *name;
@@ -43,17 +24,6 @@ static vkl_status env_unknown(vkl_context *ctx, const char *var, const char *v, 
         if (i + 1 < n) strncat(list, ", ", sizeof(list) - strlen(list) - 1);
     }
     return vkl_fail(ctx, VKL_ERR_INVALID_ARGUMENT, "%s=%s: '%.*s' is not one of %s", var, v, (int)len, word, list);
-}
-
-/* The value of the word in `var` (*out unchanged when unset). */
-static vkl_status env_choice(vkl_context *ctx, const char *var, const env_name *names, size_t n, uint32_t *out) {
-    const char *v = env(var);
-    for (size_t i = 0; v && i < n; i++)
-        if (!strcmp(v, names[i].name)) {
-            *out = names[i].value;
-            return VKL_OK;
-        }
-    return v ? env_unknown(ctx, var, v, v, strlen(v), names, n) : VKL_OK;
 }
 
 /* The OR of the values of the comma-separated words in `var` into *bits. */
@@ -83,7 +53,7 @@ static vkl_status env_disable(vkl_context *ctx, vkl_env_options *e) {
         {"fp16", VKL_FEATURE_FP16},     {"int8-dot", VKL_FEATURE_INT8_DOT}, {"coopmat", VKL_FEATURE_COOPMAT},
         {"fusion", VKL_FEATURE_FUSION}, {"priority", VKL_FEATURE_PRIORITY}, {"timestamps", VKL_FEATURE_TIMESTAMPS},
         {"subgroup-ops", OFF_SUBGROUP_OPS}, {"f64", OFF_F64}};
-    static const env_name isa[] = {{"avx2", VKL_ISA_AVX2}};
+    static const env_name isa[] = {{"avx2", VKL_ISA_AVX2}, {"dotprod", VKL_ISA_DOTPROD}, {"i8mm", VKL_ISA_I8MM}};
     uint32_t off = 0;
     vkl_status st = env_list(ctx, "VKL_VK_DISABLE", vk, N_NAMES(vk), &off);
     e->backend.disable_features |= off & ~(OFF_SUBGROUP_OPS | OFF_F64);
@@ -95,6 +65,37 @@ static vkl_status env_disable(vkl_context *ctx, vkl_env_options *e) {
 }
 
 #ifdef VKL_HAVE_VULKAN
+/* An unsigned number in [lo, hi] (0 stays "unset" for the options); like
+ * the flags and choices below, only the Vulkan variables have one. */
+static vkl_status env_uint(vkl_context *ctx, const char *name, uint32_t lo, uint32_t hi, uint32_t *out) {
+    const char *v = env(name);
+    if (!v) return VKL_OK;
+    char *end;
+    unsigned long x = strtoul(v, &end, 10);
+    if (*end || v[0] == '-' || x < lo || x > hi)
+        return vkl_fail(ctx, VKL_ERR_INVALID_ARGUMENT, "%s=%s: want a number in %u..%u", name, v, lo, hi);
+    *out = (uint32_t)x;
+    return VKL_OK;
+}
+
+static vkl_status env_flag(vkl_context *ctx, const char *name, int *out) {
+    uint32_t x = 0;
+    vkl_status st = env_uint(ctx, name, 0, 1, &x);
+    if (!st && env(name)) *out = (int)x;
+    return st;
+}
+
+/* The value of the word in `var` (*out unchanged when unset). */
+static vkl_status env_choice(vkl_context *ctx, const char *var, const env_name *names, size_t n, uint32_t *out) {
+    const char *v = env(var);
+    for (size_t i = 0; v && i < n; i++)
+        if (!strcmp(v, names[i].name)) {
+            *out = names[i].value;
+            return VKL_OK;
+        }
+    return v ? env_unknown(ctx, var, v, v, strlen(v), names, n) : VKL_OK;
+}
+
 static vkl_status env_vulkan(vkl_context *ctx, vkl_vulkan_options *o) {
     static const env_name maths[] = {
         {"default", VKL_VULKAN_MATH_DEFAULT}, {"f32", VKL_VULKAN_MATH_F32}, {"f16", VKL_VULKAN_MATH_F16}};

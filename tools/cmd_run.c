@@ -43,7 +43,7 @@ static int usage(FILE *f) {
             "  --seed S            0 to 18446744073709551615 (default 0)\n"
             "  --backend NAME      ref, cpu, vulkan, ... (default: the first that works here)\n"
             "  --threads N         host backends (cpu): threads, 1 to 256 (default: one per CPU);\n"
-            "                      VKL_CPU_DISABLE=avx2 turns an instruction set off\n"
+            "                      VKL_CPU_DISABLE=avx2,dotprod,i8mm turns instruction sets off\n"
             "  --context N         tokens the KV cache holds, prompt included, 1 to %u (default %u, or\n"
             "                      the tokenizer's model_max_length when smaller)\n"
             "  --raw               do not add the tokenizer's special tokens (BOS) to the prompt\n"

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "backend_env.h"
 #include "cleanup.h"
 #include "cli.h"
 #include "cmd_quant_report.h"
@@ -46,10 +47,16 @@ static int no_args(const char *prog, const char *what, int argc, char **argv) {
 static int cmd_backends(vkl_context *ctx, int argc, char **argv) {
     int rc = no_args("vkllm backends", "list the compiled-in backends and what each device reports", argc, argv);
     if (rc >= 0) return rc;
+    /* the VKL_VK_* and VKL_CPU_DISABLE kill switches, as a model load would see them */
+    vkl_env_options env;
+    if (vkl_env_options_read(ctx, &env)) {
+        fprintf(stderr, "vkllm backends: %s\n", vkl_context_error(ctx));
+        return VKL_EXIT_FAILURE;
+    }
     for (size_t i = 0; i < vkl_backend_count(); i++) {
         const vkl_backend_vtable *be = vkl_backend_at(i);
         vkl_backend_caps caps;
-        vkl_status st = be->probe(ctx, NULL, &caps);
+        vkl_status st = be->probe(ctx, &env.backend, &caps);
         if (st) {
             printf("%-8s unavailable: %s\n", be->name, vkl_context_error(ctx));
             continue;

@@ -7,15 +7,24 @@
 
 #include "cpu_backend.h"
 
-/* The instruction sets present and not masked off. */
+/* The instruction sets present and not masked off. i8mm's table runs a
+ * single row on sdot, so it needs dotprod; VKL_FEATURE_COOPMAT's switch
+ * (matrix instructions on every backend, vkllm.h) turns it off too. */
 static uint32_t usable_isa(const vkl_backend_options *opt) {
-    uint32_t isa = vkl_cpu_has_avx2() ? VKL_ISA_AVX2 : 0;
-    return isa & ~(opt ? opt->disable_isa : 0u);
+    uint32_t isa = (vkl_cpu_has_avx2() ? VKL_ISA_AVX2 : 0) | (vkl_cpu_has_dotprod() ? VKL_ISA_DOTPROD : 0) |
+                   (vkl_cpu_has_i8mm() ? VKL_ISA_I8MM : 0);
+    isa &= ~(opt ? opt->disable_isa : 0u);
+    if (!(isa & VKL_ISA_DOTPROD) || (opt && (opt->disable_features & VKL_FEATURE_COOPMAT))) isa &= ~VKL_ISA_I8MM;
+    return isa;
 }
 
 static const vkl_cpu_dot *dot_for(uint32_t isa) {
 #ifdef VKL_CPU_HAVE_AVX2
     if (isa & VKL_ISA_AVX2) return &vkl_cpu_dot_avx2;
+#endif
+#ifdef VKL_CPU_HAVE_NEON
+    if (isa & VKL_ISA_I8MM) return &vkl_cpu_dot_i8mm;
+    if (isa & VKL_ISA_DOTPROD) return &vkl_cpu_dot_neon;
 #endif
     (void)isa;
     return &vkl_cpu_dot_portable;

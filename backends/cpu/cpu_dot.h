@@ -1,7 +1,7 @@
 /* The cpu backend's inner products, one table per instruction set. The
  * integer ones are exact: every implementation returns the same int32 sums
- * (tests/unit/test_cpu_dot.c holds AVX2 to the portable C), so a model's
- * output does not depend on the instruction set chosen.
+ * (tests/unit/test_cpu_dot.c holds AVX2, NEON sdot and i8mm to the portable
+ * C), so a model's output does not depend on the instruction set chosen.
  *
  * Weight tiles are engine/quant's CPU layout with hp = 4 rows and lp = 32
  * (vkl_quant_pack_cpu): for one block of 4 rows, K/32 tiles in K order,
@@ -64,8 +64,18 @@ extern const vkl_cpu_dot vkl_cpu_dot_portable;
 extern const vkl_cpu_dot vkl_cpu_dot_avx2;
 #endif
 
+#if defined(__aarch64__)
+#define VKL_CPU_HAVE_NEON 1
+extern const vkl_cpu_dot vkl_cpu_dot_neon; /* sdot (FEAT_DotProd) */
+extern const vkl_cpu_dot vkl_cpu_dot_i8mm; /* smmla (FEAT_I8MM) for 2..4 rows, the sdot table's code else */
+#endif
+
 /* Whether this CPU (and its OS, which must save the ymm registers) runs
  * vkl_cpu_dot_avx2: AVX2, FMA and F16C. */
 int vkl_cpu_has_avx2(void);
+/* Whether this CPU runs vkl_cpu_dot_neon (the kernel lists ASIMDDP in
+ * AT_HWCAP) and vkl_cpu_dot_i8mm (that, and I8MM in AT_HWCAP2). */
+int vkl_cpu_has_dotprod(void);
+int vkl_cpu_has_i8mm(void);
 
 #endif

@@ -1,6 +1,8 @@
-/* Which instruction sets this CPU and OS run: cpuid for the features, and
- * xgetbv for the OS's promise to save the ymm registers (without it the
- * first AVX instruction faults even where cpuid lists AVX2). */
+/* Which instruction sets this CPU and OS run. x86: cpuid for the features,
+ * and xgetbv for the OS's promise to save the ymm registers (without it the
+ * first AVX instruction faults even where cpuid lists AVX2). Arm (Linux):
+ * the kernel's hardware capability words, which list only what it lets
+ * user space run (reading the ID registers would trap on older kernels). */
 #include "cpu_dot.h"
 
 #ifdef VKL_CPU_HAVE_AVX2
@@ -20,4 +22,16 @@ int vkl_cpu_has_avx2(void) {
 }
 #else
 int vkl_cpu_has_avx2(void) { return 0; }
+#endif
+
+#if defined(VKL_CPU_HAVE_NEON) && defined(__linux__)
+#include <asm/hwcap.h>
+#include <sys/auxv.h>
+
+int vkl_cpu_has_dotprod(void) { return (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0; }
+int vkl_cpu_has_i8mm(void) { return vkl_cpu_has_dotprod() && (getauxval(AT_HWCAP2) & HWCAP2_I8MM) != 0; }
+#else
+/* elsewhere (another OS on Arm: no probe written yet) the portable code */
+int vkl_cpu_has_dotprod(void) { return 0; }
+int vkl_cpu_has_i8mm(void) { return 0; }
 #endif

@@ -142,7 +142,9 @@ enum {
  * vkl_model_options.disable_isa; each has a portable fallback computing the
  * same integer sums. */
 enum {
-    VKL_ISA_AVX2 = 1u << 0 /* x86 AVX2 with FMA and F16C */
+    VKL_ISA_AVX2 = 1u << 0,    /* x86 AVX2 with FMA and F16C */
+    VKL_ISA_DOTPROD = 1u << 1, /* Arm sdot (FEAT_DotProd); off turns VKL_ISA_I8MM off too */
+    VKL_ISA_I8MM = 1u << 2     /* Arm smmla (FEAT_I8MM), for prefill; also off with VKL_FEATURE_COOPMAT */
 };
 
 struct vkl_vulkan_options; /* vkllm_vulkan.h */

@@ -101,6 +101,9 @@ expect 2 "unknown option '--nosuch'" "$vkllm" run -p hi --nosuch 1
 expect 2 "-p PROMPT is required" "$vkllm" run
 expect 2 "unexpected argument 'extra'" "$vkllm" version extra
 expect 2 "unexpected argument 'extra'" "$vkllm" backends extra
+# backends reports what the kill switches leave (VKL_CPU_DISABLE: every instruction set off -> portable C)
+expect 1 "VKL_CPU_DISABLE=x: 'x' is not one of avx2, dotprod, i8mm" env VKL_CPU_DISABLE=x "$vkllm" backends
+expect 0 "portable kernels" env VKL_CPU_DISABLE=avx2,dotprod,i8mm "$vkllm" backends
 expect 2 "unexpected argument '--nosuch'" "$vkllm" import M.onnx -o O.vkm --nosuch
 expect 2 "unexpected argument '--nosuch'" "$vkbench" --nosuch
 expect 2 "exactly one of" "$vkbench"

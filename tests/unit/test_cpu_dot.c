@@ -1,12 +1,16 @@
-/* The cpu backend's int8 inner products (backends/cpu/cpu_dot.h): the AVX2
- * ones give exactly the portable C's int32 sums, and both equal sums taken
- * here straight from the tile layout, on random data and on the extremes
- * where vpmaddubsw's int16 pair sums would saturate without the kernels'
- * care: 4-bit codes 15 against -128 / 127 over up to 12 chunks, int8
- * weights -128 / 127 against -127 / 127; then the f32 steps that apply the
- * scales, for 1..4 activation rows a call, give the portable code's bits
- * for one row at a time; the activation quantizer gives the portable
- * code's bytes. The float dots and axpy agree with double arithmetic. Without AVX2 here, the AVX2 half says so and is skipped. */
+/* The cpu backend's int8 inner products (backends/cpu/cpu_dot.h): every
+ * table this CPU runs (portable C; AVX2 on x86; NEON sdot and i8mm smmla on
+ * Arm) gives int32 sums equal to sums taken here straight from the tile
+ * layout, for 1..4 activation rows a call (i8mm's smmla pairs rows), 1..12
+ * chunks and 1..5 groups, on random data and on the extremes where
+ * vpmaddubsw's int16 pair sums would saturate without the AVX2 kernels'
+ * care: 4-bit codes 15 against -128 / 127, int8 weights -128 / 127 against
+ * -127 / 127; then the f32 steps that apply the scales, for 1..4 rows a
+ * call, give the portable code's bits for one row at a time; the
+ * activation quantizer gives the portable code's bytes. The float dots and
+ * axpy agree with double arithmetic. A table this CPU lacks is said and
+ * skipped (under qemu -cpu max every Arm table runs; ctest's
+ * unit.test_cpu_dot.arm-* check which ran). */
 #include <math.h>
 
 #include "../../backends/cpu/cpu_dot.h"
@@ -26,7 +30,8 @@ static uint32_t next(void) {
     return (uint32_t)(rng >> 16);
 }
 
-/* Sums read from the layout element by element (cpu_dot.h's comment). */
+/* Sums read from the layout element by element (cpu_dot.h's comment); a is
+ * one activation row, whose group g starts at element g * chunks * 32. */
 static void want_q4(const uint8_t *w, const int8_t *a, uint32_t chunks, uint32_t groups, int32_t *out) {
     for (uint32_t g = 0; g < groups; g++)
         for (int i = 0; i < VKL_CPU_HP; i++) {
@@ -65,41 +70,55 @@ static void fill(int kind, uint8_t *q4, int8_t *q8, int8_t *a4, int8_t *a8) {
     }
 }
 
-/* The int32 sums, one group at a time: with scale 1, zero 0 and activation
- * scale 1 a kernel's f32 result is (float)isum, exact below 2^24. */
-static void sums(const vkl_cpu_dot *d, bool four, const void *w, const int8_t *a, uint32_t chunks, uint32_t groups,
-                 int32_t *out) {
+/* The int32 sums of `rows` activation rows (row r starts r chunks after
+ * a), one group a call: with scale 1, zero 0 and activation scale 1 a
+ * kernel's f32 result is (float)isum, exact below 2^24 (12 chunks of 32 at
+ * most 128 * 128 a product: 6.3e6). out[r][g][i]. */
+static void sums(const vkl_cpu_dot *d, bool four, const void *w, const int8_t *a, uint32_t rows, uint32_t chunks,
+                 uint32_t groups, int32_t *out) {
     static const float one[2 * VKL_CPU_HP] = {1, 1, 1, 1, 0, 0, 0, 0}, unit = 1;
     static const int32_t none = 0;
     for (uint32_t g = 0; g < groups; g++) {
-        const vkl_cpu_act act = {a + (size_t)g * chunks * VKL_CPU_LP, &unit, &none};
-        float acc[VKL_CPU_HP] = {0};
-        if (four) d->q4((const uint8_t *)w + (size_t)g * chunks * VKL_CPU_HP * 16, one, &act, 1, chunks, 1, acc);
-        else d->q8((const int8_t *)w + (size_t)g * chunks * VKL_CPU_HP * VKL_CPU_LP, one, &act, 1, chunks, 1, acc);
-        for (int i = 0; i < VKL_CPU_HP; i++) out[VKL_CPU_HP * g + i] = (int32_t)acc[i];
+        vkl_cpu_act act[VKL_CPU_MR];
+        for (uint32_t r = 0; r < rows; r++)
+            act[r] = (vkl_cpu_act){a + ((size_t)g * chunks + r) * VKL_CPU_LP, &unit, &none};
+        float acc[VKL_CPU_MR * VKL_CPU_HP] = {0};
+        if (four) d->q4((const uint8_t *)w + (size_t)g * chunks * VKL_CPU_HP * 16, one, act, rows, chunks, 1, acc);
+        else d->q8((const int8_t *)w + (size_t)g * chunks * VKL_CPU_HP * VKL_CPU_LP, one, act, rows, chunks, 1, acc);
+        for (uint32_t r = 0; r < rows; r++)
+            for (int i = 0; i < VKL_CPU_HP; i++)
+                out[(r * groups + g) * VKL_CPU_HP + i] = (int32_t)acc[VKL_CPU_HP * r + i];
     }
 }
 
 static void test_int(const vkl_cpu_dot *d, const char *what) {
     static uint8_t q4[Q4_BYTES];
     static int8_t q8[Q8_BYTES], a4[A_BYTES], a8[A_BYTES];
-    int32_t got[MAX_GROUPS * VKL_CPU_HP], want[MAX_GROUPS * VKL_CPU_HP];
+    int32_t got[VKL_CPU_MR * MAX_GROUPS * VKL_CPU_HP], want[VKL_CPU_MR * MAX_GROUPS * VKL_CPU_HP];
     int cases = 0;
     for (int kind = 0; kind < N_FILLS; kind++)
-        for (int rep = 0; rep < (kind == RANDOM ? 40 : 1); rep++) {
+        for (int rep = 0; rep < (kind == RANDOM ? 10 : 1); rep++) {
             fill(kind, q4, q8, a4, a8);
-            for (uint32_t chunks = 1; chunks <= MAX_CHUNKS; chunks++)
-                for (uint32_t groups = 1; groups <= MAX_GROUPS; groups++, cases++)
-                    for (int four = 1; four >= 0; four--) {
-                        if (four) want_q4(q4, a4, chunks, groups, want);
-                        else want_q8(q8, a8, chunks, groups, want);
-                        sums(d, four, four ? (const void *)q4 : (const void *)q8, four ? a4 : a8, chunks, groups, got);
-                        CHECK_OR(!memcmp(got, want, groups * VKL_CPU_HP * sizeof(int32_t)), {
-                            fprintf(stderr, "  %s %s fill %d, %u chunks, %u groups: %d, want %d\n", what,
-                                    four ? "q4" : "q8", kind, chunks, groups, got[0], want[0]);
-                            return;
-                        });
-                    }
+            for (uint32_t rows = 1; rows <= VKL_CPU_MR; rows++)
+                for (uint32_t chunks = 1; chunks <= MAX_CHUNKS; chunks++)
+                    for (uint32_t groups = 1; groups <= MAX_GROUPS; groups++, cases++)
+                        for (int four = 1; four >= 0; four--) {
+                            const size_t n = (size_t)groups * VKL_CPU_HP;
+                            for (uint32_t r = 0; r < rows; r++) {
+                                if (four) want_q4(q4, a4 + (size_t)r * VKL_CPU_LP, chunks, groups, want + r * n);
+                                else want_q8(q8, a8 + (size_t)r * VKL_CPU_LP, chunks, groups, want + r * n);
+                            }
+                            sums(d, four, four ? (const void *)q4 : (const void *)q8, four ? a4 : a8, rows, chunks,
+                                 groups, got);
+                            CHECK_OR(!memcmp(got, want, rows * n * sizeof(int32_t)), {
+                                size_t i = 0;
+                                while (got[i] == want[i]) i++;
+                                fprintf(stderr, "  %s %s fill %d, %u rows, %u chunks, %u groups: row %zu group %zu "
+                                        "weight row %zu: %d, want %d\n", what, four ? "q4" : "q8", kind, rows, chunks,
+                                        groups, i / n, i % n / VKL_CPU_HP, i % VKL_CPU_HP, got[i], want[i]);
+                                return;
+                            });
+                        }
         }
     printf("%s: q4 and q8 int32 sums exact in %d cases\n", what, cases);
 }
@@ -121,20 +140,22 @@ static void test_epilogue(const vkl_cpu_dot *d, const char *what) {
         }
     for (uint32_t rows = 1; rows <= VKL_CPU_MR; rows++)
         for (uint32_t chunks = 1; chunks <= MAX_CHUNKS; chunks++)
-            for (int four = 1; four >= 0; four--) {
-                vkl_cpu_act act[VKL_CPU_MR];
-                float x[VKL_CPU_MR * VKL_CPU_HP], y[VKL_CPU_MR * VKL_CPU_HP];
-                for (uint32_t r = 0; r < rows; r++) act[r] = (vkl_cpu_act){(four ? a4 : a8) + 32 * r, ad[r], as[r]};
-                for (int i = 0; i < VKL_CPU_MR * VKL_CPU_HP; i++) x[i] = y[i] = (float)(i % 5) - 2.0f;
-                if (four) d->q4(q4, rec, act, rows, chunks, MAX_GROUPS, x);
-                else d->q8(q8, rec, act, rows, chunks, MAX_GROUPS, x);
-                for (uint32_t r = 0; r < rows; r++) {
-                    if (four) vkl_cpu_dot_portable.q4(q4, rec, &act[r], 1, chunks, MAX_GROUPS, y + VKL_CPU_HP * r);
-                    else vkl_cpu_dot_portable.q8(q8, rec, &act[r], 1, chunks, MAX_GROUPS, y + VKL_CPU_HP * r);
+            for (uint32_t groups = 1; groups <= MAX_GROUPS; groups += 2)
+                for (int four = 1; four >= 0; four--) {
+                    vkl_cpu_act act[VKL_CPU_MR];
+                    float x[VKL_CPU_MR * VKL_CPU_HP], y[VKL_CPU_MR * VKL_CPU_HP];
+                    for (uint32_t r = 0; r < rows; r++)
+                        act[r] = (vkl_cpu_act){(four ? a4 : a8) + 32 * r, ad[r], as[r]};
+                    for (int i = 0; i < VKL_CPU_MR * VKL_CPU_HP; i++) x[i] = y[i] = (float)(i % 5) - 2.0f;
+                    if (four) d->q4(q4, rec, act, rows, chunks, groups, x);
+                    else d->q8(q8, rec, act, rows, chunks, groups, x);
+                    for (uint32_t r = 0; r < rows; r++) {
+                        if (four) vkl_cpu_dot_portable.q4(q4, rec, &act[r], 1, chunks, groups, y + VKL_CPU_HP * r);
+                        else vkl_cpu_dot_portable.q8(q8, rec, &act[r], 1, chunks, groups, y + VKL_CPU_HP * r);
+                    }
+                    CHECKF(!memcmp(x, y, sizeof(x)), "%s %s, %u rows, %u chunks, %u groups: %.9g vs %.9g", what,
+                           four ? "q4" : "q8", rows, chunks, groups, x[0], y[0]);
                 }
-                CHECKF(!memcmp(x, y, sizeof(x)), "%s %s, %u rows, %u chunks: %.9g vs %.9g", what, four ? "q4" : "q8",
-                       rows, chunks, x[0], y[0]);
-            }
 }
 
 static void test_float(const vkl_cpu_dot *d, const char *what) {
@@ -192,19 +213,25 @@ static void test_quantize(const vkl_cpu_dot *d, const char *what) {
     CHECK(isnan(sc[1][1]) && isnan(sc[1][2]) && q[1][G] == 0 && sum[1][1] == 0 && sum[1][3] == 0);
 }
 
-int main(void) {
-    test_int(&vkl_cpu_dot_portable, "portable");
-    test_epilogue(&vkl_cpu_dot_portable, "portable");
-    test_float(&vkl_cpu_dot_portable, "portable");
-#ifdef VKL_CPU_HAVE_AVX2
-    if (vkl_cpu_has_avx2()) {
-        test_int(&vkl_cpu_dot_avx2, "avx2");
-        test_epilogue(&vkl_cpu_dot_avx2, "avx2");
-        test_quantize(&vkl_cpu_dot_avx2, "avx2");
-        test_float(&vkl_cpu_dot_avx2, "avx2");
-    } else {
-        printf("avx2: not on this CPU, skipped\n");
+static void test_table(const vkl_cpu_dot *d, int present) {
+    if (!present) {
+        printf("%s: not on this CPU, skipped\n", d->name);
+        return;
     }
+    test_int(d, d->name);
+    test_epilogue(d, d->name);
+    test_quantize(d, d->name);
+    test_float(d, d->name);
+}
+
+int main(void) {
+    test_table(&vkl_cpu_dot_portable, 1);
+#ifdef VKL_CPU_HAVE_AVX2
+    test_table(&vkl_cpu_dot_avx2, vkl_cpu_has_avx2());
+#endif
+#ifdef VKL_CPU_HAVE_NEON
+    test_table(&vkl_cpu_dot_neon, vkl_cpu_has_dotprod());
+    test_table(&vkl_cpu_dot_i8mm, vkl_cpu_has_i8mm());
 #endif
     printf("%d checks, %d failures\n", checks, failures);
     return failures ? 1 : 0;

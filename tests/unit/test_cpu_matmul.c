@@ -2,11 +2,14 @@
  * writes them (engine/quant: E0M4 with n = 1 and 2, int4, int8 per group
  * and per channel) and float W, at decode (M = 1) and prefill-like M, with
  * N not a multiple of the 4-row tiles and a bias:
- *  - the AVX2 and the portable kernels give the same bits (the int32 sums
- *    are exact and the f32 epilogue is shared);
+ *  - the kernels chosen here (AVX2; NEON i8mm), those left with i8mm
+ *    masked off (NEON sdot) and the portable ones give the same bits (the
+ *    int32 sums are exact and the f32 epilogue is shared);
  *  - both stay within the A8 tolerance of ref (run_op_cases' A8_RTOL):
  *    activations are quantized to int8 per weight group;
- *  - with the int8-dot feature masked off, quantized W gives ref's bits. */
+ *  - with the int8-dot feature masked off, quantized W gives ref's bits;
+ *  - the kill switches choose the kernels they say: dotprod off is the
+ *    portable code, the cooperative-matrix feature off is i8mm off. */
 #include <math.h>
 
 #include "backend.h"
@@ -83,7 +86,7 @@ static void test_case(vkl_context *ctx, const vkl_backend_vtable *ref, vkl_backe
         w = malloc(w_bytes);
         CHECK_OK(ctx, c->dtype == VKL_DTYPE_F16 ? vkl_quant_f32_to_f16(ctx, wf, nw, w) : vkl_quant_f32_to_bf16(ctx, wf, nw, w));
     }
-    vkl_host_tensor want = {0}, got[3] = {{0}};
+    vkl_host_tensor want = {0}, got[4] = {{0}};
     CHECK_OK(ctx, run(ctx, ref, dref, c, w, w_bytes, bias, a, &want));
     for (int d = 0; d < n_cpu; d++) CHECK_OK(ctx, run(ctx, cpu, dcpu[d], c, w, w_bytes, bias, a, &got[d]));
     if (want.data && got[0].data) {
@@ -98,9 +101,10 @@ static void test_case(vkl_context *ctx, const vkl_backend_vtable *ref, vkl_backe
                c->group, (long long)c->M, (long long)c->N, (long long)c->K, err, mag);
         printf("%-6s group %3u n %u  M %2lld N %3lld K %4lld: max error %.2e of max |y| %.2e\n", vkl_dtype_name(c->dtype),
                c->group, c->e0m4_n, (long long)c->M, (long long)c->N, (long long)c->K, err, mag);
-        if (got[1].data && vkl_dtype_is_quantized(c->dtype))
-            CHECKF(!memcmp(got[0].data, got[1].data, (size_t)(c->M * c->N) * 4), "%s: avx2 and portable bits differ",
-                   vkl_dtype_name(c->dtype));
+        for (int d = 0; d < n_cpu; d += 3)
+            if (got[d].data && got[1].data && vkl_dtype_is_quantized(c->dtype))
+                CHECKF(!memcmp(got[d].data, got[1].data, (size_t)(c->M * c->N) * 4), "%s: %s and portable bits differ",
+                       vkl_dtype_name(c->dtype), d ? "i8mm masked" : "chosen kernels");
         if (got[2].data && vkl_dtype_is_quantized(c->dtype))
             CHECKF(!memcmp(got[2].data, want.data, (size_t)(c->M * c->N) * 4), "%s: int8 dot masked off, not ref's bits",
                    vkl_dtype_name(c->dtype));
@@ -113,17 +117,47 @@ static void test_case(vkl_context *ctx, const vkl_backend_vtable *ref, vkl_backe
     free(bias);
 }
 
+/* The kernels each device runs, by the name its caps give ("host CPU, N
+ * threads, <kernels> kernels"). */
+static const char *kernels(const vkl_backend_vtable *cpu, vkl_backend_device *dev, vkl_backend_caps *caps) {
+    cpu->caps(dev, caps);
+    const char *k = strrchr(caps->device_name, ',');
+    return k ? k + 2 : caps->device_name;
+}
+
+/* dotprod off leaves the portable code (i8mm's table needs sdot), the
+ * cooperative-matrix feature off is i8mm off; every device says which. */
+static void test_switches(vkl_context *ctx, const vkl_backend_vtable *cpu, vkl_backend_device *const *dcpu) {
+    const vkl_backend_options no_sdot = {.threads = 2, .disable_isa = VKL_ISA_DOTPROD | VKL_ISA_AVX2};
+    const vkl_backend_options no_coopmat = {.threads = 2, .disable_features = VKL_FEATURE_COOPMAT};
+    vkl_backend_device *d1, *d2;
+    vkl_backend_caps c[5];
+    CHECK_OK(ctx, cpu->open(ctx, &no_sdot, &d1));
+    CHECK_OK(ctx, cpu->open(ctx, &no_coopmat, &d2));
+    const char *chosen = kernels(cpu, dcpu[0], &c[0]), *sdot = kernels(cpu, dcpu[3], &c[1]),
+               *plain = kernels(cpu, dcpu[1], &c[2]);
+    printf("kernels: default %s, i8mm off %s, all off %s\n", chosen, sdot, plain);
+    CHECKF(!strcmp(plain, "portable kernels"), "all off: %s", c[2].device_name);
+    CHECKF(!strcmp(kernels(cpu, d1, &c[3]), plain), "dotprod and avx2 off: %s", c[3].device_name);
+    CHECKF(!strcmp(kernels(cpu, d2, &c[4]), sdot), "coopmat off: %s", c[4].device_name);
+    cpu->close(d1);
+    cpu->close(d2);
+}
+
 int main(void) {
     vkl_context *ctx;
     CHECK(vkl_context_create(NULL, &ctx) == VKL_OK);
     const vkl_backend_vtable *ref = vkl_backend_find("ref"), *cpu = vkl_backend_find("cpu");
-    vkl_backend_device *dref, *dcpu[3];
+    vkl_backend_device *dref, *dcpu[4];
     const vkl_backend_options portable = {.threads = 3, .disable_isa = ~0u};
     const vkl_backend_options no_dot = {.disable_features = VKL_FEATURE_INT8_DOT};
+    const vkl_backend_options no_mmla = {.threads = 2, .disable_isa = VKL_ISA_I8MM};
     CHECK_OK(ctx, ref->open(ctx, NULL, &dref));
     CHECK_OK(ctx, cpu->open(ctx, NULL, &dcpu[0]));
     CHECK_OK(ctx, cpu->open(ctx, &portable, &dcpu[1]));
     CHECK_OK(ctx, cpu->open(ctx, &no_dot, &dcpu[2]));
+    CHECK_OK(ctx, cpu->open(ctx, &no_mmla, &dcpu[3]));
+    test_switches(ctx, cpu, dcpu);
     const mm_case cases[] = {
         {VKL_DTYPE_Q_E0M4, 128, 1, 1, 13, 512},  {VKL_DTYPE_Q_E0M4, 128, 2, 7, 30, 256},
         {VKL_DTYPE_Q_E0M4, 32, 1, 3, 4, 64},     {VKL_DTYPE_Q_E0M4, 64, 1, 1, 64, 1344},
@@ -133,11 +167,12 @@ int main(void) {
         {VKL_DTYPE_F16, 0, 0, 4, 6, 72},         {VKL_DTYPE_BF16, 0, 0, 1, 10, 40},
         {VKL_DTYPE_Q_E0M4, 32, 1, 2, 8, 64, 1e-38f},
     };
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) test_case(ctx, ref, dref, cpu, dcpu, 3, &cases[i]);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) test_case(ctx, ref, dref, cpu, dcpu, 4, &cases[i]);
     ref->close(dref);
     cpu->close(dcpu[0]);
     cpu->close(dcpu[1]);
     cpu->close(dcpu[2]);
+    cpu->close(dcpu[3]);
     vkl_context_destroy(ctx);
     printf("%d checks, %d failures\n", checks, failures);
     return failures ? 1 : 0;
