@@ -319,7 +319,7 @@ static vkl_status check_pieces(const vkl_vk_node *nd, uint32_t op) {
         const vkl_vk_tensor *t = j < nd->n_in ? &nd->in[j] : &nd->out[j - nd->n_in];
         if (t->id == VKL_NONE || !t->pieced) continue;
         return vkl_vk_node_unsupported(nd, "%s '%s' of %zu bytes is over the binding limit (%s, %llu bytes), and this "
-                                       "op takes no pieces (those that do: QuantMatMul, Gather)",
+                                       "op takes no pieces (those that do: QuantMatMul, MatMul, Gather)",
                                        j < nd->n_in ? "input" : "output", nd->g->tensors[t->id].name, t->bytes,
                                        vkl_vk_bind_limit_name(nd->dev), (unsigned long long)nd->dev->bind_limit);
     }

@@ -474,6 +474,7 @@ typedef struct vkl_vk_mm {
     vkl_dtype b_dtype;
     VkDescriptorBufferInfo b_at, p_at;
     uint32_t q_row_bytes, q_group;
+    int64_t a_base;                /* A's first element (a piece of B reads A from column a_base on) */
 } vkl_vk_mm;
 /* matvec.comp for M = 1 or a quantized B, matmul.comp for other float
  * products, matmul_int.comp for i32/u32/i64. */
@@ -626,7 +627,7 @@ const char *vkl_vk_bind_limit_name(const vkl_backend_device *dev);
  * that range is over dev->bind_limit or leaves `whole`. */
 bool vkl_vk_sub_range(const vkl_backend_device *dev, VkDescriptorBufferInfo whole, VkDeviceSize off,
                       VkDeviceSize bytes, VkDescriptorBufferInfo *out, uint32_t *skip);
-/* Ops whose recorders read pieced tensors (QuantMatMul, Gather); prepare
+/* Ops whose recorders read pieced tensors (QuantMatMul, MatMul, Gather); prepare
  * refuses a pieced tensor anywhere else, naming the node and the tensor. */
 bool vkl_vk_takes_pieces(uint32_t op);
 /* Whether `need` more bytes of device-local memory fit the heap's budget

@@ -49,7 +49,9 @@ bool vkl_vk_sub_range(const vkl_backend_device *dev, VkDescriptorBufferInfo whol
     return true;
 }
 
-bool vkl_vk_takes_pieces(uint32_t op) { return op == VKL_OP_QUANT_MAT_MUL || op == VKL_OP_GATHER; }
+bool vkl_vk_takes_pieces(uint32_t op) {
+    return op == VKL_OP_QUANT_MAT_MUL || op == VKL_OP_GATHER || op == VKL_OP_MAT_MUL;
+}
 
 /* The device-local heap the weights and arenas go to: the largest. */
 static uint32_t device_heap(const vkl_backend_device *dev) {
@@ -88,7 +90,8 @@ vkl_status vkl_vk_budget_check(vkl_backend_device *dev, uint64_t need, const cha
     }
     if (need <= avail) return VKL_OK;
     return vkl_fail(dev->ctx, VKL_ERR_OUT_OF_MEMORY,
-                    "vulkan: %s needs %llu bytes of device memory; %llu are available on heap %u (%llu bytes; %s)",
+                    "vulkan: not enough device memory for %s: %llu bytes needed, %llu available on heap %u "
+                    "(%llu bytes; %s)",
                     what, (unsigned long long)need, (unsigned long long)avail, heap, (unsigned long long)size,
                     source);
 }
