@@ -84,6 +84,9 @@ static vkl_status vk_open(vkl_context *ctx, const vkl_backend_options *opt, vkl_
             dev->caps.device_name, dev->caps.driver, dev->external ? ", the app's device" : "", dev->subgroup_size,
             dev->subgroup_arith ? " with arithmetic" : "", dev->timestamp_bits ? "on" : "off",
             dev->f16_math ? "f16" : "f32", dev->priority);
+    vkl_log(ctx, VKL_LOG_INFO, "vulkan: bindings of at most %llu bytes (%s), allocations of %llu; memory budget from %s",
+            (unsigned long long)dev->bind_limit, vkl_vk_bind_limit_name(dev), (unsigned long long)dev->alloc_limit,
+            dev->has_memory_budget ? "VK_EXT_memory_budget" : "the heap's size");
     *out = dev;
     return VKL_OK;
 }
