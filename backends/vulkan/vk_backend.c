@@ -370,8 +370,9 @@ static vkl_status plan_nodes(vkl_backend_device *dev, const vkl_graph *g, const 
             p->d[p->n] = p->tmp[i];
             p->writes[p->n++] = written_bindings(&node, &p->tmp[i]);
         }
-        /* recorders may count on zeroed fields they do not set */
-        memset(p->tmp, 0, p->count[k] * sizeof(*p->tmp));
+        /* recorders count on zeroed fields they do not set (and may have
+         * written slots they did not count) */
+        memset(p->tmp, 0, VKL_VK_MAX_DISPATCHES * sizeof(*p->tmp));
     }
     p->pipe = st ? NULL : vkl_calloc(ctx, p->n ? p->n : 1, sizeof(*p->pipe));
     p->set = st ? NULL : vkl_calloc(ctx, p->n ? p->n : 1, sizeof(*p->set));

@@ -183,9 +183,8 @@ static vkl_status load_one(vkl_backend_device *dev, const vkl_graph *g, uint32_t
     vkl_status st = weight_cut(dev, g, t, &w->lay, &c);
     if (st) return st;
     const bool quantized = vkl_dtype_is_quantized(tt->dtype);
-    if (quantized && tt->nbytes != (size_t)c.rows * (tt->nbytes / (size_t)c.rows))
-        st = vkl_fail(dev->ctx, VKL_ERR_FORMAT, "canonical bytes are not whole rows");
-    if (!st) st = pieces_alloc(dev, &c, quantized, w);
+    st = pieces_alloc(dev, &c, quantized, w);
+    /* bytes per row: canonical blocks (the packer checks each piece's size) or plain elements */
     const size_t row = tt->nbytes / (size_t)c.rows;
     for (uint32_t i = 0; !st && i < w->n_pieces; i++) {
         vkl_vk_piece *p = &w->piece[i];
