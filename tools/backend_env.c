@@ -78,6 +78,18 @@ static vkl_status env_uint(vkl_context *ctx, const char *name, uint32_t lo, uint
     return VKL_OK;
 }
 
+/* A byte count up to 2^62 (0 stays "unset"). */
+static vkl_status env_bytes(vkl_context *ctx, const char *name, uint64_t *out) {
+    const char *v = env(name);
+    if (!v) return VKL_OK;
+    char *end;
+    unsigned long long x = strtoull(v, &end, 10);
+    if (*end || v[0] == '-' || x > (1ull << 62))
+        return vkl_fail(ctx, VKL_ERR_INVALID_ARGUMENT, "%s=%s: want a number of bytes", name, v);
+    *out = (uint64_t)x;
+    return VKL_OK;
+}
+
 static vkl_status env_flag(vkl_context *ctx, const char *name, int *out) {
     uint32_t x = 0;
     vkl_status st = env_uint(ctx, name, 0, 1, &x);
@@ -137,6 +149,8 @@ static vkl_status env_vulkan(vkl_context *ctx, vkl_vulkan_options *o) {
     if (!st) st = env_flag(ctx, "VKL_VK_F16_CENTER", &o->matvec_f16_center);
     if (!st) st = env_uint(ctx, "VKL_VK_ATTN_SPLITS", 0, 1u << 16, &o->attention_splits);
     if (!st) st = env_uint(ctx, "VKL_VK_ATTN_TARGET", 1, 1u << 16, &o->attention_target);
+    if (!st) st = env_bytes(ctx, "VKL_VK_MAX_BINDING_BYTES", &o->max_binding_bytes);
+    if (!st) st = env_bytes(ctx, "VKL_VK_MEMORY_BUDGET", &o->memory_budget_bytes);
     return st;
 }
 #endif

@@ -24,7 +24,8 @@ typedef struct vkl_env_options {
  * VKL_VK_VALIDATION, VKL_VK_DEVICE, VKL_VK_PRIORITY, VKL_VK_MATH,
  * VKL_VK_PIPELINE_CACHE_DIR, VKL_VK_PIPELINE_CACHE (a file), VKL_VK_NO_SUBGROUP_OPS, VKL_VK_NO_F64, the
  * matvec tuning (VKL_VK_QMV_WG, _ROWS, _STAGE, _UNROLL, VKL_VK_E0M4_F32,
- * VKL_VK_F16_CENTER) and attention (VKL_VK_ATTN, _SPLITS, _TARGET); for the
+ * VKL_VK_F16_CENTER), attention (VKL_VK_ATTN, _SPLITS, _TARGET) and the
+ * limits' testing knobs (VKL_VK_MAX_BINDING_BYTES, VKL_VK_MEMORY_BUDGET); for the
  * cpu backend VKL_CPU_DISABLE (comma list: avx2, dotprod, i8mm) -> disable_isa. A
  * malformed value is VKL_ERR_INVALID_ARGUMENT naming the variable. */
 vkl_status vkl_env_options_read(vkl_context *ctx, vkl_env_options *out);

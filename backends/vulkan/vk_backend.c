@@ -84,6 +84,9 @@ static vkl_status vk_open(vkl_context *ctx, const vkl_backend_options *opt, vkl_
             dev->caps.device_name, dev->caps.driver, dev->external ? ", the app's device" : "", dev->subgroup_size,
             dev->subgroup_arith ? " with arithmetic" : "", dev->timestamp_bits ? "on" : "off",
             dev->f16_math ? "f16" : "f32", dev->priority);
+    vkl_log(ctx, VKL_LOG_INFO, "vulkan: bindings of at most %llu bytes (%s), allocations of %llu; memory budget from %s",
+            (unsigned long long)dev->bind_limit, vkl_vk_bind_limit_name(dev), (unsigned long long)dev->alloc_limit,
+            dev->has_memory_budget ? "VK_EXT_memory_budget" : "the heap's size");
     *out = dev;
     return VKL_OK;
 }
@@ -91,9 +94,17 @@ static vkl_status vk_open(vkl_context *ctx, const vkl_backend_options *opt, vkl_
 static vkl_status buffer_create(vkl_backend_device *dev, vkl_buffer_usage usage, size_t bytes,
                                 vkl_backend_buffer **out) {
     *out = NULL;
+    /* a session's arena: refused with the budget's numbers, not the driver's out-of-memory */
+    vkl_status st = usage == VKL_BUFFER_DEVICE ? vkl_vk_budget_check(dev, bytes, "a session's arena (device buffer)")
+                                               : VKL_OK;
+    if (st) return st;
+    if (bytes > dev->alloc_limit)
+        return vkl_fail(dev->ctx, VKL_ERR_UNSUPPORTED,
+                        "vulkan: a buffer of %zu bytes is over the device's maxMemoryAllocationSize (%llu bytes)", bytes,
+                        (unsigned long long)dev->alloc_limit);
     vkl_backend_buffer *b = vkl_calloc(dev->ctx, 1, sizeof(*b));
     if (!b) return VKL_ERR_OUT_OF_MEMORY;
-    vkl_status st = vkl_vk_buffer_alloc(dev, usage, bytes, &b->b);
+    st = vkl_vk_buffer_alloc(dev, usage, bytes, &b->b);
     if (st) {
         vkl_free(dev->ctx, b);
         return st;
@@ -184,10 +195,11 @@ static vkl_status bind_tensor(vkl_backend_device *dev, const vkl_graph *g, const
         /* weights_load skips empty weights (a Reshape to a scalar's shape
          * []): no range, and no recorder binds an empty tensor */
         if (!v->bytes) return VKL_OK;
-        if (t >= w->n || !w->w[t].buf.buf)
+        if (t >= w->n || !w->w[t].n_pieces)
             return vkl_fail(dev->ctx, VKL_ERR_STATE, "vulkan: weight '%s' was not loaded", tt->name);
         v->weight = &w->w[t];
-        v->at = (VkDescriptorBufferInfo){w->w[t].buf.buf, w->w[t].qs_offset, w->w[t].qs_range};
+        v->at = w->w[t].piece[0].qs;
+        v->pieced = w->w[t].n_pieces > 1;
         return VKL_OK;
     }
     size_t off = t < mem->n_offsets ? mem->offsets[t] : VKL_NO_OFFSET, end;
@@ -201,9 +213,8 @@ static vkl_status bind_tensor(vkl_backend_device *dev, const vkl_graph *g, const
         return vkl_fail(dev->ctx, VKL_ERR_UNSUPPORTED,
                         "vulkan: tensor '%s' at arena offset %zu; this device binds buffers at multiples of %llu",
                         tt->name, off, (unsigned long long)dev->props.limits.minStorageBufferOffsetAlignment);
-    if (v->bytes > dev->props.limits.maxStorageBufferRange)
-        return vkl_fail(dev->ctx, VKL_ERR_UNSUPPORTED, "vulkan: tensor '%s' of %zu bytes exceeds maxStorageBufferRange",
-                        tt->name, v->bytes);
+    /* over the limit: only recorders that bind pieces of it see it (plan_nodes) */
+    v->pieced = v->bytes > dev->bind_limit;
     /* An empty tensor still needs a valid range; nothing reads it. Ranges
      * are whole words (shaders/vulkan/tensor.glsl): the arena's 64-byte
      * placement leaves the rounded-up tail as padding. */
@@ -219,6 +230,19 @@ static bool same_range(const VkDescriptorBufferInfo *a, const VkDescriptorBuffer
     return a->buffer == b->buffer && a->offset == b->offset && a->range == b->range;
 }
 
+/* Whether binding b lies in tensor t: its range, a piece of it (a sub-range
+ * of an arena tensor, its start rounded down to the binding alignment), or
+ * one of its weight pieces. */
+static bool binds_tensor(const vkl_backend_device *dev, const vkl_vk_tensor *t, const VkDescriptorBufferInfo *b) {
+    if (t->id == VKL_NONE) return false;
+    for (uint32_t i = 0; t->weight && i < t->weight->n_pieces; i++)
+        if (b->buffer == t->weight->piece[i].buf.buf) return true;
+    if (b->buffer != t->at.buffer) return false;
+    if (same_range(&t->at, b)) return true;
+    const VkDeviceSize align = dev->props.limits.minStorageBufferOffsetAlignment;
+    return b->offset >= t->at.offset / align * align && b->offset + b->range <= t->at.offset + t->at.range + 3;
+}
+
 /* Which of a dispatch's bindings it writes: those bound to an output of its
  * node (an in-place output is its input's range: written), and anything
  * that is no input (scratch). Inputs alone are read. Recorders need not
@@ -227,10 +251,8 @@ static uint32_t written_bindings(const vkl_vk_node *nd, const vkl_vk_dispatch *d
     uint32_t mask = 0;
     for (uint32_t j = 0; j < d->n_bind; j++) {
         bool out = false, in = false;
-        for (uint32_t o = 0; o < nd->n_out && !out; o++)
-            out = nd->out[o].id != VKL_NONE && same_range(&nd->out[o].at, &d->bind[j]);
-        for (uint32_t i = 0; i < nd->n_in && !in; i++)
-            in = nd->in[i].id != VKL_NONE && same_range(&nd->in[i].at, &d->bind[j]);
+        for (uint32_t o = 0; o < nd->n_out && !out; o++) out = binds_tensor(nd->dev, &nd->out[o], &d->bind[j]);
+        for (uint32_t i = 0; i < nd->n_in && !in; i++) in = binds_tensor(nd->dev, &nd->in[i], &d->bind[j]);
         if (out || !in) mask |= 1u << j;
     }
     return mask;
@@ -259,16 +281,21 @@ static bool needs_barrier(const touched *t, const vkl_vk_dispatch *d, uint32_t w
 
 /* What prepare builds before recording: each node's dispatches. */
 typedef struct plan {
-    vkl_vk_dispatch *d;    /* VKL_VK_MAX_DISPATCHES per node */
-    uint32_t *writes;      /* per dispatch slot: bit j set = binding j is written */
+    vkl_vk_dispatch *d;    /* every node's dispatches, in order (n of cap) */
+    uint32_t *writes;      /* per dispatch: bit j set = binding j is written */
+    size_t n, cap;
+    size_t *first;         /* per node: its first dispatch */
     uint32_t *count;       /* dispatches per node */
-    VkPipeline *pipe;      /* per dispatch slot */
-    VkDescriptorSet *set;  /* per dispatch slot */
+    VkPipeline *pipe;      /* per dispatch */
+    VkDescriptorSet *set;  /* per dispatch */
     vkl_vk_tensor *views;  /* scratch: one node's inputs then outputs */
+    vkl_vk_dispatch *tmp;  /* scratch: VKL_VK_MAX_DISPATCHES, one node's as its recorder writes them */
 } plan;
 
 static void plan_free(vkl_context *ctx, plan *p) {
     vkl_free(ctx, p->d);
+    vkl_free(ctx, p->first);
+    vkl_free(ctx, p->tmp);
     vkl_free(ctx, p->count);
     vkl_free(ctx, p->pipe);
     vkl_free(ctx, p->set);
@@ -287,6 +314,21 @@ static vkl_status check_ops(vkl_backend_device *dev, const vkl_graph *g, const u
     return VKL_OK;
 }
 
+/* A tensor over the binding limit reaches only the recorders that bind it
+ * in pieces; anywhere else the node is refused, naming the tensor. */
+static vkl_status check_pieces(const vkl_vk_node *nd, uint32_t op) {
+    if (vkl_vk_takes_pieces(op)) return VKL_OK;
+    for (uint32_t j = 0; j < nd->n_in + nd->n_out; j++) {
+        const vkl_vk_tensor *t = j < nd->n_in ? &nd->in[j] : &nd->out[j - nd->n_in];
+        if (t->id == VKL_NONE || !t->pieced) continue;
+        return vkl_vk_node_unsupported(nd, "%s '%s' of %zu bytes is over the binding limit (%s, %llu bytes), and this "
+                                       "op takes no pieces (those that do: QuantMatMul, MatMul, Gather)",
+                                       j < nd->n_in ? "input" : "output", nd->g->tensors[t->id].name, t->bytes,
+                                       vkl_vk_bind_limit_name(nd->dev), (unsigned long long)nd->dev->bind_limit);
+    }
+    return VKL_OK;
+}
+
 static vkl_status plan_nodes(vkl_backend_device *dev, const vkl_graph *g, const vkl_backend_weights *w,
                              const vkl_memory_map *mem, const vkl_binding *b, vkl_backend_exec *e, plan *p) {
     vkl_context *ctx = dev->ctx;
@@ -295,14 +337,12 @@ static vkl_status plan_nodes(vkl_backend_device *dev, const vkl_graph *g, const 
         const vkl_node *n = &g->nodes[e->nodes[k]];
         if (n->n_inputs + n->n_outputs > max_io) max_io = n->n_inputs + n->n_outputs;
     }
-    size_t slots = (size_t)(e->n_nodes ? e->n_nodes : 1) * VKL_VK_MAX_DISPATCHES;
-    p->d = vkl_calloc(ctx, slots, sizeof(*p->d));
-    p->count = vkl_calloc(ctx, e->n_nodes ? e->n_nodes : 1, sizeof(*p->count));
-    p->pipe = vkl_calloc(ctx, slots, sizeof(*p->pipe));
-    p->set = vkl_calloc(ctx, slots, sizeof(*p->set));
+    const size_t nodes = e->n_nodes ? e->n_nodes : 1;
+    p->first = vkl_calloc(ctx, nodes, sizeof(*p->first));
+    p->count = vkl_calloc(ctx, nodes, sizeof(*p->count));
     p->views = vkl_calloc(ctx, max_io, sizeof(*p->views));
-    p->writes = vkl_calloc(ctx, slots, sizeof(*p->writes));
-    if (!p->d || !p->count || !p->pipe || !p->set || !p->views || !p->writes) return VKL_ERR_OUT_OF_MEMORY;
+    p->tmp = vkl_calloc(ctx, VKL_VK_MAX_DISPATCHES, sizeof(*p->tmp));
+    if (!p->first || !p->count || !p->views || !p->tmp) return VKL_ERR_OUT_OF_MEMORY;
     vkl_status st = VKL_OK;
     for (uint32_t k = 0; !st && k < e->n_nodes; k++) {
         const vkl_node *n = &g->nodes[e->nodes[k]];
@@ -310,18 +350,37 @@ static vkl_status plan_nodes(vkl_backend_device *dev, const vkl_graph *g, const 
             st = bind_tensor(dev, g, w, mem, b, j < n->n_inputs ? n->inputs[j] : n->outputs[j - n->n_inputs],
                              &p->views[j]);
         vkl_vk_node node = {dev, g, e->nodes[k], p->views, p->views + n->n_inputs, n->n_inputs, n->n_outputs, b, w};
-        vkl_vk_dispatch *d = &p->d[(size_t)k * VKL_VK_MAX_DISPATCHES];
+        if (!st) st = check_pieces(&node, n->op);
         /* a view the planner gave its input's memory: nothing to dispatch */
         const bool viewed = !st && n->n_outputs && same_range(&p->views[0].at, &p->views[n->n_inputs].at) &&
                             vkl_node_view_input(dev->ctx, g, e->nodes[k], b->values, b->count) != VKL_NONE;
-        if (!st && !viewed) st = vkl_vk_recorder_for(n->op)(&node, d, &p->count[k]);
-        for (uint32_t i = 0; !st && i < p->count[k]; i++)
-            p->writes[(size_t)k * VKL_VK_MAX_DISPATCHES + i] = written_bindings(&node, &d[i]);
-        for (uint32_t i = 0; !st && i < p->count[k]; i++) {
-            const vkl_vk_pipeline *pl;
-            st = vkl_vk_pipeline_get(dev, d[i].shader, d[i].n_bind, d[i].spec, d[i].n_spec, &pl);
-            if (!st) p->pipe[(size_t)k * VKL_VK_MAX_DISPATCHES + i] = pl->pipeline;
+        if (!st && !viewed) st = vkl_vk_recorder_for(n->op)(&node, p->tmp, &p->count[k]);
+        if (!st && p->n + p->count[k] > p->cap) {
+            const size_t cap = (p->n + p->count[k]) * 2 + 64;
+            vkl_vk_dispatch *d = vkl_realloc_array(ctx, p->d, cap, sizeof(*d));
+            if (d) p->d = d;
+            uint32_t *wr = d ? vkl_realloc_array(ctx, p->writes, cap, sizeof(*wr)) : NULL;
+            if (wr) p->writes = wr;
+            if (!d || !wr) st = VKL_ERR_OUT_OF_MEMORY;
+            else p->cap = cap;
         }
+        if (st) break;
+        p->first[k] = p->n;
+        for (uint32_t i = 0; i < p->count[k]; i++) {
+            p->d[p->n] = p->tmp[i];
+            p->writes[p->n++] = written_bindings(&node, &p->tmp[i]);
+        }
+        /* recorders count on zeroed fields they do not set (and may have
+         * written slots they did not count) */
+        memset(p->tmp, 0, VKL_VK_MAX_DISPATCHES * sizeof(*p->tmp));
+    }
+    p->pipe = st ? NULL : vkl_calloc(ctx, p->n ? p->n : 1, sizeof(*p->pipe));
+    p->set = st ? NULL : vkl_calloc(ctx, p->n ? p->n : 1, sizeof(*p->set));
+    if (!st && (!p->pipe || !p->set)) st = VKL_ERR_OUT_OF_MEMORY;
+    for (size_t i = 0; !st && i < p->n; i++) {
+        const vkl_vk_pipeline *pl;
+        st = vkl_vk_pipeline_get(dev, p->d[i].shader, p->d[i].n_bind, p->d[i].spec, p->d[i].n_spec, &pl);
+        if (!st) p->pipe[i] = pl->pipeline;
     }
     return st;
 }
@@ -332,11 +391,11 @@ static vkl_status scratch_bind(vkl_backend_device *dev, vkl_backend_exec *e, pla
     VkDeviceSize need = 0;
     for (uint32_t k = 0; k < e->n_nodes; k++)
         for (uint32_t i = 0; i < p->count[k]; i++) {
-            const vkl_vk_dispatch *d = &p->d[(size_t)k * VKL_VK_MAX_DISPATCHES + i];
+            const vkl_vk_dispatch *d = &p->d[p->first[k] + i];
             for (uint32_t j = 0; j < d->n_bind; j++) {
                 const VkDescriptorBufferInfo *b = &d->bind[j];
                 if (b->buffer != VK_NULL_HANDLE) continue;
-                if (!b->range || b->range > dev->props.limits.maxStorageBufferRange ||
+                if (!b->range || b->range > dev->bind_limit ||
                     b->offset % dev->props.limits.minStorageBufferOffsetAlignment)
                     return vkl_fail(dev->ctx, VKL_ERR_INVALID_ARGUMENT,
                                     "vulkan: node %u asks for scratch [%llu, +%llu): not a range this device binds",
@@ -348,7 +407,7 @@ static vkl_status scratch_bind(vkl_backend_device *dev, vkl_backend_exec *e, pla
     vkl_status st = vkl_vk_buffer_alloc(dev, VKL_BUFFER_DEVICE, (size_t)need, &e->scratch);
     for (uint32_t k = 0; !st && k < e->n_nodes; k++)
         for (uint32_t i = 0; i < p->count[k]; i++) {
-            vkl_vk_dispatch *d = &p->d[(size_t)k * VKL_VK_MAX_DISPATCHES + i];
+            vkl_vk_dispatch *d = &p->d[p->first[k] + i];
             for (uint32_t j = 0; j < d->n_bind; j++)
                 if (d->bind[j].buffer == VK_NULL_HANDLE) d->bind[j].buffer = e->scratch.buf;
         }
@@ -361,7 +420,7 @@ static vkl_status descriptors(vkl_backend_device *dev, vkl_backend_exec *e, plan
     for (uint32_t k = 0; k < e->n_nodes; k++)
         for (uint32_t i = 0; i < p->count[k]; i++) {
             sets++;
-            buffers += p->d[(size_t)k * VKL_VK_MAX_DISPATCHES + i].n_bind;
+            buffers += p->d[p->first[k] + i].n_bind;
         }
     if (!sets) return VKL_OK;
     VkDescriptorPoolSize size = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, buffers ? buffers : 1};
@@ -372,7 +431,7 @@ static vkl_status descriptors(vkl_backend_device *dev, vkl_backend_exec *e, plan
     vkl_status st = VKL_VKD(dev, vkCreateDescriptorPool, (dev->device, &pi, NULL, &e->pool));
     for (uint32_t k = 0; !st && k < e->n_nodes; k++)
         for (uint32_t i = 0; !st && i < p->count[k]; i++) {
-            size_t s = (size_t)k * VKL_VK_MAX_DISPATCHES + i;
+            size_t s = p->first[k] + i;
             const vkl_vk_dispatch *d = &p->d[s];
             VkDescriptorSetAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
                                               .descriptorPool = e->pool,
@@ -515,7 +574,7 @@ static vkl_status record(vkl_backend_device *dev, vkl_backend_exec *e, const pla
     e->n_dispatches = e->n_barriers = 0;
     for (uint32_t k = 0; !st && k < e->n_nodes; k++) {
         for (uint32_t i = 0; i < p->count[k]; i++) {
-            size_t s = (size_t)k * VKL_VK_MAX_DISPATCHES + i;
+            size_t s = p->first[k] + i;
             const vkl_vk_dispatch *d = &p->d[s];
             if (needs_barrier(&t, d, p->writes[s])) {
                 vkl_vk_barrier_compute(dev, cmd);

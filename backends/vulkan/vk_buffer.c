@@ -71,6 +71,10 @@ vkl_status vkl_vk_buffer_alloc(vkl_backend_device *dev, vkl_buffer_usage usage, 
         return st;
     }
     out->size = bytes;
+    if (dev->memory.memoryHeaps[dev->memory.memoryTypes[type].heapIndex].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) {
+        out->device_local = req.size;
+        dev->device_bytes += req.size;
+    }
     out->coherent = (flags & VK_MEMORY_PROPERTY_HOST_COHERENT_BIT) != 0;
     return VKL_OK;
 }
@@ -79,6 +83,7 @@ void vkl_vk_buffer_free(vkl_backend_device *dev, vkl_vk_buffer *b) {
     if (!b) return;
     if (b->buf) dev->vk.vkDestroyBuffer(dev->device, b->buf, NULL);
     if (b->mem) dev->vk.vkFreeMemory(dev->device, b->mem, NULL); /* unmaps too */
+    dev->device_bytes -= b->device_local;
     memset(b, 0, sizeof(*b));
 }
 
@@ -135,7 +140,7 @@ static vkl_status staging(vkl_backend_device *dev, size_t want, size_t *size) {
     return st;
 }
 
-static vkl_status flush(vkl_backend_device *dev, vkl_vk_buffer *b) {
+vkl_status vkl_vk_buffer_flush(vkl_backend_device *dev, vkl_vk_buffer *b) {
     if (b->coherent) return VKL_OK;
     VkMappedMemoryRange r = {.sType = VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE, .memory = b->mem, .size = VK_WHOLE_SIZE};
     return VKL_VKD(dev, vkFlushMappedMemoryRanges, (dev->device, 1, &r));
@@ -175,14 +180,14 @@ vkl_status vkl_vk_buffer_upload(vkl_backend_device *dev, vkl_vk_buffer *b, size_
     if (st || !bytes) return st;
     if (b->mapped) {
         memcpy((unsigned char *)b->mapped + offset, src, bytes);
-        return flush(dev, b);
+        return vkl_vk_buffer_flush(dev, b);
     }
     size_t cap = 0;
     for (size_t done = 0; !st && done < bytes;) {
         if ((st = staging(dev, bytes - done, &cap))) break;
         size_t n = bytes - done < cap ? bytes - done : cap;
         memcpy(dev->staging.mapped, (const unsigned char *)src + done, n);
-        st = flush(dev, &dev->staging);
+        st = vkl_vk_buffer_flush(dev, &dev->staging);
         if (!st) st = staged_copy(dev, b, offset + done, n, true);
         done += n;
     }

@@ -23,9 +23,7 @@ static vkl_status dispatch(vkl_backend_device *dev, dq_run *r, const char *shade
     vkl_status st = vkl_vk_pipeline_get(dev, shader, 3, spec, 1, &pl);
     if (st) return st;
     VkPipeline pipe = pl->pipeline;
-    const VkDescriptorBufferInfo b[3] = {{r->w.buf.buf, r->w.qs_offset, r->w.qs_range},
-                                         {r->w.buf.buf, r->w.params_offset, r->w.params_range},
-                                         {r->out.buf, 0, r->out.size}};
+    const VkDescriptorBufferInfo b[3] = {r->w.piece[0].qs, r->w.piece[0].params, {r->out.buf, 0, r->out.size}};
     VkDescriptorSet set;
     if ((st = vkl_vk_set_once(dev, 3, b, &r->pool, &set))) return st;
     uint64_t groups = (items + DQ_WG - 1) / DQ_WG; /* the shaders loop over the rest */
@@ -51,6 +49,9 @@ static vkl_status dequantize(vkl_backend_device *dev, vkl_dtype dtype, uint32_t 
                         vkl_dtype_name(dtype));
     vkl_status st = vkl_vk_weight_pack(dev, dtype, group, rows, cols, canon, canon_bytes, &r->w);
     if (st) return st;
+    if (r->w.n_pieces != 1)
+        return vkl_fail(dev->ctx, VKL_ERR_UNSUPPORTED, "vulkan dequantize: [%lld, %lld] is over the binding limit",
+                        (long long)rows, (long long)cols);
     const uint64_t elems = (uint64_t)rows * (uint64_t)cols; /* <= canonical bytes * 2: no overflow */
     if (elems * 4 >= (1ull << 32))
         return vkl_fail(dev->ctx, VKL_ERR_UNSUPPORTED, "vulkan dequantize: [%lld, %lld] exceeds 32-bit indexing",

@@ -73,6 +73,7 @@ static vkl_status load_instance_table(vkl_backend_device *dev, PFN_vkGetInstance
     const bool ok = LOAD(vkDestroyInstance) && LOAD(vkEnumeratePhysicalDevices) &&
                     LOAD(vkGetPhysicalDeviceProperties) && LOAD(vkGetPhysicalDeviceProperties2) &&
                     LOAD(vkGetPhysicalDeviceFeatures2) && LOAD(vkGetPhysicalDeviceMemoryProperties) &&
+                    LOAD(vkGetPhysicalDeviceMemoryProperties2) &&
                     LOAD(vkGetPhysicalDeviceQueueFamilyProperties) && LOAD(vkEnumerateDeviceExtensionProperties) &&
                     LOAD(vkCreateDevice) && LOAD(vkGetDeviceProcAddr) &&
                     (!messenger || (LOAD(vkCreateDebugUtilsMessengerEXT) && LOAD(vkDestroyDebugUtilsMessengerEXT)));
@@ -321,6 +322,9 @@ static vkl_status describe(vkl_backend_device *dev, const vkl_backend_options *o
     dev->has_ext_priority = !dev->external && has_extension(ext, n_ext, "VK_EXT_global_priority");
     if (dev->has_khr_priority || dev->has_ext_priority) f |= VKL_FEATURE_PRIORITY;
     if (dev->timestamp_bits && dev->props.limits.timestampPeriod > 0) f |= VKL_FEATURE_TIMESTAMPS;
+    /* the heap's budget, for the check at load (vk_limits.c): enabled on our
+     * own device when present, used on the app's only if it enabled it */
+    dev->has_memory_budget = EXT("VK_EXT_memory_budget");
 #undef EXT
     vkl_free(ctx, ext);
     c->features = f & ~(opt ? opt->disable_features : 0u);
@@ -513,12 +517,16 @@ static vkl_status own_device_create(vkl_backend_device *dev, const vkl_vulkan_op
     VkPhysicalDeviceShaderFloat16Int8Features f16 = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES, .shaderFloat16 = VK_TRUE};
     VkPhysicalDeviceFeatures core = {.shaderFloat64 = dev->has_f64};
+    const char *exts[2];
+    uint32_t n_ext = 0;
+    if (ask) exts[n_ext++] = ext;
+    if (dev->has_memory_budget) exts[n_ext++] = "VK_EXT_memory_budget";
     VkDeviceCreateInfo info = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
                                .pNext = dev->f16_math ? &f16 : NULL,
                                .queueCreateInfoCount = 1,
                                .pQueueCreateInfos = &q,
-                               .enabledExtensionCount = ask ? 1 : 0,
-                               .ppEnabledExtensionNames = ask ? &ext : NULL,
+                               .enabledExtensionCount = n_ext,
+                               .ppEnabledExtensionNames = n_ext ? exts : NULL,
                                .pEnabledFeatures = &core};
     VkResult r = dev->vki.vkCreateDevice(dev->phys, &info, NULL, &dev->device);
     if (ask && (r == VK_ERROR_NOT_PERMITTED_KHR || r == VK_ERROR_INITIALIZATION_FAILED)) {
@@ -527,8 +535,8 @@ static vkl_status own_device_create(vkl_backend_device *dev, const vkl_vulkan_op
         snprintf(dev->priority, sizeof(dev->priority), "the driver's default (%.8s refused)",
                  priority_name(o->priority));
         q.pNext = NULL;
-        info.enabledExtensionCount = 0;
-        info.ppEnabledExtensionNames = NULL;
+        info.enabledExtensionCount = n_ext - 1; /* the priority's was first */
+        info.ppEnabledExtensionNames = n_ext > 1 ? exts + 1 : NULL;
         r = dev->vki.vkCreateDevice(dev->phys, &info, NULL, &dev->device);
     }
     return vkl_vk_check(dev->ctx, r, "vkCreateDevice");
@@ -560,6 +568,7 @@ vkl_status vkl_vk_device_create(vkl_context *ctx, const vkl_backend_options *opt
     vkl_status st = find_device(dev, opt, o);
     if (!st) st = tuning(dev, o);
     if (!st) st = choose_math(dev, o);
+    if (!st) st = vkl_vk_limits_init(dev, o);
     if (st) return st;
     if (dev->external) {
         dev->device = dev->external->device;

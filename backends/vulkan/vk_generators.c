@@ -86,9 +86,11 @@ vkl_status vkl_vk_record_constant(const vkl_vk_node *nd, vkl_vk_dispatch *out, u
         return vkl_vk_node_fail(nd, VKL_ERR_SHAPE, "output does not match the %zu-byte value", v->nbytes);
     if (!y->bytes) return VKL_OK;
     const vkl_vk_weight *w = nd->weights && id < nd->weights->n ? &nd->weights->w[id] : NULL;
-    if (!w || !w->buf.buf) return vkl_vk_node_fail(nd, VKL_ERR_STATE, "value '%s' was not loaded", v->name);
-    vkl_status st = vkl_vk_ew_copy(nd, (VkDescriptorBufferInfo){w->buf.buf, w->qs_offset, w->qs_range}, y->at,
-                                   y->bytes, &out[0]);
+    if (!w || !w->n_pieces) return vkl_vk_node_fail(nd, VKL_ERR_STATE, "value '%s' was not loaded", v->name);
+    if (w->n_pieces > 1 || y->pieced)
+        return vkl_vk_node_unsupported(nd, "value '%s' of %zu bytes is over the binding limit (%s)", v->name,
+                                       v->nbytes, vkl_vk_bind_limit_name(nd->dev));
+    vkl_status st = vkl_vk_ew_copy(nd, w->piece[0].qs, y->at, y->bytes, &out[0]);
     if (!st) *count = 1;
     return st;
 }

@@ -45,7 +45,46 @@ static void dispatch_init(const vkl_vk_node *nd, vkl_vk_dispatch *d, const char 
 /* Gather: out[o, j, i] = data[o, idx[j], i], o over the dims before axis,
  * i over those after. Rows of whole words (every f32, i64, f64 table; f16
  * and bf16 of even width) go to gather_rows, 16 bytes an invocation where
- * rows allow; others to gather (per element). */
+ * rows allow; others to gather (per element).
+ *
+ * A table over the binding limit (an embedding: dims[0] rows in pieces,
+ * vk_weights.c) is gathered along axis 0 by one gather_rows dispatch per
+ * piece, each copying the rows whose index falls in its piece and skipping
+ * the rest: the kernel keeps one binding and any number of pieces works,
+ * where a kernel with a binding per piece would stop at 8 bindings; the cost
+ * is each dispatch reading the indices again (a few per token). */
+/* Gather along axis 0 of a table in row pieces: one gather_rows dispatch
+ * per piece, words units per row. */
+static vkl_status gather_pieces(const vkl_vk_node *nd, const vkl_vk_tensor *data, const vkl_vk_tensor *idx,
+                                const vkl_vk_tensor *y, int64_t words, vkl_vk_dispatch *out, uint32_t *count) {
+    const vkl_vk_weight *w = data->weight;
+    if (w->n_pieces > VKL_VK_MAX_DISPATCHES)
+        return vkl_vk_node_unsupported(nd, "a table in %u pieces needs more than %u dispatches", w->n_pieces,
+                                       VKL_VK_MAX_DISPATCHES);
+    for (uint32_t i = 0; i < w->n_pieces; i++) {
+        const vkl_vk_piece *p = &w->piece[i];
+        vkl_vk_dispatch *d = &out[i];
+        dispatch_init(nd, d, "gather_rows");
+        d->spec[1] = (uint32_t)idx->dtype;
+        d->n_spec = 2;
+        d->push[0] = (uint32_t)(idx->count * words);
+        d->push[1] = (uint32_t)words;
+        d->push[2] = (uint32_t)idx->count;
+        d->push[3] = (uint32_t)data->dims[0];
+        d->push[4] = (uint32_t)p->row0;
+        d->push[5] = (uint32_t)p->rows;
+        d->n_push = 6;
+        vkl_status st = vkl_vk_grid(nd, (uint64_t)(idx->count * words), d->spec[0], d->groups);
+        if (st) return st;
+        d->bind[0] = p->qs;
+        d->bind[1] = idx->at;
+        d->bind[2] = y->at;
+        d->n_bind = 3;
+    }
+    *count = w->n_pieces;
+    return VKL_OK;
+}
+
 vkl_status vkl_vk_record_gather(const vkl_vk_node *nd, vkl_vk_dispatch *out, uint32_t *count) {
     const vkl_vk_tensor *data = &nd->in[0], *idx = &nd->in[1], *y = &nd->out[0];
     uint32_t axis = 0, es = 0; /* set by the checks below; -O3 cannot see it */
@@ -64,6 +103,13 @@ vkl_status vkl_vk_record_gather(const vkl_vk_node *nd, vkl_vk_dispatch *out, uin
     if ((st = index_limits(nd, data, idx, y))) return st;
     const int64_t outer = span(data->dims, 0, axis), n = data->dims[axis];
     const int64_t inner = span(data->dims, axis + 1, r);
+    if (data->pieced || idx->pieced || y->pieced) {
+        if (axis || inner * es % 4 || !data->weight || idx->pieced || y->pieced)
+            return vkl_vk_node_unsupported(nd, "a tensor is over the binding limit (%s, %llu bytes); Gather takes "
+                                           "only a weight table in pieces, along axis 0, with rows of whole words",
+                                           vkl_vk_bind_limit_name(nd->dev), (unsigned long long)nd->dev->bind_limit);
+        return gather_pieces(nd, data, idx, y, inner * es / 4, out, count);
+    }
     vkl_vk_dispatch *d = &out[0];
     if (inner * es % 4 == 0) {
         const int64_t words = inner * es / 4, rows = outer * idx->count;
@@ -76,7 +122,9 @@ vkl_status vkl_vk_record_gather(const vkl_vk_node *nd, vkl_vk_dispatch *out, uin
         d->push[1] = (uint32_t)I;
         d->push[2] = (uint32_t)idx->count;
         d->push[3] = (uint32_t)n;
-        d->n_push = 4;
+        d->push[4] = 0;
+        d->push[5] = (uint32_t)n;
+        d->n_push = 6;
         if ((st = vkl_vk_grid(nd, (uint64_t)(rows * I), d->spec[0], d->groups))) return st;
     } else {
         const uint64_t units = ((uint64_t)y->count * es + 3) / 4;

@@ -8,7 +8,8 @@
  *   vk_pipeline.c      embedded SPIR-V -> shader modules, layouts, pipelines
  *   vk_pipeline_cache.c the pipeline cache's file: where, checked reading, atomic writing
  *   vk_backend.c       the vtable: open/close, buffers, weights, prepare, execute, timing
- *   vk_weights.c       weights_load: every weight repacked into device memory
+ *   vk_weights.c       weights_load: every weight repacked into device memory, in row pieces where a limit needs
+ *   vk_limits.c        binding and allocation limits (and their testing knob), sub-range bindings, memory budget
  *   vk_ops.c           op -> recorder table; node views for recorders
  *   vk_quant_matmul.c  QuantMatMul's recorder (matvec shaders)
  *   vk_copy.c          grids, strided-view and plain copies shared by the movement recorders
@@ -55,7 +56,7 @@
 #define VKL_VK_MAX_BINDINGS 8         /* storage buffers per dispatch */
 #define VKL_VK_PUSH_BYTES 128         /* maxPushConstantsSize every device has */
 #define VKL_VK_MAX_SPEC 8             /* specialization constants per pipeline */
-#define VKL_VK_MAX_DISPATCHES 4       /* dispatches one node may record */
+#define VKL_VK_MAX_DISPATCHES 64      /* dispatches one node may record (pieces: one per piece and row group) */
 #define VKL_VK_WAIT_NS 120000000000ull /* a fence wait longer than this is a hang */
 
 /* ---- status (vk_result.c) ----------------------------------------------------------------------- */
@@ -82,6 +83,7 @@ typedef struct vkl_vk_instance_table {
     PFN_vkGetPhysicalDeviceProperties2 vkGetPhysicalDeviceProperties2;
     PFN_vkGetPhysicalDeviceFeatures2 vkGetPhysicalDeviceFeatures2;
     PFN_vkGetPhysicalDeviceMemoryProperties vkGetPhysicalDeviceMemoryProperties;
+    PFN_vkGetPhysicalDeviceMemoryProperties2 vkGetPhysicalDeviceMemoryProperties2;
     PFN_vkGetPhysicalDeviceQueueFamilyProperties vkGetPhysicalDeviceQueueFamilyProperties;
     PFN_vkEnumerateDeviceExtensionProperties vkEnumerateDeviceExtensionProperties;
     PFN_vkCreateDevice vkCreateDevice;
@@ -98,6 +100,7 @@ typedef struct vkl_vk_buffer {
     VkDeviceSize size;    /* bytes asked for (the VkBuffer may be larger) */
     void *mapped;         /* persistently mapped when host-visible, else NULL */
     bool coherent;
+    VkDeviceSize device_local; /* bytes of a device-local heap it holds (dev->device_bytes) */
 } vkl_vk_buffer;
 
 struct vkl_backend_buffer {
@@ -199,6 +202,18 @@ struct vkl_backend_device {
      * vk_device.c's choose_math (shaderFloat16 is enabled iff true) */
     bool f16_math;
     vkl_vk_host_work work;          /* counted at each call (vulkan_backend.h) */
+    /* Limits (vk_limits.c, at open): the most bytes one descriptor range may
+     * span (maxStorageBufferRange, or less by options.max_binding_bytes, a
+     * multiple of 16) and one allocation may hold (maxMemoryAllocationSize).
+     * Tensors and weights beyond them go in pieces. */
+    VkDeviceSize bind_limit, alloc_limit;
+    bool bind_knob;                 /* bind_limit was lowered by the option */
+    /* The memory budget: VK_EXT_memory_budget's (own device: enabled when
+     * present; the app's: only if it enabled it), else the heap's size;
+     * capped by options.memory_budget_bytes when non-zero. */
+    bool has_memory_budget;
+    uint64_t budget_cap;
+    uint64_t device_bytes;          /* device-local bytes allocated through vkl_vk_buffer_alloc now */
     /* attention (vk_attention.c's vkl_vk_attention_tuning, at open): which
      * kernel (0: by the number of query rows; 1: flash prefill always;
      * 2: split-K decoding wherever it applies), the split count (0: from
@@ -211,6 +226,8 @@ void vkl_vk_buffer_free(vkl_backend_device *dev, vkl_vk_buffer *b);
 /* Blocking; through the staging buffer when b is not host-visible. */
 vkl_status vkl_vk_buffer_upload(vkl_backend_device *dev, vkl_vk_buffer *b, size_t offset, const void *src,
                                 size_t bytes);
+/* Host writes into b's mapped memory made visible (non-coherent memory). */
+vkl_status vkl_vk_buffer_flush(vkl_backend_device *dev, vkl_vk_buffer *b);
 vkl_status vkl_vk_buffer_download(vkl_backend_device *dev, vkl_vk_buffer *b, size_t offset, void *dst, size_t bytes);
 /* One-shot command buffer: begin (after waiting for nothing: one-shot work
  * is always waited for), record, then end = submit + wait. */
@@ -316,14 +333,26 @@ void vkl_vk_cache_save(vkl_backend_device *dev);
 
 /* ---- weights (vk_weights.c) --------------------------------------------------------------------- */
 
-/* One weight tensor on the device. Quantized: the GPU packed layout's two
- * planes (qs at 0, params at an offset aligned for a descriptor); plain:
- * its bytes unchanged. */
+/* A run of whole rows of a weight in its own allocation, every range within
+ * dev->bind_limit and the allocation within dev->alloc_limit. Quantized: the
+ * GPU packed layout's two planes for these rows (qs, then params at an
+ * offset aligned for a descriptor); plain: the rows' bytes unchanged. */
+typedef struct vkl_vk_piece {
+    vkl_vk_buffer buf;
+    int64_t row0, rows;             /* rows [row0, row0 + rows) of the weight */
+    VkDescriptorBufferInfo qs;      /* plain weights: the data */
+    VkDescriptorBufferInfo params;  /* quantized only */
+} vkl_vk_piece;
+
+/* One weight tensor on the device: one piece (the whole weight), or several
+ * when it is larger than a limit (only the recorders that take pieces read
+ * those: vkl_vk_takes_pieces). Rows are dims[0] (N of a quantized [N, K]). */
 typedef struct vkl_vk_weight {
-    vkl_vk_buffer buf;             /* buf.buf == VK_NULL_HANDLE: not loaded */
-    vkl_quant_gpu_layout lay;      /* quantized dtypes only */
-    VkDeviceSize qs_offset, qs_range;         /* plain weights: the data */
-    VkDeviceSize params_offset, params_range; /* quantized only */
+    vkl_vk_piece *piece;            /* n_pieces of them; NULL: not loaded */
+    uint32_t n_pieces;
+    int64_t rows;
+    vkl_quant_gpu_layout lay;       /* quantized dtypes only: the whole weight's layout */
+    uint64_t bytes;                 /* device bytes held */
 } vkl_vk_weight;
 
 struct vkl_backend_weights {
@@ -335,7 +364,9 @@ struct vkl_backend_weights {
 
 vkl_status vkl_vk_weights_load(vkl_backend_device *dev, const vkl_graph *g, vkl_backend_weights **out);
 void vkl_vk_weights_release(vkl_backend_device *dev, vkl_backend_weights *w);
-/* Packs canonical blocks into `w` (device memory) with engine/quant's GPU packer. */
+/* Packs canonical blocks into `w` (device memory, in row pieces where a
+ * limit needs) with engine/quant's GPU packer; straight into the mapped
+ * memory where device-local memory is host-visible (unified memory). */
 vkl_status vkl_vk_weight_pack(vkl_backend_device *dev, vkl_dtype dtype, uint32_t group, int64_t rows, int64_t cols,
                               const void *canon, size_t canon_bytes, vkl_vk_weight *w);
 void vkl_vk_weight_free(vkl_backend_device *dev, vkl_vk_weight *w);
@@ -351,8 +382,12 @@ typedef struct vkl_vk_tensor {
     int64_t dims[VKL_MAX_RANK];
     int64_t count;
     size_t bytes;
-    VkDescriptorBufferInfo at;     /* arena range, or a plain weight's data */
+    VkDescriptorBufferInfo at;     /* arena range, or a plain weight's data (its first piece's) */
     const vkl_vk_weight *weight;   /* weights only */
+    /* Over the binding limit: a weight of several pieces, or an arena tensor
+     * larger than dev->bind_limit (then `at` spans it all: never bind it
+     * whole, only vkl_vk_sub_range pieces of it). */
+    bool pieced;
 } vkl_vk_tensor;
 
 /* One compute dispatch as a recorder describes it. */
@@ -441,6 +476,7 @@ typedef struct vkl_vk_mm {
     vkl_dtype b_dtype;
     VkDescriptorBufferInfo b_at, p_at;
     uint32_t q_row_bytes, q_group;
+    int64_t a_base;                /* A's first element (a piece of B reads A from column a_base on) */
 } vkl_vk_mm;
 /* matvec.comp for M = 1 or a quantized B, matmul.comp for other float
  * products, matmul_int.comp for i32/u32/i64. */
@@ -581,6 +617,27 @@ vkl_status vkl_vk_ew_copy(const vkl_vk_node *nd, VkDescriptorBufferInfo src, VkD
 vkl_status vkl_vk_ew_fill(const vkl_vk_node *nd, VkDescriptorBufferInfo dst, size_t bytes, const uint32_t *pattern,
                           uint32_t period, vkl_vk_dispatch *d);
 #define VKL_VK_EW_FILL_MAX 30 /* words of a fill's pattern (push constants) */
+
+/* ---- limits, pieces, budget (vk_limits.c) --------------------------------------------------------- */
+
+/* dev->bind_limit, alloc_limit and the budget cap, from the device and
+ * options (max_binding_bytes, memory_budget_bytes); at open. */
+vkl_status vkl_vk_limits_init(vkl_backend_device *dev, const vkl_vulkan_options *o);
+/* "maxStorageBufferRange" or "max_binding_bytes (the testing knob)": what set the binding limit, for messages. */
+const char *vkl_vk_bind_limit_name(const vkl_backend_device *dev);
+/* Bytes [off, off + bytes) of `whole` as a binding: the offset rounded down
+ * to minStorageBufferOffsetAlignment, *skip the 4-byte words from there to
+ * off (for the shader's push constants), the range whole words. false when
+ * that range is over dev->bind_limit or leaves `whole`. */
+bool vkl_vk_sub_range(const vkl_backend_device *dev, VkDescriptorBufferInfo whole, VkDeviceSize off,
+                      VkDeviceSize bytes, VkDescriptorBufferInfo *out, uint32_t *skip);
+/* Ops whose recorders read pieced tensors (QuantMatMul, MatMul, Gather); prepare
+ * refuses a pieced tensor anywhere else, naming the node and the tensor. */
+bool vkl_vk_takes_pieces(uint32_t op);
+/* Whether `need` more bytes of device-local memory fit the heap's budget
+ * now; VKL_ERR_OUT_OF_MEMORY naming what (`what`), the bytes needed and
+ * available and the heap otherwise. */
+vkl_status vkl_vk_budget_check(vkl_backend_device *dev, uint64_t need, const char *what);
 
 /* ---- measurement (vk_measure.c) ----------------------------------------------------------------- */
 

@@ -5,7 +5,12 @@
  * Semantics are the ref kernels' (backends/ref/linalg.c): numpy matmul
  * with batch broadcasting, Gemm's transposes, alpha, beta and broadcast C;
  * shapes the shape rule could not compare fail here as ref fails
- * (VKL_ERR_SHAPE). */
+ * (VKL_ERR_SHAPE).
+ *
+ * A 2-D weight B over the binding limit is stored in row pieces (ranges of
+ * K, vk_weights.c): MatMul then runs one product per piece over A's matching
+ * columns, the first writing Y and each later one adding Y's values as C
+ * (beta = 1), every output read and written by the same invocation. */
 #include <string.h>
 
 #include "../../engine/ops.h"
@@ -46,6 +51,7 @@ static void fill_push(const vkl_vk_mm *mm, vkl_vk_dispatch *d) {
     for (uint32_t i = 0; i < MM_BATCH_RANK; i++) p[n++] = i < mm->batch_rank ? (uint32_t)mm->bdims[i] : 1;
     for (uint32_t i = 0; i < MM_BATCH_RANK; i++) p[n++] = i < mm->batch_rank ? (uint32_t)mm->a_bs[i] : 0;
     for (uint32_t i = 0; i < MM_BATCH_RANK; i++) p[n++] = i < mm->batch_rank ? (uint32_t)mm->b_bs[i] : 0;
+    p[n++] = (uint32_t)mm->a_base;
     d->n_push = n;
 }
 
@@ -167,6 +173,43 @@ static vkl_status merge_batches(const vkl_vk_node *nd, uint32_t nb, const int64_
     return VKL_OK;
 }
 
+/* Y = A B with B a 2-D float weight in row pieces: Y = sum over pieces p of
+ * A[:, Kp] B[Kp, :], A's batch dims merged into its rows (B has none). */
+static vkl_status mat_mul_pieces(const vkl_vk_node *nd, vkl_vk_mm *mm, vkl_vk_dispatch *out, uint32_t *count) {
+    const vkl_vk_tensor *A = mm->A, *B = mm->B, *Y = mm->Y;
+    const vkl_vk_weight *w = B->weight;
+    if (!w || B->rank != 2 || A->pieced || Y->pieced || !vkl_vk_dtype_float(A->dtype))
+        return vkl_vk_node_unsupported(nd, "a tensor is over the binding limit (%s, %llu bytes); MatMul takes only a "
+                                       "2-D float weight B in pieces", vkl_vk_bind_limit_name(nd->dev),
+                                       (unsigned long long)nd->dev->bind_limit);
+    if (w->n_pieces > VKL_VK_MAX_DISPATCHES)
+        return vkl_vk_node_unsupported(nd, "B in %u pieces needs more than %u dispatches", w->n_pieces,
+                                       VKL_VK_MAX_DISPATCHES);
+    mm->M = A->count / mm->K;
+    mm->batches = 1;
+    for (uint32_t d = 0; d < MM_BATCH_RANK; d++) {
+        mm->bdims[d] = 1;
+        mm->a_bs[d] = mm->b_bs[d] = 0;
+    }
+    mm->c_rs = mm->N;
+    mm->c_cs = 1;
+    *count = 0;
+    for (uint32_t i = 0; i < w->n_pieces; i++) {
+        const vkl_vk_piece *p = &w->piece[i];
+        vkl_vk_mm piece = *mm;
+        piece.K = p->rows;
+        piece.b_at = p->qs;
+        piece.a_base = p->row0 * mm->a_cs;
+        piece.C = i ? Y : NULL;
+        piece.beta = i ? 1.0f : 0.0f;
+        uint32_t n = 0;
+        vkl_status st = vkl_vk_record_mm(nd, &piece, &out[*count], &n);
+        if (st) return st;
+        *count += n;
+    }
+    return VKL_OK;
+}
+
 vkl_status vkl_vk_record_mat_mul(const vkl_vk_node *nd, vkl_vk_dispatch *out, uint32_t *count) {
     const vkl_vk_tensor *A = &nd->in[0], *B = &nd->in[1], *Y = &nd->out[0];
     *count = 0;
@@ -206,6 +249,7 @@ vkl_status vkl_vk_record_mat_mul(const vkl_vk_node *nd, vkl_vk_dispatch *out, ui
     if (mm.batches * mm.M * mm.N != Y->count)
         return vkl_vk_node_fail(nd, VKL_ERR_SHAPE, "Y has %lld elements, want %lld", (long long)Y->count,
                                 (long long)(mm.batches * mm.M * mm.N));
+    if (A->pieced || B->pieced || Y->pieced) return mat_mul_pieces(nd, &mm, out, count);
     return vkl_vk_record_mm(nd, &mm, out, count);
 }
 

@@ -7,7 +7,13 @@
  * group, plain f32/f16/bf16 W such as the f32 down projections a
  * quantizer keeps) goes through vk_linalg.c's general products: matvec.comp
  * (decoding each quantized element on its own) or, for a plain W and
- * M > 1, the tiled matmul.comp. */
+ * M > 1, the tiled matmul.comp.
+ *
+ * Over the binding limit (docs/vulkan.md, "Limits"), the fast path takes W
+ * in row pieces (each a range of Y's columns) and A and Y in ranges of rows:
+ * one dispatch per piece and row range, each told where its columns and rows
+ * start (quant_matvec.glsl's push constants). The general path takes no
+ * pieces and says so. */
 #include "vk_internal.h"
 
 /* The general path: Y = A W^T + bias as a vkl_vk_mm. */
@@ -15,6 +21,12 @@ static vkl_status record_general(const vkl_vk_node *nd, int64_t M, int64_t K, vk
     const vkl_vk_tensor *A = &nd->in[0], *W = &nd->in[1], *Y = &nd->out[0];
     const vkl_vk_tensor *bias = nd->n_in > 2 && nd->in[2].id != VKL_NONE ? &nd->in[2] : NULL;
     const vkl_vk_weight *w = W->weight;
+    if (W->pieced || A->pieced || Y->pieced || (bias && bias->pieced))
+        return vkl_vk_node_unsupported(nd, "a tensor is over the binding limit (%s, %llu bytes), and only the "
+                                       "quantized matvec (f32 A, K and group multiples of its 16-byte step) binds "
+                                       "pieces; this node has %s A and %s W", vkl_vk_bind_limit_name(nd->dev),
+                                       (unsigned long long)nd->dev->bind_limit, vkl_dtype_name(A->dtype),
+                                       vkl_dtype_name(W->dtype));
     vkl_vk_mm mm = {0};
     mm.A = A;
     mm.B = W;
@@ -33,14 +45,27 @@ static vkl_status record_general(const vkl_vk_node *nd, int64_t M, int64_t K, vk
     mm.b_dtype = W->dtype;
     mm.b_at = W->at;
     if (vkl_dtype_is_quantized(W->dtype)) {
-        mm.b_at = (VkDescriptorBufferInfo){w->buf.buf, w->qs_offset, w->qs_range};
-        mm.p_at = (VkDescriptorBufferInfo){w->buf.buf, w->params_offset, w->params_range};
+        mm.b_at = w->piece[0].qs;
+        mm.p_at = w->piece[0].params;
         if (w->lay.row_stride >= (1ull << 32) || !W->group)
             return vkl_vk_node_unsupported(nd, "W rows of %zu bytes", w->lay.row_stride);
         mm.q_row_bytes = (uint32_t)w->lay.row_stride;
         mm.q_group = W->group;
     }
     return vkl_vk_record_mm(nd, &mm, out, count);
+}
+
+/* Rows of A and Y one dispatch takes with a W piece of `cols` rows: all M
+ * unless A's rows or Y's (the piece's columns of them) would pass the
+ * binding limit, less the alignment a sub-range's start may round down by. */
+static int64_t dispatch_rows(const vkl_backend_device *dev, int64_t M, int64_t N, int64_t K, int64_t cols) {
+    const VkDeviceSize align = dev->props.limits.minStorageBufferOffsetAlignment;
+    const VkDeviceSize room = dev->bind_limit > align ? dev->bind_limit - align : 0;
+    int64_t m = M;
+    if ((VkDeviceSize)(M * K * 4) > room) m = (int64_t)(room / (VkDeviceSize)(K * 4));
+    if ((VkDeviceSize)(((m - 1) * N + cols) * 4) > room && room >= (VkDeviceSize)cols * 4)
+        m = (int64_t)((room - (VkDeviceSize)cols * 4) / (VkDeviceSize)(N * 4)) + 1;
+    return m > 0 ? m : 1; /* a row that does not fit fails at its binding, naming it */
 }
 
 vkl_status vkl_vk_record_quant_mat_mul(const vkl_vk_node *nd, vkl_vk_dispatch *out, uint32_t *count) {
@@ -101,31 +126,54 @@ vkl_status vkl_vk_record_quant_mat_mul(const vkl_vk_node *nd, vkl_vk_dispatch *o
         M * N >= (1ll << 32) || N * (K / chunk) >= (1ll << 32))
         return vkl_vk_node_unsupported(nd, "M = %lld, N = %lld, K = %lld exceed the matvec's dispatch or index range",
                                        (long long)M, (long long)N, (long long)K);
-    vkl_vk_dispatch *d = &out[0];
-    d->shader = shader;
-    d->spec[0] = dev->qmv_wg;
-    d->spec[1] = rows;
-    d->spec[2] = dev->qmv_stage;
-    d->spec[3] = dev->qmv_unroll;
-    d->spec[4] = dev->qmv_e0m4_f32;   /* E0M4 f32 math only; other shaders ignore it */
-    d->spec[5] = dev->qmv_f16_center; /* 4-bit f16 math only */
-    d->n_spec = 6;
+    if (bias && bias->pieced)
+        return vkl_vk_node_unsupported(nd, "bias of %zu bytes is over the binding limit", bias->bytes);
     const vkl_vk_weight *w = W->weight;
-    d->bind[0] = A->at;
-    d->bind[1] = (VkDescriptorBufferInfo){w->buf.buf, w->qs_offset, w->qs_range};
-    d->bind[2] = (VkDescriptorBufferInfo){w->buf.buf, w->params_offset, w->params_range};
-    d->bind[3] = Y->at;
-    d->bind[4] = bias ? bias->at : A->at; /* any buffer: has_bias = 0 never reads it */
-    d->n_bind = 5;
-    d->push[0] = (uint32_t)M;
-    d->push[1] = (uint32_t)N;
-    d->push[2] = (uint32_t)K;
-    d->push[3] = W->group / chunk;
-    d->push[4] = bias ? 1u : 0u;
-    d->n_push = 5;
-    d->groups[0] = (uint32_t)blocks;
-    d->groups[1] = (uint32_t)M;
-    d->groups[2] = 1;
-    *count = 1;
+    for (uint32_t pi = 0; pi < w->n_pieces; pi++) {
+        const vkl_vk_piece *p = &w->piece[pi];
+        const int64_t rows_at_once = dispatch_rows(dev, M, N, K, p->rows);
+        for (int64_t m0 = 0; m0 < M && p->rows; m0 += rows_at_once) {
+            const int64_t mc = M - m0 < rows_at_once ? M - m0 : rows_at_once;
+            if (*count == VKL_VK_MAX_DISPATCHES)
+                return vkl_vk_node_unsupported(nd, "W in %u pieces and M = %lld rows need more than %u dispatches "
+                                               "under the binding limit of %llu bytes", w->n_pieces, (long long)M,
+                                               VKL_VK_MAX_DISPATCHES, (unsigned long long)dev->bind_limit);
+            vkl_vk_dispatch *d = &out[(*count)++];
+            uint32_t a_skip = 0, y_skip = 0;
+            /* A's rows: 16-byte multiples (K % chunk == 0) from a 64-byte aligned start */
+            if (!vkl_vk_sub_range(dev, A->at, (VkDeviceSize)(m0 * K * 4), (VkDeviceSize)(mc * K * 4), &d->bind[0],
+                                  &a_skip) ||
+                a_skip % 4 ||
+                !vkl_vk_sub_range(dev, Y->at, (VkDeviceSize)((m0 * N + p->row0) * 4),
+                                  (VkDeviceSize)(((mc - 1) * N + p->rows) * 4), &d->bind[3], &y_skip))
+                return vkl_vk_node_unsupported(nd, "rows %lld.. of A or Y do not bind within the binding limit "
+                                               "(%llu bytes)", (long long)m0, (unsigned long long)dev->bind_limit);
+            d->shader = shader;
+            d->spec[0] = dev->qmv_wg;
+            d->spec[1] = rows;
+            d->spec[2] = dev->qmv_stage;
+            d->spec[3] = dev->qmv_unroll;
+            d->spec[4] = dev->qmv_e0m4_f32;   /* E0M4 f32 math only; other shaders ignore it */
+            d->spec[5] = dev->qmv_f16_center; /* 4-bit f16 math only */
+            d->n_spec = 6;
+            d->bind[1] = p->qs;
+            d->bind[2] = p->params;
+            d->bind[4] = bias ? bias->at : A->at; /* any buffer: has_bias = 0 never reads it */
+            d->n_bind = 5;
+            d->push[0] = (uint32_t)mc;
+            d->push[1] = (uint32_t)p->rows;
+            d->push[2] = (uint32_t)K;
+            d->push[3] = W->group / chunk;
+            d->push[4] = bias ? 1u : 0u;
+            d->push[5] = a_skip / 4;
+            d->push[6] = y_skip;
+            d->push[7] = (uint32_t)N;
+            d->push[8] = (uint32_t)p->row0;
+            d->n_push = 9;
+            d->groups[0] = (uint32_t)((p->rows + rows - 1) / rows);
+            d->groups[1] = (uint32_t)mc;
+            d->groups[2] = 1;
+        }
+    }
     return VKL_OK;
 }

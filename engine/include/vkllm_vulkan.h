@@ -135,6 +135,14 @@ typedef struct vkl_vulkan_options {
     vkl_vulkan_attention attention;
     uint32_t attention_splits;     /* split-K pieces of a decode step, 0: from the KV length */
     uint32_t attention_target;     /* workgroups a decode step aims at, 0: by device type */
+    /* Limits, lowered for tests (docs/vulkan.md, "Limits"); 0 (init): the
+     * device's own. max_binding_bytes: a binding limit below
+     * maxStorageBufferRange (at least 4096), so that small models exercise
+     * weights and tensors stored and bound in pieces. memory_budget_bytes: a
+     * budget below the heap's, so that a model or session that does not fit
+     * fails at load, saying so. */
+    uint64_t max_binding_bytes;
+    uint64_t memory_budget_bytes;
 } vkl_vulkan_options;
 
 /* Defaults: own device, the best one, LOW priority, no validation, the

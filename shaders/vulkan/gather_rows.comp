@@ -4,7 +4,10 @@
 // row; the embedding lookup that starts every decode step. One invocation
 // copies one unit, the row found by one division; neighbours read the same
 // index (a cache hit), so rows of any length keep every invocation busy.
-// Out-of-range indices are clamped (index.glsl).
+// Out-of-range indices are clamped (index.glsl). A table over the binding
+// limit is bound one row piece at a time (axis 0 only): this dispatch holds
+// rows row0 .. row0 + rows - 1 and skips indices outside them; the other
+// pieces' dispatches write those (vk_indexing.c).
 #extension GL_GOOGLE_include_directive : require
 #include "move.glsl"
 #include "tensor.glsl"
@@ -28,11 +31,15 @@ layout(push_constant) uniform Push {
     uint I;      // units per row
     uint J;      // indices
     uint n;      // data rows per o (the axis)
+    uint row0;   // the bound piece's first row (0: the whole table)
+    uint rows;   // its rows (n: the whole table)
 } pc;
 
 void main() {
     const uint u = VKL_MOVE_ID(WG);
     if (u >= pc.units) return;
     const uint r = u / pc.I, o = r / pc.J, j = r % pc.J;
-    dst[u] = data[(o * pc.n + VKL_INDEX_AT(idx, IDT, j, pc.n)) * pc.I + u % pc.I];
+    const uint i = VKL_INDEX_AT(idx, IDT, j, pc.n);
+    if (i < pc.row0 || i - pc.row0 >= pc.rows) return;
+    dst[u] = data[(o * pc.rows + i - pc.row0) * pc.I + u % pc.I];
 }

@@ -33,6 +33,13 @@
 // H100 runs the same within 2% either way, and slower with UNROLL > 1
 // (docs/vulkan.md). Sums across uvec4s are f32. Any M works (each row of A
 // rereads W); prefill wants a tiled matmul.
+//
+// Pieces (backends/vulkan/vk_quant_matmul.c): a W larger than the binding
+// limit is bound one row piece at a time, and a Y (or A) larger than it one
+// range of rows at a time; each dispatch then computes the piece's columns of
+// those rows. a_off, y_off and bias_off (in vec4s, floats and floats) say
+// where this dispatch's first element lies in its binding, y_stride is Y's
+// full row; a whole W and Y have a_off = y_off = bias_off = 0, y_stride = N.
 
 #ifdef VKL_F16
 #define QV_X f16vec4
@@ -50,13 +57,14 @@ layout(constant_id = 3) const uint UNROLL = 1;
 layout(set = 0, binding = 0, std430) readonly buffer BufA { vec4 a[]; };       // [M, K]
 layout(set = 0, binding = 1, std430) readonly buffer BufQ { uvec4 qs[]; };     // [N, K / QV_CHUNK]
 layout(set = 0, binding = 2, std430) readonly buffer BufP { uint params[]; };  // [N, K / group]
-layout(set = 0, binding = 3, std430) writeonly buffer BufY { float y[]; };     // [M, N]
+layout(set = 0, binding = 3, std430) writeonly buffer BufY { float y[]; };     // [M, y_stride]
 layout(set = 0, binding = 4, std430) readonly buffer BufB { float bias[]; };   // [N] if has_bias
 
 layout(push_constant) uniform Push {
     uint M, N, K;
     uint steps_per_group;  // group / QV_CHUNK: each uvec4 lies in one group
     uint has_bias;
+    uint a_off, y_off, y_stride, bias_off;
 } pc;
 
 const uint VEC = QV_CHUNK / 4u;  // vec4s of activations per step
@@ -71,7 +79,7 @@ void main() {
     const uint m = gl_WorkGroupID.y;
     const uint steps = pc.K / QV_CHUNK;                 // uvec4s per row of W
     const uint groups = steps / pc.steps_per_group;     // params per row of W
-    const uint a0 = m * (pc.K / 4u);
+    const uint a0 = pc.a_off + m * (pc.K / 4u);
 
     float acc[ROWS];
     for (uint r = 0u; r < ROWS; r++) acc[r] = 0.0;
@@ -134,5 +142,6 @@ void main() {
     if (tid < ROWS) acc[0] = partial[tid * WG];
 #endif
     const uint n = n0 + tid;
-    if (tid < ROWS && n < pc.N) y[m * pc.N + n] = acc[0] + (pc.has_bias != 0u ? bias[n] : 0.0);
+    if (tid < ROWS && n < pc.N)
+        y[pc.y_off + m * pc.y_stride + n] = acc[0] + (pc.has_bias != 0u ? bias[pc.bias_off + n] : 0.0);
 }

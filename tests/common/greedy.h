@@ -15,7 +15,9 @@
 #include "check.h"
 #include "vkllm.h"
 
+#ifndef GREEDY_CONTEXT /* a test may ask for fewer positions (smaller activations) */
 #define GREEDY_CONTEXT 1024
+#endif
 
 /* Loads `path` with `mo`, creates a greedy session of GREEDY_CONTEXT
  * positions and appends the prompt. On failure nothing stays open. */

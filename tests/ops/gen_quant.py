@@ -229,3 +229,51 @@ add("err_w_dtype", [tensor(rand([2, 4]), "f32"), {"dtype": "i32", "shape": [3, 4
     [{"dtype": "f32", "shape": [2, 3], "data": [0] * 6}], expect_error="VKL_ERR_UNSUPPORTED")
 
 cases.write("quant")
+
+# ---------------------------------------------------------------- pieces.json
+# Cases whose weights, inputs or outputs pass a small binding limit: run on
+# Vulkan with VKL_VK_MAX_BINDING_BYTES=4096 (tests/CMakeLists.txt), they are
+# stored and bound in row pieces (backends/vulkan/vk_weights.c,
+# vk_quant_matmul.c, vk_indexing.c), with a ragged last piece; on every
+# backend they are plain cases. Made after quant.json so its values stay.
+cases = opcase.Cases()
+# W [200, 64] int8: 64-byte rows, 4 pieces of 64, 64, 64, 8 rows
+quant_case("pieces_int8_w", "int8", 64, [3, 64], 200)
+# W [136, 64]: 64, 64, 8 rows; A [24, 64] and Y [24, 136] over the limit too: ranges of rows
+quant_case("pieces_int8_w_a_y", "int8", 64, [24, 64], 136, bias=True)
+# E0M4 [72, 256], 128-byte rows: 32, 32, 8; with a bias read at each piece's columns
+quant_case("pieces_e0m4_bias", "e0m4", 128, [2, 256], 72, bias=True)
+# int4 [100, 128]: 64, 36; a 3D A
+quant_case("pieces_int4_3d", "int4", 32, [1, 2, 128], 100)
+
+
+def gather_case(name, table, dt, idx, idx_dt):
+    """Gather along axis 0 of a weight table (an embedding)."""
+    t = np.asarray(table)
+    y = t[np.asarray(idx) % t.shape[0]]
+    cases.append({"name": name, "op": "Gather", "domain": "", "attrs": {},
+                  "inputs": [tensor(t, dt, const=True), opcase.tensor(np.asarray(idx), idx_dt)],
+                  "outputs": [tensor(y, dt)]})
+
+
+# bf16 [300, 16] (32-byte rows): pieces of 128, 128, 44 rows; indices in each, a negative one
+gather_case("pieces_gather_bf16", rand([300, 16], "bf16"), "bf16", [[0, 299, 128, 127, 5], [-1, 256, 200, 44, 255]],
+            "i64")
+# f32 [50, 40] (160-byte rows): 25, 25; i32 indices
+gather_case("pieces_gather_f32", rand([50, 40]), "f32", [49, 0, 24, 25, 30], "i32")
+
+
+def matmul_case(name, a_shape, b_shape, dt="f32"):
+    """MatMul with a weight B [K, N] in row pieces (ranges of K)."""
+    a, b = rand(a_shape, dt), rand(b_shape, dt, lo=0.01, hi=0.5)
+    y = np.matmul(np.asarray(a, np.float64), np.asarray(b, np.float64))
+    cases.append({"name": name, "op": "MatMul", "domain": "", "attrs": {},
+                  "inputs": [tensor(a, dt), tensor(b, dt, const=True)], "outputs": [tensor(y, dt)]})
+
+
+# B f32 [100, 24] (96-byte rows): K in pieces of 42, 42, 16; batched A (the tiled kernel) and one row (the matvec)
+matmul_case("pieces_matmul_batched", [2, 3, 100], [100, 24])
+matmul_case("pieces_matmul_row", [1, 100], [100, 24])
+# bf16 [64, 80] (160-byte rows): 25, 25, 14
+matmul_case("pieces_matmul_bf16", [5, 64], [64, 80], "bf16")
+cases.write("pieces")
