@@ -28,5 +28,6 @@ const vkl_backend_vtable vkl_backend_cpu = {
     .weights_load = vkl_cpu_weights_load,
     .weights_release = vkl_cpu_weights_release,
     .prepare = cpu_prepare,
+    .int8_peak = vkl_cpu_int8_peak,
     VKL_HOST_EXEC_VTABLE_ENTRIES,
 };

@@ -53,6 +53,28 @@ static void q8(const int8_t *w, const float *rec, const vkl_cpu_act *act, uint32
     for (uint32_t r = 0; r < rows; r++) q8_row(w, rec, act[r], chunks, groups, acc + VKL_CPU_HP * r);
 }
 
+/* The panel's rows one after the other, each read from its place in the
+ * panel layout (cpu_dot.h). */
+static void q4_tile(const uint8_t *w, const float *rec, const vkl_cpu_panel *p, uint32_t chunks, uint32_t groups,
+                    float *acc) {
+    const uint32_t mr = VKL_CPU_GEMM_MR;
+    for (uint32_t r = 0; r < mr; r++) {
+        const uint8_t *wr = w;
+        const int8_t *x = p->q;
+        const float *rc = rec;
+        for (uint32_t g = 0; g < groups; g++, rc += 2 * VKL_CPU_HP) {
+            int32_t s[VKL_CPU_HP] = {0};
+            for (uint32_t c = 0; c < chunks; c++, wr += VKL_CPU_HP * 16, x += VKL_CPU_LP * mr)
+                for (int i = 0; i < VKL_CPU_HP; i++)
+                    for (int j = 0; j < 16; j++) {
+                        const uint8_t b = wr[16 * i + j];
+                        s[i] += (b & 15) * x[16 * r + j] + (b >> 4) * x[16 * (mr + r) + j];
+                    }
+            apply(s, rc, rc + VKL_CPU_HP, p->d[g * mr + r], p->s[g * mr + r], acc + VKL_CPU_HP * r);
+        }
+    }
+}
+
 /* Eight running sums, as the vector paths keep, so that the float results
  * of the paths are close; they are not required to be equal. */
 #define FLOAT_DOT(name, type, load)                                  \
@@ -103,4 +125,4 @@ static void quantize(const float *x, size_t K, size_t G, int8_t *q, float *d, in
     }
 }
 
-const vkl_cpu_dot vkl_cpu_dot_portable = {"portable", q4, q8, f32, f16, bf16, axpy, quantize};
+const vkl_cpu_dot vkl_cpu_dot_portable = {"portable", q4, q4_tile, q8, f32, f16, bf16, axpy, quantize};

@@ -5,7 +5,7 @@
  * care: 4-bit codes 15 against -128 / 127 over up to 12 chunks, int8
  * weights -128 / 127 against -127 / 127; then the f32 steps that apply the
  * scales, for 1..4 activation rows a call, give the portable code's bits
- * for one row at a time; the activation quantizer gives the portable
+ * for one row at a time, and so does the GEMM tile on a panel of rows; the activation quantizer gives the portable
  * code's bytes. The float dots and axpy agree with double arithmetic. Without AVX2 here, the AVX2 half says so and is skipped. */
 #include <math.h>
 
@@ -16,7 +16,8 @@
 #define MAX_GROUPS 5
 #define Q4_BYTES (MAX_GROUPS * MAX_CHUNKS * VKL_CPU_HP * 16)
 #define Q8_BYTES (MAX_GROUPS * MAX_CHUNKS * VKL_CPU_HP * VKL_CPU_LP)
-#define A_BYTES ((MAX_GROUPS * MAX_CHUNKS + VKL_CPU_MR) * VKL_CPU_LP) /* room for MR shifted rows */
+#define MAX_ROWS (VKL_CPU_MR > VKL_CPU_GEMM_MR ? VKL_CPU_MR : VKL_CPU_GEMM_MR)
+#define A_BYTES ((MAX_GROUPS * MAX_CHUNKS + MAX_ROWS) * VKL_CPU_LP) /* room for shifted rows */
 
 static uint64_t rng = 0x9E3779B97F4A7C15u;
 static uint32_t next(void) {
@@ -137,6 +138,54 @@ static void test_epilogue(const vkl_cpu_dot *d, const char *what) {
             }
 }
 
+/* The GEMM tile: VKL_CPU_GEMM_MR rows laid out as a panel (cpu_dot.h)
+ * against whole blocks, every fill (the int16 extremes included) and 1..12
+ * chunks a group, random scales, zeros and activation sums: the bits of the
+ * portable row kernel run one row at a time. */
+static void test_tile(const vkl_cpu_dot *d, const char *what) {
+    enum { MR = VKL_CPU_GEMM_MR };
+    static uint8_t q4[Q4_BYTES];
+    static int8_t q8[Q8_BYTES], a4[A_BYTES], a8[A_BYTES], panel[MAX_GROUPS * MAX_CHUNKS * VKL_CPU_LP * MR];
+    float rec[MAX_GROUPS * 2 * VKL_CPU_HP], pd[MAX_GROUPS * MR];
+    int32_t ps[MAX_GROUPS * MR];
+    int cases = 0;
+    for (int kind = 0; kind < N_FILLS; kind++) {
+        fill(kind, q4, q8, a4, a8);
+        for (int i = 0; i < MAX_GROUPS * 2 * VKL_CPU_HP; i++) rec[i] = (float)(next() % 1000) / 997.0f;
+        for (int i = 0; i < MAX_GROUPS * MR; i++) {
+            pd[i] = (float)(next() % 1000) / 1013.0f;
+            ps[i] = (int32_t)(next() % 20001) - 10000;
+        }
+        for (uint32_t chunks = 1; chunks <= MAX_CHUNKS; chunks++, cases++) {
+            const uint32_t tiles = chunks * MAX_GROUPS;
+            /* row r is a4 + 32 r; its group g scale and sum at [g * MR + r] */
+            for (uint32_t t = 0; t < tiles; t++)
+                for (int half = 0; half < 2; half++)
+                    for (int r = 0; r < MR; r++)
+                        memcpy(panel + t * VKL_CPU_LP * MR + 16 * (MR * half + r), a4 + 32 * r + t * 32 + 16 * half, 16);
+            const vkl_cpu_panel p = {panel, pd, ps};
+            float x[MR * VKL_CPU_HP], y[MR * VKL_CPU_HP];
+            for (int i = 0; i < MR * VKL_CPU_HP; i++) x[i] = y[i] = (float)(i % 5) - 2.0f;
+            d->q4_tile(q4, rec, &p, chunks, MAX_GROUPS, x);
+            for (int r = 0; r < MR; r++) {
+                float rd[MAX_GROUPS];
+                int32_t rs[MAX_GROUPS];
+                for (int g = 0; g < MAX_GROUPS; g++) {
+                    rd[g] = pd[g * MR + r];
+                    rs[g] = ps[g * MR + r];
+                }
+                const vkl_cpu_act act = {a4 + 32 * r, rd, rs};
+                vkl_cpu_dot_portable.q4(q4, rec, &act, 1, chunks, MAX_GROUPS, y + VKL_CPU_HP * r);
+            }
+            CHECK_OR(!memcmp(x, y, sizeof(x)), {
+                fprintf(stderr, "  %s q4_tile fill %d, %u chunks: %.9g vs %.9g\n", what, kind, chunks, x[0], y[0]);
+                return;
+            });
+        }
+    }
+    printf("%s: q4_tile = one row at a time, bit for bit, in %d cases\n", what, cases);
+}
+
 static void test_float(const vkl_cpu_dot *d, const char *what) {
     enum { K = 1000 };
     static float w[K], x[K];
@@ -195,11 +244,13 @@ static void test_quantize(const vkl_cpu_dot *d, const char *what) {
 int main(void) {
     test_int(&vkl_cpu_dot_portable, "portable");
     test_epilogue(&vkl_cpu_dot_portable, "portable");
+    test_tile(&vkl_cpu_dot_portable, "portable");
     test_float(&vkl_cpu_dot_portable, "portable");
 #ifdef VKL_CPU_HAVE_AVX2
     if (vkl_cpu_has_avx2()) {
         test_int(&vkl_cpu_dot_avx2, "avx2");
         test_epilogue(&vkl_cpu_dot_avx2, "avx2");
+        test_tile(&vkl_cpu_dot_avx2, "avx2");
         test_quantize(&vkl_cpu_dot_avx2, "avx2");
         test_float(&vkl_cpu_dot_avx2, "avx2");
     } else {

@@ -224,4 +224,4 @@ static void quantize(const float *x, size_t K, size_t G, int8_t *q, float *d, in
     }
 }
 
-const vkl_cpu_dot vkl_cpu_dot_avx2 = {"avx2", q4, q8, f32, f16, bf16, axpy, quantize};
+const vkl_cpu_dot vkl_cpu_dot_avx2 = {"avx2", q4, vkl_cpu_q4_tile_avx2, q8, f32, f16, bf16, axpy, quantize};
