@@ -67,8 +67,15 @@ typedef struct vkl_cpu_dot {
     float (*f32)(const float *w, const float *x, size_t K);
     float (*f16)(const uint16_t *w, const float *x, size_t K);
     float (*bf16)(const uint16_t *w, const float *x, size_t K);
-    /* y[k] += a * x[k] for k < n (attention's weighted sum of V rows). */
+    /* y[k] += a * x[k] for k < n. */
     void (*axpy)(float *y, float a, const float *x, size_t n);
+    /* Attention's two loops over n keys whose rows lie `stride` floats
+     * apart: out[t] = the f32 dot of key row t with q (K floats), and
+     * y[k] = sum over t of w[t] * v row t [k] (k < K; y is overwritten),
+     * keys of weight 0 skipped unread (a masked key's row may hold anything,
+     * NaN included, as ref never reads it either). */
+    void (*dots)(const float *k, size_t stride, const float *q, size_t K, size_t n, float *out);
+    void (*wsum)(const float *v, size_t stride, const float *w, size_t K, size_t n, float *y);
     /* One row of K activations quantized per group of G (a multiple of 32):
      * q = x * (127 / max|x|) rounded half away from zero into -127..127,
      * d[g] = max|x| / 127, s[g] = the codes' sum; a group holding NaN or

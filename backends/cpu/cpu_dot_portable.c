@@ -98,6 +98,16 @@ static void axpy(float *y, float a, const float *x, size_t n) {
     for (size_t k = 0; k < n; k++) y[k] += a * x[k];
 }
 
+static void dots(const float *k, size_t stride, const float *q, size_t K, size_t n, float *out) {
+    for (size_t t = 0; t < n; t++) out[t] = f32(k + t * stride, q, K);
+}
+
+static void wsum(const float *v, size_t stride, const float *w, size_t K, size_t n, float *y) {
+    for (size_t k = 0; k < K; k++) y[k] = 0;
+    for (size_t t = 0; t < n; t++)
+        if (w[t] != 0.0f) axpy(y, w[t], v + t * stride, K);
+}
+
 /* cpu_dot.h's quantizer. Plain compares, not fmaxf / lrintf (library calls
  * here); codes 0 where NaN, inf or a tiny max would make a float -> int
  * conversion of a NaN. */
@@ -125,4 +135,4 @@ static void quantize(const float *x, size_t K, size_t G, int8_t *q, float *d, in
     }
 }
 
-const vkl_cpu_dot vkl_cpu_dot_portable = {"portable", q4, q4_tile, q8, f32, f16, bf16, axpy, quantize};
+const vkl_cpu_dot vkl_cpu_dot_portable = {"portable", q4, q4_tile, q8, f32, f16, bf16, axpy, dots, wsum, quantize};

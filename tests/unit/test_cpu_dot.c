@@ -6,7 +6,7 @@
  * weights -128 / 127 against -127 / 127; then the f32 steps that apply the
  * scales, for 1..4 activation rows a call, give the portable code's bits
  * for one row at a time, and so does the GEMM tile on a panel of rows; the activation quantizer gives the portable
- * code's bytes. The float dots and axpy agree with double arithmetic. Without AVX2 here, the AVX2 half says so and is skipped. */
+ * code's bytes. The float dots, axpy and attention's key loops agree with double arithmetic. Without AVX2 here, the AVX2 half says so and is skipped. */
 #include <math.h>
 
 #include "../../backends/cpu/cpu_dot.h"
@@ -214,6 +214,44 @@ static void test_float(const vkl_cpu_dot *d, const char *what) {
     }
 }
 
+/* Attention's loops over keys a stride apart (dots, wsum) against double
+ * arithmetic: head sizes with and without a multiple of 8 and above the 64
+ * floats wsum keeps in registers, key counts off the 4-key rounds; a key of
+ * weight 0 whose row is NaN is left unread. */
+static void test_keys(const vkl_cpu_dot *d, const char *what) {
+    enum { MAX_K = 136, MAX_N = 23, STRIDE = 150 };
+    static float rows[MAX_N * STRIDE], q[MAX_K], w[MAX_N], out[MAX_N], y[MAX_K];
+    const size_t heads[] = {1, 5, 8, 64, 72, 128, 136};
+    for (size_t i = 0; i < MAX_N * STRIDE; i++) rows[i] = (float)((int)(next() % 2001) - 1000) / 1000.0f;
+    for (size_t i = 0; i < MAX_K; i++) q[i] = (float)((int)(next() % 2001) - 1000) / 1000.0f;
+    for (size_t hi = 0; hi < sizeof(heads) / sizeof(heads[0]); hi++)
+        for (size_t n = 1; n <= MAX_N; n += 3) {
+            const size_t K = heads[hi];
+            for (size_t t = 0; t < n; t++) w[t] = t % 5 == 2 ? 0.0f : (float)(next() % 1000) / 1000.0f;
+            for (size_t t = 2; t < n; t += 5) rows[t * STRIDE] = NAN; /* weight-0 keys: must stay unread */
+            d->wsum(rows, STRIDE, w, K, n, y);
+            for (size_t t = 2; t < n; t += 5) rows[t * STRIDE] = 0.5f;
+            d->dots(rows, STRIDE, q, K, n, out);
+            for (size_t t = 0; t < n; t++) {
+                double s = 0, mag = 1e-30;
+                for (size_t k = 0; k < K; k++) {
+                    s += (double)rows[t * STRIDE + k] * q[k];
+                    mag += fabs((double)rows[t * STRIDE + k] * q[k]);
+                }
+                CHECKF(fabs(out[t] - s) <= 1e-6 * mag, "%s dots K %zu key %zu of %zu", what, K, t, n);
+            }
+            for (size_t k = 0; k < K; k++) {
+                double s = 0, mag = 1e-30;
+                for (size_t t = 0; t < n; t++) {
+                    s += (double)w[t] * rows[t * STRIDE + k];
+                    mag += fabs((double)w[t] * rows[t * STRIDE + k]);
+                }
+                CHECKF(fabs(y[k] - s) <= 1e-6 * mag, "%s wsum K %zu element %zu, %zu keys: %g vs %g", what, K, k, n,
+                       y[k], s);
+            }
+        }
+}
+
 /* The quantizer on random rows, rows with exact halves (max |x| = 127:
  * x * 1), NaN, inf, tiny and all-zero groups, and -0: the same bytes, scale
  * bits and sums as the portable code. */
@@ -246,6 +284,7 @@ int main(void) {
     test_epilogue(&vkl_cpu_dot_portable, "portable");
     test_tile(&vkl_cpu_dot_portable, "portable");
     test_float(&vkl_cpu_dot_portable, "portable");
+    test_keys(&vkl_cpu_dot_portable, "portable");
 #ifdef VKL_CPU_HAVE_AVX2
     if (vkl_cpu_has_avx2()) {
         test_int(&vkl_cpu_dot_avx2, "avx2");
@@ -253,6 +292,7 @@ int main(void) {
         test_tile(&vkl_cpu_dot_avx2, "avx2");
         test_quantize(&vkl_cpu_dot_avx2, "avx2");
         test_float(&vkl_cpu_dot_avx2, "avx2");
+        test_keys(&vkl_cpu_dot_avx2, "avx2");
     } else {
         printf("avx2: not on this CPU, skipped\n");
     }
