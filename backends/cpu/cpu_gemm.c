@@ -70,7 +70,7 @@ static vkl_cpu_panel panel_at(const gemm_job *j, int64_t p) {
     return (vkl_cpu_panel){q, d, (const int32_t *)(const void *)(d + ng * mr)};
 }
 
-static void store(const gemm_job *j, int64_t m, int64_t n0, const float *acc) {
+static inline void store(const gemm_job *j, int64_t m, int64_t n0, const float *acc) {
     const int64_t N = j->w->N;
     for (int64_t i = 0; i < VKL_CPU_HP && n0 + i < N; i++)
         j->Y[m * N + n0 + i] = acc[i] + (j->bias ? j->bias[n0 + i] : 0.0f);
