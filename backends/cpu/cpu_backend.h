@@ -56,6 +56,7 @@ void vkl_cpu_weights_release(vkl_backend_device *dev, vkl_backend_weights *w);
 vkl_status vkl_cpu_quant_mat_mul(const vkl_ref_args *a);
 vkl_status vkl_cpu_mat_mul(const vkl_ref_args *a);
 vkl_status vkl_cpu_attention(const vkl_ref_args *a);
+vkl_status vkl_cpu_rms_norm(const vkl_ref_args *a);
 
 /* Y[m, n] = bias[n] + sum_k X[m, k] * W(n, k) for a repacked W, split over
  * the pool by output rows. X: M rows of K f32; Y: M rows of N f32. */
