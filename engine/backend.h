@@ -217,6 +217,12 @@ typedef struct vkl_backend_vtable {
      * device, in bytes read + written per second: the roofline against
      * which vkbench reports memory-bound kernels. */
     vkl_status (*copy_bandwidth)(vkl_backend_device *dev, vkl_context *ctx, size_t bytes, double *bytes_per_second);
+    /* Optional (NULL when unsupported): the int8 multiply-add peak of the
+     * instruction sequence the backend's GEMM uses, run on registers only on
+     * all its threads, in ops per second (2 per multiply-add); *sequence
+     * names the instructions (static text). The compute roof vkbench sets
+     * a prefill against. */
+    vkl_status (*int8_peak)(vkl_backend_device *dev, vkl_context *ctx, double *ops_per_second, const char **sequence);
 } vkl_backend_vtable;
 
 /* backends/registry.c defines these: the compiled-in backends. */

@@ -17,12 +17,14 @@
 
 #define PROG "vkbench"
 
-/* The limit: the device's own copy bandwidth where the backend measures it
+/* The limits: the device's own copy bandwidth where the backend measures it
  * (a GPU's memory), else what the host's threads can read (ref and cpu
- * read host memory). */
+ * read host memory); and the int8 peak of the GEMM's instructions where
+ * the backend measures one (cpu), the roof of a prefill. */
 static void limits(vkl_model *m, unsigned threads, vkl_bench_report *r) {
     r->device_bw = m->be->copy_bandwidth && !m->be->copy_bandwidth(m->dev, m->ctx, (size_t)256 << 20, &r->copy_bw);
     if (!r->device_bw) r->copy_bw = vkl_bench_host_read_bandwidth(threads);
+    if (m->be->int8_peak && m->be->int8_peak(m->dev, m->ctx, &r->int8_peak, &r->int8_sequence)) r->int8_peak = 0;
 }
 
 /* Weight bytes one decode step reads: every weight once, except tables only
@@ -103,6 +105,8 @@ int vkl_bench_model(vkl_context *ctx, const vkl_bench_model_options *o) {
                r.device_bw ? "device copy bandwidth" : "host read bandwidth", r.copy_bw / 1e9);
         printf("load: %.3f s (%s)\n", r.load_seconds,
                o->no_verify ? "weights not verified: --no-verify" : "weights verified");
+        if (r.int8_peak > 0)
+            printf("int8 peak: %.1f GOP/s (%s, registers only, all threads)\n", r.int8_peak / 1e9, r.int8_sequence);
         if (r.timed) printf("profile: timestamps on: every step below has a barrier after each dispatch\n");
         st = run(ctx, o, m, &r);
     }

@@ -58,9 +58,13 @@ vkl_status vkl_bench_prefill(vkl_context *ctx, vkl_model *m, size_t n, vkl_bench
     r->prefill_tok_s = (double)n / (r->prefill_ms * 1e-3);
     vkl_bench_profile_totals(p, &r->prefill_bytes, &r->prefill_flops);
     const double gflops = r->prefill_flops / r->prefill_ms * 1e-6, gbs = r->prefill_bytes / r->prefill_ms * 1e-6;
+    char peak[96] = "compute peak: not measured";
+    if (r->int8_peak > 0)
+        snprintf(peak, sizeof(peak), "%.1f%% of the %.1f GOP/s int8 peak", 100.0 * gflops * 1e9 / r->int8_peak,
+                 r->int8_peak / 1e9);
     printf("prefill: %zu tokens, median of %d runs after a warm-up: %.3f ms, %.1f tok/s; %.3f GFLOP per prefill: "
-           "%.2f GFLOP/s (compute peak: not measured); %.1f MB moved: %.2f GB/s, %.1f%% of copy bandwidth\n",
-           n, RUNS, r->prefill_ms, r->prefill_tok_s, r->prefill_flops / 1e9, gflops, r->prefill_bytes / 1e6, gbs,
+           "%.2f GFLOP/s (%s); %.1f MB moved: %.2f GB/s, %.1f%% of copy bandwidth\n",
+           n, RUNS, r->prefill_ms, r->prefill_tok_s, r->prefill_flops / 1e9, gflops, peak, r->prefill_bytes / 1e6, gbs,
            r->copy_bw > 0 ? 100.0 * gbs * 1e9 / r->copy_bw : 0);
     return VKL_OK;
 }

@@ -20,6 +20,8 @@ typedef struct vkl_bench_report {
     const vkl_graph *graph; /* the model's: node names for the profile */
     double copy_bw;      /* bytes read + written per second */
     bool device_bw;      /* measured by the backend on its device (else the host's) */
+    double int8_peak;    /* ops per second of the backend's GEMM sequence (0: not measured) */
+    const char *int8_sequence; /* its instructions */
     size_t weight_bytes, kv_row_bytes;
     double load_seconds;
     bool verified;

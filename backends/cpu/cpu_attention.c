@@ -22,9 +22,16 @@ typedef struct attn_job {
     unsigned char *scratch; /* per worker: s->scratch_bytes */
 } attn_job;
 
+/* Below this, expf's result is +0 (e^-104 is under half the smallest
+ * subnormal): returned directly, since glibc takes a slow path for it, and
+ * a long prompt's distant keys land there often. */
+#define EXP_ZERO_BELOW -104.0f
+
 /* Row `row` in f32: scores of the visible keys (mask added; -inf skips a
  * key), softmax with the max subtracted, the weighted sum of V's rows, or
- * zeros when no key is visible. scores: T floats, acc: Dv floats. */
+ * zeros when no key is visible. The keys' rows lie a fixed stride apart, so
+ * the dot products and the weighted sum each run over all of them in one
+ * call. scores: T floats, acc: Dv floats. */
 static void f32_row(const attn_job *j, int64_t row, float *scores, float *acc) {
     const vkl_ref_args *a = j->a;
     const vkl_ref_attn *s = j->s;
@@ -38,27 +45,37 @@ static void f32_row(const attn_job *j, int64_t row, float *scores, float *acc) {
         m0 = vkl_ref_broadcast_offset(mask, idx, 4);
         mstep = mask->dims[mask->rank - 1] == 1 ? 0 : 1;
     }
+    const size_t n = at.hi > at.lo ? (size_t)(at.hi - at.lo) : 0;
+    const int64_t k0 = vkl_ref_attn_kv_offset(s, at.b, at.g, at.lo, s->D);
+    const int64_t v0 = vkl_ref_attn_kv_offset(s, at.b, at.g, at.lo, s->Dv);
+    const size_t kstride = (size_t)(vkl_ref_attn_kv_offset(s, at.b, at.g, at.lo + 1, s->D) - k0);
+    const size_t vstride = (size_t)(vkl_ref_attn_kv_offset(s, at.b, at.g, at.lo + 1, s->Dv) - v0);
+    if (n) j->dot->dots(k + k0, kstride, q, (size_t)s->D, n, scores);
     float max = -INFINITY, sum = 0;
     bool any = false;
-    for (int64_t t = at.lo; t < at.hi; t++) {
+    for (size_t t = 0; t < n; t++) {
         float m = 0;
-        if (mask && mask->dtype == VKL_DTYPE_BOOL) m = ((const uint8_t *)mask->data)[m0 + t * mstep] ? 0 : -INFINITY;
-        else if (mask) m = ((const float *)mask->data)[m0 + t * mstep];
-        float sc = m;
-        if (m != -INFINITY)
-            sc = (float)s->sc * j->dot->f32(k + vkl_ref_attn_kv_offset(s, at.b, at.g, t, s->D), q, (size_t)s->D) + m;
-        scores[t - at.lo] = sc;
+        const int64_t mt = m0 + (at.lo + (int64_t)t) * mstep;
+        if (mask && mask->dtype == VKL_DTYPE_BOOL) m = ((const uint8_t *)mask->data)[mt] ? 0 : -INFINITY;
+        else if (mask) m = ((const float *)mask->data)[mt];
+        const float sc = m != -INFINITY ? (float)s->sc * scores[t] + m : m;
+        scores[t] = sc;
         any = any || sc != -INFINITY;
         if (sc > max) max = sc;
     }
-    for (int64_t d = 0; d < s->Dv; d++) acc[d] = 0;
-    for (int64_t t = at.lo; any && t < at.hi; t++) {
-        if (scores[t - at.lo] == -INFINITY) continue;
-        const float w = expf(scores[t - at.lo] - max);
-        sum += w;
-        j->dot->axpy(acc, w, v + vkl_ref_attn_kv_offset(s, at.b, at.g, t, s->Dv), (size_t)s->Dv);
+    if (!any) {
+        for (int64_t d = 0; d < s->Dv; d++) out[d] = 0.0f;
+        return;
     }
-    for (int64_t d = 0; d < s->Dv; d++) out[d] = any ? acc[d] / sum : 0.0f;
+    /* the weights in place of the scores; a skipped key (-inf) weighs 0, so
+     * wsum leaves its row unread */
+    for (size_t t = 0; t < n; t++) {
+        const float x = scores[t] - max;
+        scores[t] = x < EXP_ZERO_BELOW ? 0.0f : expf(x);
+        sum += scores[t];
+    }
+    j->dot->wsum(v + v0, vstride, scores, (size_t)s->Dv, n, acc);
+    for (int64_t d = 0; d < s->Dv; d++) out[d] = acc[d] / sum;
 }
 
 static void row_task(void *user, size_t row, unsigned worker) {

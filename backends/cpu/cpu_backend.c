@@ -9,6 +9,7 @@ static const vkl_ref_kernel cpu_kernels[VKL_OP_COUNT_] = {
     [VKL_OP_QUANT_MAT_MUL] = vkl_cpu_quant_mat_mul,
     [VKL_OP_MAT_MUL] = vkl_cpu_mat_mul,
     [VKL_OP_ATTENTION] = vkl_cpu_attention,
+    [VKL_OP_RMS_NORM] = vkl_cpu_rms_norm,
 };
 
 static vkl_status cpu_prepare(vkl_backend_device *dev, vkl_context *ctx, const vkl_graph *g, vkl_backend_weights *w,
@@ -28,5 +29,6 @@ const vkl_backend_vtable vkl_backend_cpu = {
     .weights_load = vkl_cpu_weights_load,
     .weights_release = vkl_cpu_weights_release,
     .prepare = cpu_prepare,
+    .int8_peak = vkl_cpu_int8_peak,
     VKL_HOST_EXEC_VTABLE_ENTRIES,
 };

@@ -14,6 +14,7 @@ struct vkl_backend_device {
     vkl_context *ctx; /* open()'s: the weights' */
     vkl_pool *pool;   /* made once at open; every step's work is split on it */
     const vkl_cpu_dot *dot;
+    const vkl_cpu_int8_loop *int8_loop; /* the GEMM's sequence for cpu_peak.c; NULL where none */
     uint32_t isa;     /* VKL_ISA_* in use */
     uint32_t disable_features;
 };
@@ -23,6 +24,9 @@ vkl_status vkl_cpu_probe(vkl_context *ctx, const vkl_backend_options *opt, vkl_b
 vkl_status vkl_cpu_open(vkl_context *ctx, const vkl_backend_options *opt, vkl_backend_device **out);
 void vkl_cpu_close(vkl_backend_device *dev);
 void vkl_cpu_caps(vkl_backend_device *dev, vkl_backend_caps *out);
+/* cpu_peak.c: the vtable's int8_peak. */
+vkl_status vkl_cpu_int8_peak(vkl_backend_device *dev, vkl_context *ctx, double *ops_per_second,
+                             const char **sequence);
 
 /* One weight in the kernels' layout, made once at load. */
 typedef struct vkl_cpu_weight {
@@ -52,6 +56,7 @@ void vkl_cpu_weights_release(vkl_backend_device *dev, vkl_backend_weights *w);
 vkl_status vkl_cpu_quant_mat_mul(const vkl_ref_args *a);
 vkl_status vkl_cpu_mat_mul(const vkl_ref_args *a);
 vkl_status vkl_cpu_attention(const vkl_ref_args *a);
+vkl_status vkl_cpu_rms_norm(const vkl_ref_args *a);
 
 /* Y[m, n] = bias[n] + sum_k X[m, k] * W(n, k) for a repacked W, split over
  * the pool by output rows. X: M rows of K f32; Y: M rows of N f32. */

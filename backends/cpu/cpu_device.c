@@ -30,6 +30,16 @@ static const vkl_cpu_dot *dot_for(uint32_t isa) {
     return &vkl_cpu_dot_portable;
 }
 
+/* The register-only loop of the GEMM's int8 sequence: none for portable C,
+ * whose sequence is the compiler's. */
+static const vkl_cpu_int8_loop *int8_loop_for(uint32_t isa) {
+#ifdef VKL_CPU_HAVE_AVX2
+    if (isa & VKL_ISA_AVX2) return &vkl_cpu_int8_loop_avx2;
+#endif
+    (void)isa;
+    return NULL;
+}
+
 static void fill_caps(uint32_t isa, unsigned threads, uint32_t disable_features, vkl_backend_caps *out) {
     memset(out, 0, sizeof(*out));
     snprintf(out->device_name, sizeof(out->device_name), "host CPU, %u threads, %s kernels", threads,
@@ -56,6 +66,7 @@ vkl_status vkl_cpu_open(vkl_context *ctx, const vkl_backend_options *opt, vkl_ba
     dev->ctx = ctx;
     dev->isa = usable_isa(opt);
     dev->dot = dot_for(dev->isa);
+    dev->int8_loop = int8_loop_for(dev->isa);
     dev->disable_features = opt ? opt->disable_features : 0u;
     vkl_status st = vkl_pool_create(ctx, opt ? opt->threads : 0, &dev->pool);
     if (st) {

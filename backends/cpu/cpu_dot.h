@@ -17,6 +17,11 @@
 #define VKL_CPU_HP 4  /* weight rows per tile */
 #define VKL_CPU_LP 32 /* elements per tile row */
 #define VKL_CPU_MR 4  /* activation rows per inner-product call, at most */
+/* Activation rows of a GEMM panel (q4_tile), from the AVX2 register count:
+ * 2 weight registers (two rows each), 1 activation, 2 int16 accumulators
+ * a row, 1 product and the nibble mask: 4 + 2 * 4 = 12 of 16 ymm, and at 6
+ * rows 16 with nothing left for the product. */
+#define VKL_CPU_GEMM_MR 4
 
 /* Per group g of one activation row: its codes' scale and their sum. */
 typedef struct vkl_cpu_act {
@@ -24,6 +29,16 @@ typedef struct vkl_cpu_act {
     const float *d;  /* per group: the scale (max |x| / 127) */
     const int32_t *s; /* per group: the sum of the codes */
 } vkl_cpu_act;
+
+/* VKL_CPU_GEMM_MR activation rows laid out so the GEMM tile streams them:
+ * per 32-element tile of K, codes 0..15 of every row in row order, then codes
+ * 16..31 of every row (32 * VKL_CPU_GEMM_MR bytes a tile); per group g, the
+ * rows' scales d[g * MR + r] and code sums s[g * MR + r]. */
+typedef struct vkl_cpu_panel {
+    const int8_t *q;
+    const float *d;
+    const int32_t *s;
+} vkl_cpu_panel;
 
 typedef struct vkl_cpu_dot {
     const char *name;
@@ -37,6 +52,12 @@ typedef struct vkl_cpu_dot {
      * scale[4] then zero[4] (the CPU layout's params records). Codes 0..15. */
     void (*q4)(const uint8_t *w, const float *rec, const vkl_cpu_act *act, uint32_t rows, uint32_t chunks,
                uint32_t groups, float *acc);
+    /* The same sums and f32 steps as q4 for one 4-row block against the
+     * VKL_CPU_GEMM_MR rows of a panel (prefill's GEMM tile): acc[4r + i]
+     * for panel row r, weight row i, added to. NULL in a table without a
+     * tile (NEON): prefill then runs q4 on up to VKL_CPU_MR rows a call. */
+    void (*q4_tile)(const uint8_t *w, const float *rec, const vkl_cpu_panel *p, uint32_t chunks, uint32_t groups,
+                    float *acc);
     /* The same for int8 weights (any value, -128 included) with no zero:
      * t = (float)isum; rec: per group scale[4]. act[r].q must lie in
      * -127..127 (the activation quantizer's range): that is what lets a
@@ -47,8 +68,15 @@ typedef struct vkl_cpu_dot {
     float (*f32)(const float *w, const float *x, size_t K);
     float (*f16)(const uint16_t *w, const float *x, size_t K);
     float (*bf16)(const uint16_t *w, const float *x, size_t K);
-    /* y[k] += a * x[k] for k < n (attention's weighted sum of V rows). */
+    /* y[k] += a * x[k] for k < n. */
     void (*axpy)(float *y, float a, const float *x, size_t n);
+    /* Attention's two loops over n keys whose rows lie `stride` floats
+     * apart: out[t] = the f32 dot of key row t with q (K floats), and
+     * y[k] = sum over t of w[t] * v row t [k] (k < K; y is overwritten),
+     * keys of weight 0 skipped unread (a masked key's row may hold anything,
+     * NaN included, as ref never reads it either). */
+    void (*dots)(const float *k, size_t stride, const float *q, size_t K, size_t n, float *out);
+    void (*wsum)(const float *v, size_t stride, const float *w, size_t K, size_t n, float *y);
     /* One row of K activations quantized per group of G (a multiple of 32):
      * q = x * (127 / max|x|) rounded half away from zero into -127..127,
      * d[g] = max|x| / 127, s[g] = the codes' sum; a group holding NaN or
@@ -58,10 +86,24 @@ typedef struct vkl_cpu_dot {
     void (*quantize)(const float *x, size_t K, size_t G, int8_t *q, float *d, int32_t *s);
 } vkl_cpu_dot;
 
+/* The int8 instruction sequence of an instruction set's GEMM kernel in a
+ * register-only loop: its peak, measured by cpu_peak.c. */
+typedef struct vkl_cpu_int8_loop {
+    const char *sequence;    /* the instructions, for the reader */
+    uint32_t ops_per_round;  /* int8 ops a round does, 2 per multiply-add */
+    /* `rounds` rounds on registers made from seed (so nothing is constant);
+     * returns a value of the sums, so the work cannot be dropped */
+    uint32_t (*run)(uint64_t rounds, const int8_t seed[128]);
+} vkl_cpu_int8_loop;
+
 extern const vkl_cpu_dot vkl_cpu_dot_portable;
 #if defined(__x86_64__) || defined(__i386__)
 #define VKL_CPU_HAVE_AVX2 1
 extern const vkl_cpu_dot vkl_cpu_dot_avx2;
+extern const vkl_cpu_int8_loop vkl_cpu_int8_loop_avx2;
+/* x86/cpu_gemm_avx2.c: vkl_cpu_dot_avx2's q4_tile */
+void vkl_cpu_q4_tile_avx2(const uint8_t *w, const float *rec, const vkl_cpu_panel *p, uint32_t chunks,
+                          uint32_t groups, float *acc);
 #endif
 
 #if defined(__aarch64__)

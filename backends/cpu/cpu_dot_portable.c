@@ -53,6 +53,28 @@ static void q8(const int8_t *w, const float *rec, const vkl_cpu_act *act, uint32
     for (uint32_t r = 0; r < rows; r++) q8_row(w, rec, act[r], chunks, groups, acc + VKL_CPU_HP * r);
 }
 
+/* The panel's rows one after the other, each read from its place in the
+ * panel layout (cpu_dot.h). */
+static void q4_tile(const uint8_t *w, const float *rec, const vkl_cpu_panel *p, uint32_t chunks, uint32_t groups,
+                    float *acc) {
+    const uint32_t mr = VKL_CPU_GEMM_MR;
+    for (uint32_t r = 0; r < mr; r++) {
+        const uint8_t *wr = w;
+        const int8_t *x = p->q;
+        const float *rc = rec;
+        for (uint32_t g = 0; g < groups; g++, rc += 2 * VKL_CPU_HP) {
+            int32_t s[VKL_CPU_HP] = {0};
+            for (uint32_t c = 0; c < chunks; c++, wr += VKL_CPU_HP * 16, x += VKL_CPU_LP * mr)
+                for (int i = 0; i < VKL_CPU_HP; i++)
+                    for (int j = 0; j < 16; j++) {
+                        const uint8_t b = wr[16 * i + j];
+                        s[i] += (b & 15) * x[16 * r + j] + (b >> 4) * x[16 * (mr + r) + j];
+                    }
+            apply(s, rc, rc + VKL_CPU_HP, p->d[g * mr + r], p->s[g * mr + r], acc + VKL_CPU_HP * r);
+        }
+    }
+}
+
 /* Eight running sums, as the vector paths keep, so that the float results
  * of the paths are close; they are not required to be equal. */
 #define FLOAT_DOT(name, type, load)                                  \
@@ -74,6 +96,16 @@ FLOAT_DOT(bf16, uint16_t, vkl_bf16_to_f32)
 
 static void axpy(float *y, float a, const float *x, size_t n) {
     for (size_t k = 0; k < n; k++) y[k] += a * x[k];
+}
+
+static void dots(const float *k, size_t stride, const float *q, size_t K, size_t n, float *out) {
+    for (size_t t = 0; t < n; t++) out[t] = f32(k + t * stride, q, K);
+}
+
+static void wsum(const float *v, size_t stride, const float *w, size_t K, size_t n, float *y) {
+    for (size_t k = 0; k < K; k++) y[k] = 0;
+    for (size_t t = 0; t < n; t++)
+        if (w[t] != 0.0f) axpy(y, w[t], v + t * stride, K);
 }
 
 /* cpu_dot.h's quantizer. Plain compares, not fmaxf / lrintf (library calls
@@ -103,4 +135,4 @@ static void quantize(const float *x, size_t K, size_t G, int8_t *q, float *d, in
     }
 }
 
-const vkl_cpu_dot vkl_cpu_dot_portable = {"portable", q4, q8, f32, f16, bf16, axpy, quantize};
+const vkl_cpu_dot vkl_cpu_dot_portable = {"portable", q4, q4_tile, q8, f32, f16, bf16, axpy, dots, wsum, quantize};

@@ -6,9 +6,15 @@
  *   y[m, n] = sum_g  scale(n, g) * da(m, g) * (isum(m, n, g) - zero(n, g) * asum(m, g))
  * with asum the sum of row m's codes in group g (E0M4 and int4 share this
  * integer view: docs/cpu.md). Float W runs as f32 dot products. */
+#include <string.h>
+
 #include "cpu_backend.h"
 
 #define TASKS_PER_THREAD 16 /* finer than one stripe a thread: slower cores take fewer */
+/* GEMM (4-bit W, M >= VKL_CPU_GEMM_MR): a task's weight blocks are read
+ * once per panel of X, so a task holds at most this many bytes of them
+ * (they stay in the 512 KiB L2 of the cores seen here, beside X's panel) */
+#define TASK_WEIGHT_BYTES (128u << 10)
 
 typedef struct gemm_job {
     const vkl_cpu_weight *w;
@@ -21,6 +27,10 @@ typedef struct gemm_job {
     int8_t *xq;
     float *xd;
     int32_t *xs;
+    /* the first `panels` * VKL_CPU_GEMM_MR rows again, as panels (cpu_dot.h):
+     * per panel K * MR codes, then per group MR scales and MR sums */
+    int64_t panels;
+    uint8_t *px;
 } gemm_job;
 
 static void quantize_task(void *user, size_t m, unsigned worker) {
@@ -31,7 +41,36 @@ static void quantize_task(void *user, size_t m, unsigned worker) {
                      j->xd + (size_t)m * (size_t)ng, j->xs + (size_t)m * (size_t)ng);
 }
 
-static void store(const gemm_job *j, int64_t m, int64_t n0, const float *acc) {
+/* Panel p of the quantized rows (cpu_dot.h's layout), from the row-major
+ * codes, scales and sums. */
+static void panel_task(void *user, size_t p, unsigned worker) {
+    (void)worker;
+    const gemm_job *j = user;
+    const size_t K = (size_t)j->w->K, ng = K / j->w->lay.group, mr = VKL_CPU_GEMM_MR;
+    int8_t *q = (int8_t *)(j->px + p * (K * mr + ng * mr * 8));
+    float *d = (float *)(void *)(q + K * mr);
+    int32_t *s = (int32_t *)(void *)(d + ng * mr);
+    for (size_t r = 0; r < mr; r++) {
+        const size_t m = p * mr + r;
+        const int8_t *x = j->xq + m * K;
+        for (size_t t = 0; t < K / VKL_CPU_LP; t++)
+            for (size_t half = 0; half < 2; half++)
+                memcpy(q + t * VKL_CPU_LP * mr + 16 * (mr * half + r), x + t * VKL_CPU_LP + 16 * half, 16);
+        for (size_t g = 0; g < ng; g++) {
+            d[g * mr + r] = j->xd[m * ng + g];
+            s[g * mr + r] = j->xs[m * ng + g];
+        }
+    }
+}
+
+static vkl_cpu_panel panel_at(const gemm_job *j, int64_t p) {
+    const size_t K = (size_t)j->w->K, ng = K / j->w->lay.group, mr = VKL_CPU_GEMM_MR;
+    const int8_t *q = (const int8_t *)(j->px + (size_t)p * (K * mr + ng * mr * 8));
+    const float *d = (const float *)(const void *)(q + K * mr);
+    return (vkl_cpu_panel){q, d, (const int32_t *)(const void *)(d + ng * mr)};
+}
+
+static inline void store(const gemm_job *j, int64_t m, int64_t n0, const float *acc) {
     const int64_t N = j->w->N;
     for (int64_t i = 0; i < VKL_CPU_HP && n0 + i < N; i++)
         j->Y[m * N + n0 + i] = acc[i] + (j->bias ? j->bias[n0 + i] : 0.0f);
@@ -40,7 +79,7 @@ static void store(const gemm_job *j, int64_t m, int64_t n0, const float *acc) {
 /* One block of 4 weight rows against every row of X, VKL_CPU_MR rows of X a
  * call: the block's tiles stay in cache while the rows of X stream past,
  * and each tile is unpacked once for MR rows (the GEMM's blocking). */
-static void quant_block(const gemm_job *j, int64_t b) {
+static void quant_block(const gemm_job *j, int64_t b, int64_t m_first) {
     const vkl_cpu_weight *w = j->w;
     const vkl_quant_cpu_layout *lay = &w->lay;
     const int64_t K = w->K, ng = K / lay->group;
@@ -49,7 +88,7 @@ static void quant_block(const gemm_job *j, int64_t b) {
     const size_t tile = q4 ? VKL_CPU_HP * VKL_CPU_LP / 2 : VKL_CPU_HP * VKL_CPU_LP, rec = q4 ? 8 : 4;
     const uint8_t *qs = w->data + (size_t)b * (size_t)(K / VKL_CPU_LP) * tile;
     const float *params = (const float *)(const void *)(w->data + lay->params_offset) + (size_t)b * (size_t)ng * rec;
-    for (int64_t m0 = 0; m0 < j->M; m0 += VKL_CPU_MR) {
+    for (int64_t m0 = m_first; m0 < j->M; m0 += VKL_CPU_MR) {
         const uint32_t rows = (uint32_t)(j->M - m0 < VKL_CPU_MR ? j->M - m0 : VKL_CPU_MR);
         vkl_cpu_act act[VKL_CPU_MR];
         for (uint32_t r = 0; r < rows; r++) {
@@ -80,12 +119,38 @@ static void float_block(const gemm_job *j, int64_t b) {
     }
 }
 
+/* The GEMM's register tile over a task's blocks b0..b1-1, panel after panel
+ * (the blocks stay in L2 while the panels pass), then the rows after the
+ * last full panel with the row kernel. */
+static void tile_blocks(const gemm_job *j, int64_t b0, int64_t b1) {
+    const vkl_cpu_weight *w = j->w;
+    const int64_t K = w->K, ng = K / w->lay.group;
+    const uint32_t chunks = w->lay.group / VKL_CPU_LP;
+    const size_t tile = VKL_CPU_HP * VKL_CPU_LP / 2;
+    const float *params = (const float *)(const void *)(w->data + w->lay.params_offset);
+    for (int64_t p = 0; p < j->panels; p++) {
+        const vkl_cpu_panel x = panel_at(j, p);
+        for (int64_t b = b0; b < b1; b++) {
+            float acc[VKL_CPU_GEMM_MR * VKL_CPU_HP] = {0};
+            j->dot->q4_tile(w->data + (size_t)b * (size_t)(K / VKL_CPU_LP) * tile, params + (size_t)(b * ng) * 8, &x,
+                            chunks, (uint32_t)ng, acc);
+            for (int64_t r = 0; r < VKL_CPU_GEMM_MR; r++)
+                store(j, p * VKL_CPU_GEMM_MR + r, b * VKL_CPU_HP, acc + VKL_CPU_HP * r);
+        }
+    }
+    for (int64_t b = b0; b < b1; b++) quant_block(j, b, j->panels * VKL_CPU_GEMM_MR);
+}
+
 static void gemm_task(void *user, size_t task, unsigned worker) {
     (void)worker;
     const gemm_job *j = user;
-    const int64_t b1 = ((int64_t)task + 1) * j->per_task;
-    for (int64_t b = (int64_t)task * j->per_task; b < b1 && b < j->blocks; b++) {
-        if (j->xq) quant_block(j, b);
+    const int64_t b0 = (int64_t)task * j->per_task, b1 = b0 + j->per_task < j->blocks ? b0 + j->per_task : j->blocks;
+    if (j->panels) {
+        tile_blocks(j, b0, b1);
+        return;
+    }
+    for (int64_t b = b0; b < b1; b++) {
+        if (j->xq) quant_block(j, b, 0);
         else float_block(j, b);
     }
 }
@@ -94,21 +159,33 @@ vkl_status vkl_cpu_gemm(const vkl_ref_args *a, const vkl_cpu_weight *w, const fl
                         float *Y) {
     const vkl_backend_weights *bw = a->backend;
     vkl_backend_device *dev = bw->dev;
-    gemm_job j = {w, dev->dot, M, (w->N + VKL_CPU_HP - 1) / VKL_CPU_HP, 0, X, bias, Y, NULL, NULL, NULL};
+    gemm_job j = {w, dev->dot, M, (w->N + VKL_CPU_HP - 1) / VKL_CPU_HP, 0, X, bias, Y, NULL, NULL, NULL, 0, NULL};
     if (M <= 0 || w->N <= 0) return VKL_OK;
+    int64_t tasks = (int64_t)vkl_pool_threads(dev->pool) * TASKS_PER_THREAD;
     if (w->dtype == VKL_DTYPE_Q_E0M4 || w->dtype == VKL_DTYPE_Q_INT4 || w->dtype == VKL_DTYPE_Q_INT8) {
-        /* codes, then scales and sums: K bytes + 8 bytes a group, per row (K is a multiple of 32) */
+        /* codes, then scales and sums: K bytes + 8 bytes a group, per row (K is a multiple of 32); twice
+         * for the rows that also go into panels */
         const size_t ng = (size_t)(w->K / w->lay.group), row = (size_t)w->K + 8 * ng;
+        const bool q4 = w->dtype != VKL_DTYPE_Q_INT8;
+        j.panels = q4 && dev->dot->q4_tile ? M / VKL_CPU_GEMM_MR : 0; /* no tile (NEON): row kernels */
         size_t bytes;
-        if (!vkl_mul_size(row, (size_t)M, &bytes)) return vkl_fail(a->ctx, VKL_ERR_OVERFLOW, "cpu: QuantMatMul scratch");
+        if (!vkl_mul_size(row, (size_t)M + (size_t)(j.panels * VKL_CPU_GEMM_MR), &bytes))
+            return vkl_fail(a->ctx, VKL_ERR_OVERFLOW, "cpu: QuantMatMul scratch");
         uint8_t *s = vkl_ref_scratch_get(a, bytes);
         if (!s) return VKL_ERR_OUT_OF_MEMORY;
         j.xq = (int8_t *)s;
         j.xd = (float *)(void *)(s + (size_t)M * (size_t)w->K);
         j.xs = (int32_t *)(void *)(j.xd + (size_t)M * ng);
+        j.px = s + (size_t)M * row;
         vkl_pool_run(M > 1 ? dev->pool : NULL, (size_t)M, quantize_task, &j);
+        if (j.panels) {
+            vkl_pool_run(dev->pool, (size_t)j.panels, panel_task, &j);
+            /* enough tasks to keep each one's blocks within TASK_WEIGHT_BYTES */
+            const int64_t block_bytes = w->K / 2 * VKL_CPU_HP + (w->K / w->lay.group) * 32;
+            const int64_t by_size = (j.blocks * block_bytes + TASK_WEIGHT_BYTES - 1) / TASK_WEIGHT_BYTES;
+            tasks = by_size > tasks ? by_size : tasks;
+        }
     }
-    const int64_t tasks = (int64_t)vkl_pool_threads(dev->pool) * TASKS_PER_THREAD;
     j.per_task = (j.blocks + tasks - 1) / tasks;
     vkl_pool_run(dev->pool, (size_t)((j.blocks + j.per_task - 1) / j.per_task), gemm_task, &j);
     return VKL_OK;

@@ -6,9 +6,10 @@
  * vpmaddubsw's int16 pair sums would saturate without the AVX2 kernels'
  * care: 4-bit codes 15 against -128 / 127, int8 weights -128 / 127 against
  * -127 / 127; then the f32 steps that apply the scales, for 1..4 rows a
- * call, give the portable code's bits for one row at a time; the
- * activation quantizer gives the portable code's bytes. The float dots and
- * axpy agree with double arithmetic. A table this CPU lacks is said and
+ * call, give the portable code's bits for one row at a time, and so does
+ * the GEMM tile (q4_tile, where a table has one) on a panel of rows; the
+ * activation quantizer gives the portable code's bytes. The float dots,
+ * axpy and attention's key loops agree with double arithmetic. A table this CPU lacks is said and
  * skipped (under qemu -cpu max every Arm table runs; ctest's
  * unit.test_cpu_dot.arm-* check which ran). */
 #include <math.h>
@@ -20,7 +21,8 @@
 #define MAX_GROUPS 5
 #define Q4_BYTES (MAX_GROUPS * MAX_CHUNKS * VKL_CPU_HP * 16)
 #define Q8_BYTES (MAX_GROUPS * MAX_CHUNKS * VKL_CPU_HP * VKL_CPU_LP)
-#define A_BYTES ((MAX_GROUPS * MAX_CHUNKS + VKL_CPU_MR) * VKL_CPU_LP) /* room for MR shifted rows */
+#define MAX_ROWS (VKL_CPU_MR > VKL_CPU_GEMM_MR ? VKL_CPU_MR : VKL_CPU_GEMM_MR)
+#define A_BYTES ((MAX_GROUPS * MAX_CHUNKS + MAX_ROWS) * VKL_CPU_LP) /* room for shifted rows */
 
 static uint64_t rng = 0x9E3779B97F4A7C15u;
 static uint32_t next(void) {
@@ -158,6 +160,54 @@ static void test_epilogue(const vkl_cpu_dot *d, const char *what) {
                 }
 }
 
+/* The GEMM tile: VKL_CPU_GEMM_MR rows laid out as a panel (cpu_dot.h)
+ * against whole blocks, every fill (the int16 extremes included) and 1..12
+ * chunks a group, random scales, zeros and activation sums: the bits of the
+ * portable row kernel run one row at a time. */
+static void test_tile(const vkl_cpu_dot *d, const char *what) {
+    enum { MR = VKL_CPU_GEMM_MR };
+    static uint8_t q4[Q4_BYTES];
+    static int8_t q8[Q8_BYTES], a4[A_BYTES], a8[A_BYTES], panel[MAX_GROUPS * MAX_CHUNKS * VKL_CPU_LP * MR];
+    float rec[MAX_GROUPS * 2 * VKL_CPU_HP], pd[MAX_GROUPS * MR];
+    int32_t ps[MAX_GROUPS * MR];
+    int cases = 0;
+    for (int kind = 0; kind < N_FILLS; kind++) {
+        fill(kind, q4, q8, a4, a8);
+        for (int i = 0; i < MAX_GROUPS * 2 * VKL_CPU_HP; i++) rec[i] = (float)(next() % 1000) / 997.0f;
+        for (int i = 0; i < MAX_GROUPS * MR; i++) {
+            pd[i] = (float)(next() % 1000) / 1013.0f;
+            ps[i] = (int32_t)(next() % 20001) - 10000;
+        }
+        for (uint32_t chunks = 1; chunks <= MAX_CHUNKS; chunks++, cases++) {
+            const uint32_t tiles = chunks * MAX_GROUPS;
+            /* row r is a4 + 32 r; its group g scale and sum at [g * MR + r] */
+            for (uint32_t t = 0; t < tiles; t++)
+                for (int half = 0; half < 2; half++)
+                    for (int r = 0; r < MR; r++)
+                        memcpy(panel + t * VKL_CPU_LP * MR + 16 * (MR * half + r), a4 + 32 * r + t * 32 + 16 * half, 16);
+            const vkl_cpu_panel p = {panel, pd, ps};
+            float x[MR * VKL_CPU_HP], y[MR * VKL_CPU_HP];
+            for (int i = 0; i < MR * VKL_CPU_HP; i++) x[i] = y[i] = (float)(i % 5) - 2.0f;
+            d->q4_tile(q4, rec, &p, chunks, MAX_GROUPS, x);
+            for (int r = 0; r < MR; r++) {
+                float rd[MAX_GROUPS];
+                int32_t rs[MAX_GROUPS];
+                for (int g = 0; g < MAX_GROUPS; g++) {
+                    rd[g] = pd[g * MR + r];
+                    rs[g] = ps[g * MR + r];
+                }
+                const vkl_cpu_act act = {a4 + 32 * r, rd, rs};
+                vkl_cpu_dot_portable.q4(q4, rec, &act, 1, chunks, MAX_GROUPS, y + VKL_CPU_HP * r);
+            }
+            CHECK_OR(!memcmp(x, y, sizeof(x)), {
+                fprintf(stderr, "  %s q4_tile fill %d, %u chunks: %.9g vs %.9g\n", what, kind, chunks, x[0], y[0]);
+                return;
+            });
+        }
+    }
+    printf("%s: q4_tile = one row at a time, bit for bit, in %d cases\n", what, cases);
+}
+
 static void test_float(const vkl_cpu_dot *d, const char *what) {
     enum { K = 1000 };
     static float w[K], x[K];
@@ -184,6 +234,44 @@ static void test_float(const vkl_cpu_dot *d, const char *what) {
         d->axpy(y, 0.75f, w, n);
         for (size_t k = 0; k < n; k++) CHECKF(fabs(y[k] - (x[k] + 0.75 * w[k])) <= 1e-6, "%s axpy %zu of %zu", what, k, n);
     }
+}
+
+/* Attention's loops over keys a stride apart (dots, wsum) against double
+ * arithmetic: head sizes with and without a multiple of 8 and above the 64
+ * floats wsum keeps in registers, key counts off the 4-key rounds; a key of
+ * weight 0 whose row is NaN is left unread. */
+static void test_keys(const vkl_cpu_dot *d, const char *what) {
+    enum { MAX_K = 136, MAX_N = 23, STRIDE = 150 };
+    static float rows[MAX_N * STRIDE], q[MAX_K], w[MAX_N], out[MAX_N], y[MAX_K];
+    const size_t heads[] = {1, 5, 8, 64, 72, 128, 136};
+    for (size_t i = 0; i < MAX_N * STRIDE; i++) rows[i] = (float)((int)(next() % 2001) - 1000) / 1000.0f;
+    for (size_t i = 0; i < MAX_K; i++) q[i] = (float)((int)(next() % 2001) - 1000) / 1000.0f;
+    for (size_t hi = 0; hi < sizeof(heads) / sizeof(heads[0]); hi++)
+        for (size_t n = 1; n <= MAX_N; n += 3) {
+            const size_t K = heads[hi];
+            for (size_t t = 0; t < n; t++) w[t] = t % 5 == 2 ? 0.0f : (float)(next() % 1000) / 1000.0f;
+            for (size_t t = 2; t < n; t += 5) rows[t * STRIDE] = NAN; /* weight-0 keys: must stay unread */
+            d->wsum(rows, STRIDE, w, K, n, y);
+            for (size_t t = 2; t < n; t += 5) rows[t * STRIDE] = 0.5f;
+            d->dots(rows, STRIDE, q, K, n, out);
+            for (size_t t = 0; t < n; t++) {
+                double s = 0, mag = 1e-30;
+                for (size_t k = 0; k < K; k++) {
+                    s += (double)rows[t * STRIDE + k] * q[k];
+                    mag += fabs((double)rows[t * STRIDE + k] * q[k]);
+                }
+                CHECKF(fabs(out[t] - s) <= 1e-6 * mag, "%s dots K %zu key %zu of %zu", what, K, t, n);
+            }
+            for (size_t k = 0; k < K; k++) {
+                double s = 0, mag = 1e-30;
+                for (size_t t = 0; t < n; t++) {
+                    s += (double)w[t] * rows[t * STRIDE + k];
+                    mag += fabs((double)w[t] * rows[t * STRIDE + k]);
+                }
+                CHECKF(fabs(y[k] - s) <= 1e-6 * mag, "%s wsum K %zu element %zu, %zu keys: %g vs %g", what, K, k, n,
+                       y[k], s);
+            }
+        }
 }
 
 /* The quantizer on random rows, rows with exact halves (max |x| = 127:
@@ -220,8 +308,11 @@ static void test_table(const vkl_cpu_dot *d, int present) {
     }
     test_int(d, d->name);
     test_epilogue(d, d->name);
+    if (d->q4_tile) test_tile(d, d->name);
+    else printf("%s: no GEMM tile (prefill runs the row kernels)\n", d->name);
     test_quantize(d, d->name);
     test_float(d, d->name);
+    test_keys(d, d->name);
 }
 
 int main(void) {

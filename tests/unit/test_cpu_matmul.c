@@ -9,7 +9,11 @@
  *    activations are quantized to int8 per weight group;
  *  - with the int8-dot feature masked off, quantized W gives ref's bits;
  *  - the kill switches choose the kernels they say: dotprod off is the
- *    portable code, the cooperative-matrix feature off is i8mm off. */
+ *    portable code, the cooperative-matrix feature off is i8mm off;
+ *  - the prefill GEMM (4-bit W, M >= VKL_CPU_GEMM_MR: panels of rows, the
+ *    rest by the row kernel) gives every row the bits it gets alone
+ *    (M = 1), at M 4..37 with odd tails, groups of 1, 4 and 8 tiles, on
+ *    AVX2 with 1 and 2 threads and on portable C with 3. */
 #include <math.h>
 
 #include "backend.h"
@@ -144,6 +148,48 @@ static void test_switches(vkl_context *ctx, const vkl_backend_vtable *cpu, vkl_b
     cpu->close(d2);
 }
 
+/* Each row of a GEMM against the same row run alone, on every device. */
+static void test_gemm_rows(vkl_context *ctx, const vkl_backend_vtable *cpu, vkl_backend_device *const *devs, int n_devs,
+                           const mm_case *c) {
+    uint64_t seed = (uint64_t)(c->M * 31 + c->N * 7 + c->K + c->group);
+    const size_t nw = (size_t)(c->N * c->K);
+    float *wf = malloc(nw * 4), *a = malloc((size_t)(c->M * c->K) * 4), *bias = malloc((size_t)c->N * 4);
+    for (size_t i = 0; i < nw; i++) wf[i] = frand(&seed) * 0.1f;
+    for (int64_t i = 0; i < c->M * c->K; i++) a[i] = frand(&seed);
+    for (int64_t i = 0; i < c->N; i++) bias[i] = frand(&seed);
+    vkl_quant_spec spec;
+    vkl_quant_spec_init(&spec, c->dtype);
+    spec.group = c->group;
+    spec.e0m4_n = c->e0m4_n;
+    size_t w_bytes = 0;
+    CHECK_OK(ctx, vkl_quant_canonical_bytes(ctx, c->dtype, c->group, c->N, c->K, &w_bytes));
+    void *w = malloc(w_bytes);
+    CHECK_OK(ctx, vkl_quant_quantize(ctx, &spec, wf, c->N, c->K, w, w_bytes));
+    int same = 1;
+    for (int d = 0; d < n_devs; d++) {
+        vkl_host_tensor all = {0};
+        CHECK_OK(ctx, run(ctx, cpu, devs[d], c, w, w_bytes, bias, a, &all));
+        for (int64_t m = 0; m < c->M && all.data; m++) {
+            mm_case one = *c;
+            one.M = 1;
+            vkl_host_tensor row = {0};
+            CHECK_OK(ctx, run(ctx, cpu, devs[d], &one, w, w_bytes, bias, a + m * c->K, &row));
+            if (row.data && memcmp(row.data, (const float *)all.data + m * c->N, (size_t)c->N * 4)) same = 0;
+            vkl_free(ctx, row.data);
+        }
+        vkl_free(ctx, all.data);
+    }
+    CHECKF(same, "%s group %u M %lld N %lld K %lld: a GEMM row differs from the row alone", vkl_dtype_name(c->dtype),
+           c->group, (long long)c->M, (long long)c->N, (long long)c->K);
+    if (same)
+        printf("GEMM %-6s group %3u M %2lld N %3lld K %4lld: every row's bits = the row alone, on %d devices\n",
+               vkl_dtype_name(c->dtype), c->group, (long long)c->M, (long long)c->N, (long long)c->K, n_devs);
+    free(w);
+    free(wf);
+    free(a);
+    free(bias);
+}
+
 int main(void) {
     vkl_context *ctx;
     CHECK(vkl_context_create(NULL, &ctx) == VKL_OK);
@@ -168,6 +214,18 @@ int main(void) {
         {VKL_DTYPE_Q_E0M4, 32, 1, 2, 8, 64, 1e-38f},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) test_case(ctx, ref, dref, cpu, dcpu, 4, &cases[i]);
+    const vkl_backend_options one_thread = {.threads = 1}, two_threads = {.threads = 2};
+    vkl_backend_device *gemm_devs[3] = {dcpu[1], NULL, NULL};
+    CHECK_OK(ctx, cpu->open(ctx, &one_thread, &gemm_devs[1]));
+    CHECK_OK(ctx, cpu->open(ctx, &two_threads, &gemm_devs[2]));
+    const mm_case gemm[] = {
+        {VKL_DTYPE_Q_E0M4, 128, 1, 4, 13, 256}, {VKL_DTYPE_Q_E0M4, 128, 2, 13, 30, 384},
+        {VKL_DTYPE_Q_INT4, 32, 0, 8, 9, 96},    {VKL_DTYPE_Q_INT4, 256, 0, 37, 21, 512},
+        {VKL_DTYPE_Q_E0M4, 128, 1, 5, 130, 128},
+    };
+    for (size_t i = 0; i < sizeof(gemm) / sizeof(gemm[0]); i++) test_gemm_rows(ctx, cpu, gemm_devs, 3, &gemm[i]);
+    cpu->close(gemm_devs[1]);
+    cpu->close(gemm_devs[2]);
     ref->close(dref);
     cpu->close(dcpu[0]);
     cpu->close(dcpu[1]);

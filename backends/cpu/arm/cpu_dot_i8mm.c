@@ -98,5 +98,14 @@ static inline __attribute__((always_inline)) void mmla_rows(const uint8_t *w, co
 BY_ROWS(q4, uint8_t, 1, vkl_neon_q4_sdot)
 BY_ROWS(q8, int8_t, 0, vkl_neon_q8_sdot)
 
-const vkl_cpu_dot vkl_cpu_dot_i8mm = {"neon-i8mm", q4, q8, vkl_neon_f32, vkl_neon_f16,
-                                      vkl_neon_bf16, vkl_neon_axpy, vkl_neon_quantize};
+/* No GEMM tile (q4_tile NULL): prefill runs q4, whose 2..4-row calls are smmla's. */
+const vkl_cpu_dot vkl_cpu_dot_i8mm = {.name = "neon-i8mm",
+                                      .q4 = q4,
+                                      .q8 = q8,
+                                      .f32 = vkl_neon_f32,
+                                      .f16 = vkl_neon_f16,
+                                      .bf16 = vkl_neon_bf16,
+                                      .axpy = vkl_neon_axpy,
+                                      .dots = vkl_neon_dots,
+                                      .wsum = vkl_neon_wsum,
+                                      .quantize = vkl_neon_quantize};

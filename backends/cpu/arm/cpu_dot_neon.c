@@ -134,5 +134,25 @@ void vkl_neon_quantize(const float *x, size_t K, size_t G, int8_t *q, float *d, 
     }
 }
 
-const vkl_cpu_dot vkl_cpu_dot_neon = {"neon-dotprod", vkl_neon_q4_sdot, vkl_neon_q8_sdot, vkl_neon_f32, vkl_neon_f16,
-                                      vkl_neon_bf16, vkl_neon_axpy, vkl_neon_quantize};
+/* Attention's key loops: the float dot and axpy above, key by key. */
+void vkl_neon_dots(const float *k, size_t stride, const float *q, size_t K, size_t n, float *out) {
+    for (size_t t = 0; t < n; t++) out[t] = vkl_neon_f32(k + t * stride, q, K);
+}
+
+void vkl_neon_wsum(const float *v, size_t stride, const float *w, size_t K, size_t n, float *y) {
+    for (size_t k = 0; k < K; k++) y[k] = 0;
+    for (size_t t = 0; t < n; t++)
+        if (w[t] != 0.0f) vkl_neon_axpy(y, w[t], v + t * stride, K);
+}
+
+/* No GEMM tile (q4_tile NULL): prefill runs q4 four rows a call. */
+const vkl_cpu_dot vkl_cpu_dot_neon = {.name = "neon-dotprod",
+                                      .q4 = vkl_neon_q4_sdot,
+                                      .q8 = vkl_neon_q8_sdot,
+                                      .f32 = vkl_neon_f32,
+                                      .f16 = vkl_neon_f16,
+                                      .bf16 = vkl_neon_bf16,
+                                      .axpy = vkl_neon_axpy,
+                                      .dots = vkl_neon_dots,
+                                      .wsum = vkl_neon_wsum,
+                                      .quantize = vkl_neon_quantize};

@@ -57,5 +57,7 @@ float vkl_neon_f16(const uint16_t *w, const float *x, size_t K);
 float vkl_neon_bf16(const uint16_t *w, const float *x, size_t K);
 void vkl_neon_axpy(float *y, float a, const float *x, size_t n);
 void vkl_neon_quantize(const float *x, size_t K, size_t G, int8_t *q, float *d, int32_t *s);
+void vkl_neon_dots(const float *k, size_t stride, const float *q, size_t K, size_t n, float *out);
+void vkl_neon_wsum(const float *v, size_t stride, const float *w, size_t K, size_t n, float *y);
 
 #endif

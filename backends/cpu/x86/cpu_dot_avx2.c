@@ -181,6 +181,55 @@ static void axpy(float *y, float a, const float *x, size_t n) {
     for (; k < n; k++) y[k] += a * x[k];
 }
 
+/* Four keys a round, each its own 8-lane sums, added across lanes together;
+ * K not a multiple of 8, or the last keys: one key at a time. */
+static void dots(const float *k, size_t stride, const float *q, size_t K, size_t n, float *out) {
+    size_t t = 0;
+    for (; K % 8 == 0 && t + 4 <= n; t += 4) {
+        const float *k0 = k + t * stride;
+        __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+        for (size_t i = 0; i < K; i += 8) {
+            const __m256 x = _mm256_loadu_ps(q + i);
+            s0 = _mm256_fmadd_ps(_mm256_loadu_ps(k0 + i), x, s0);
+            s1 = _mm256_fmadd_ps(_mm256_loadu_ps(k0 + stride + i), x, s1);
+            s2 = _mm256_fmadd_ps(_mm256_loadu_ps(k0 + 2 * stride + i), x, s2);
+            s3 = _mm256_fmadd_ps(_mm256_loadu_ps(k0 + 3 * stride + i), x, s3);
+        }
+        /* [s0 s1 s2 s3] per half after two hadds; the halves added */
+        const __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(s0, s1), _mm256_hadd_ps(s2, s3));
+        _mm_storeu_ps(out + t, _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1)));
+    }
+    for (; t < n; t++) out[t] = f32(k + t * stride, q, K);
+}
+
+/* y in registers, 64 floats (8 ymm) a pass over the keys; the rest of a K
+ * that is not a multiple of 8 by axpy. */
+static void wsum(const float *v, size_t stride, const float *w, size_t K, size_t n, float *y) {
+    size_t k0 = 0;
+    while (K - k0 >= 8) {
+        const size_t m = (K - k0) / 8 < 8 ? (K - k0) / 8 : 8; /* ymm registers this pass */
+        __m256 acc[8];
+        _Pragma("GCC unroll 8")
+        for (int i = 0; i < 8; i++) acc[i] = _mm256_setzero_ps();
+        for (size_t t = 0; t < n; t++) {
+            if (w[t] == 0.0f) continue;
+            const __m256 a = _mm256_set1_ps(w[t]);
+            const float *x = v + t * stride + k0;
+            if (m == 8) {
+                _Pragma("GCC unroll 8")
+                for (int i = 0; i < 8; i++) acc[i] = _mm256_fmadd_ps(a, _mm256_loadu_ps(x + 8 * i), acc[i]);
+            } else {
+                for (size_t i = 0; i < m; i++) acc[i] = _mm256_fmadd_ps(a, _mm256_loadu_ps(x + 8 * i), acc[i]);
+            }
+        }
+        for (size_t i = 0; i < m; i++) _mm256_storeu_ps(y + k0 + 8 * i, acc[i]);
+        k0 += 8 * m;
+    }
+    for (size_t k = k0; k < K; k++) y[k] = 0;
+    for (size_t t = 0; k0 < K && t < n; t++)
+        if (w[t] != 0.0f) axpy(y + k0, w[t], v + t * stride + k0, K - k0);
+}
+
 /* cpu_dot.h's quantizer, 32 values a round: the same f32 operations as the
  * portable code in each lane (|x|, max, x * inv, + copysign(0.5), truncate),
  * so the same bytes; a NaN or inf fails the <= FLT_MAX compare. */
@@ -224,4 +273,4 @@ static void quantize(const float *x, size_t K, size_t G, int8_t *q, float *d, in
     }
 }
 
-const vkl_cpu_dot vkl_cpu_dot_avx2 = {"avx2", q4, q8, f32, f16, bf16, axpy, quantize};
+const vkl_cpu_dot vkl_cpu_dot_avx2 = {"avx2", q4, vkl_cpu_q4_tile_avx2, q8, f32, f16, bf16, axpy, dots, wsum, quantize};

@@ -1,0 +1,95 @@
+/* Prefill's GEMM tile with AVX2: one block of 4 weight rows (4-bit codes)
+ * against a panel of VKL_CPU_GEMM_MR activation rows (cpu_dot.h), the
+ * register tile of VKL_CPU_GEMM_MR's count. Same int32 sums and f32 steps as
+ * the portable code (tests/unit/test_cpu_dot.c). Compiled with -mavx2
+ * -mfma -mf16c and called only after vkl_cpu_has_avx2(). */
+#include <immintrin.h>
+
+#include "../cpu_dot.h"
+
+#define MR VKL_CPU_GEMM_MR
+
+/* The int16 sums of `n` (1..4) tiles into p01 / p23, then widened and added
+ * into the int32 sums s01 / s23. A lane adds 2 pair sums a
+ * tile, at most 2 * 15 * 128 each, so 8 of them (30720) fit int16. Each
+ * half of a tile (codes 0..15 by AND, 16..31 by shift and AND) meets every
+ * row before the next half is unpacked, so 2 weight registers are live. */
+static inline __attribute__((always_inline)) void sums(const uint8_t *w, const int8_t *a, const uint32_t n,
+                                                       __m256i *s01, __m256i *s23) {
+    const __m256i m4 = _mm256_set1_epi8(15), ones = _mm256_set1_epi16(1);
+    __m256i p01[MR], p23[MR];
+    _Pragma("GCC unroll 8")
+    for (int r = 0; r < MR; r++) p01[r] = p23[r] = _mm256_setzero_si256();
+    _Pragma("GCC unroll 4")
+    for (uint32_t c = 0; c < n; c++, w += VKL_CPU_HP * 16, a += VKL_CPU_LP * MR) {
+        const __m256i x01 = _mm256_loadu_si256((const __m256i *)w);
+        const __m256i x23 = _mm256_loadu_si256((const __m256i *)(w + 32));
+        _Pragma("GCC unroll 2")
+        for (int half = 0; half < 2; half++) {
+            const __m256i w01 = _mm256_and_si256(half ? _mm256_srli_epi16(x01, 4) : x01, m4);
+            const __m256i w23 = _mm256_and_si256(half ? _mm256_srli_epi16(x23, 4) : x23, m4);
+            _Pragma("GCC unroll 8")
+            for (int r = 0; r < MR; r++) {
+                const __m256i v =
+                    _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(a + 16 * (MR * half + r))));
+                p01[r] = _mm256_add_epi16(p01[r], _mm256_maddubs_epi16(w01, v));
+                p23[r] = _mm256_add_epi16(p23[r], _mm256_maddubs_epi16(w23, v));
+                /* an empty asm: the compiler keeps these adds in this order
+                 * instead of computing every product first (which spills) */
+                __asm__("" : "+x"(p01[r]), "+x"(p23[r]));
+            }
+        }
+    }
+    _Pragma("GCC unroll 8")
+    for (int r = 0; r < MR; r++) {
+        s01[r] = _mm256_add_epi32(s01[r], _mm256_madd_epi16(p01[r], ones));
+        s23[r] = _mm256_add_epi32(s23[r], _mm256_madd_epi16(p23[r], ones));
+    }
+}
+
+/* The group's f32 step (cpu_dot.h) for two panel rows at once, row r in
+ * the low lane and r + 1 in the high one: the same multiplies and
+ * subtractions per element as the portable code, none fused. */
+static inline __attribute__((always_inline)) void apply2(__m256i s01a, __m256i s23a, __m256i s01b, __m256i s23b,
+                                                         const float *rec, float da, float db, int32_t sa, int32_t sb,
+                                                         float *acc) {
+    /* [a0 a0 a2 a2 | a1 a1 a3 a3], the same for b, then [a0 a2 b0 b2 | a1 a3 b1 b3]: put in row order */
+    const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(s01a, s23a), _mm256_hadd_epi32(s01b, s23b));
+    const __m256i isum = _mm256_permutevar8x32_epi32(h, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    const __m256 zero = _mm256_broadcast_ps((const __m128 *)(const void *)(rec + VKL_CPU_HP));
+    const __m256 scale = _mm256_broadcast_ps((const __m128 *)(const void *)rec);
+    const __m256 s = _mm256_setr_m128(_mm_set1_ps((float)sa), _mm_set1_ps((float)sb));
+    const __m256 d = _mm256_setr_m128(_mm_set1_ps(da), _mm_set1_ps(db));
+    const __m256 t = _mm256_sub_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(zero, s));
+    const __m256 u = _mm256_mul_ps(scale, d);
+    _mm256_storeu_ps(acc, _mm256_add_ps(_mm256_loadu_ps(acc), _mm256_mul_ps(u, t)));
+}
+
+static inline __attribute__((always_inline)) void tile(const uint8_t *w, const float *rec, const vkl_cpu_panel *p,
+                                                       const uint32_t chunks, uint32_t groups, float *acc) {
+    const int8_t *a = p->q;
+    for (uint32_t g = 0; g < groups; g++, rec += 2 * VKL_CPU_HP) {
+        __m256i s01[MR], s23[MR];
+        _Pragma("GCC unroll 8")
+        for (int r = 0; r < MR; r++) s01[r] = s23[r] = _mm256_setzero_si256();
+        for (uint32_t c0 = 0; c0 < chunks; c0 += 4) {
+            const uint32_t n = chunks - c0 < 4 ? chunks - c0 : 4;
+            if (n == 4) sums(w, a, 4, s01, s23);
+            else sums(w, a, n, s01, s23);
+            w += (size_t)n * VKL_CPU_HP * 16;
+            a += (size_t)n * VKL_CPU_LP * MR;
+        }
+        const float *d = p->d + (size_t)g * MR;
+        const int32_t *s = p->s + (size_t)g * MR;
+        _Pragma("GCC unroll 4")
+        for (int r = 0; r < MR; r += 2)
+            apply2(s01[r], s23[r], s01[r + 1], s23[r + 1], rec, d[r], d[r + 1], s[r], s[r + 1], acc + VKL_CPU_HP * r);
+    }
+}
+
+/* Group 128 (4 tiles) is the models' case: its own copy, fully unrolled. */
+void vkl_cpu_q4_tile_avx2(const uint8_t *w, const float *rec, const vkl_cpu_panel *p, uint32_t chunks,
+                          uint32_t groups, float *acc) {
+    if (chunks == 4) tile(w, rec, p, 4, groups, acc);
+    else tile(w, rec, p, chunks, groups, acc);
+}
