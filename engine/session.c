@@ -96,7 +96,9 @@ static double now_seconds(void) {
 }
 
 static const vkl_graph *graph_of(const vkl_session *s, bool row) { return row ? s->m->g_row : s->m->g; }
-static const vkl_plan *plan_of(const vkl_session *s, bool row) { return row ? s->m->plan_row : s->m->plan; }
+static const vkl_plan *plan_of(const vkl_session *s, bool row) {
+    return row ? s->m->plan_row : s->m->plan;
+}
 
 static void bind(vkl_session *s, int64_t *values, int64_t seq, int64_t past, int64_t total) {
     const vkl_model *m = s->m;
@@ -244,7 +246,8 @@ vkl_status vkl_session_create(vkl_model *m, const vkl_session_options *options, 
     if (s->opt.prefill_chunk > s->opt.max_context) s->opt.prefill_chunk = s->opt.max_context;
     size_t chunk = s->opt.prefill_chunk, maxc = s->opt.max_context;
     s->n_values = vkl_symtab_symbol_count(m->g->syms);
-    s->n_offsets = (size_t)(m->g_row && m->g_row->n_tensors > m->g->n_tensors ? m->g_row->n_tensors : m->g->n_tensors) + 1;
+    s->n_offsets = (size_t)m->g->n_tensors + 1;
+    if (m->g_row && m->g_row->n_tensors >= m->g->n_tensors) s->n_offsets = (size_t)m->g_row->n_tensors + 1;
     s->values = vkl_calloc(ctx, s->n_values + 1, sizeof(int64_t));
     s->max_values = vkl_calloc(ctx, s->n_values + 1, sizeof(int64_t));
     s->ids = vkl_calloc(ctx, chunk, sizeof(int64_t));
@@ -553,7 +556,9 @@ void vkl_session_reset(vkl_session *s) {
     vkl_sampler_reseed(s->sampler, s->opt.sampling.seed);
 }
 
-const vkl_graph *vkl_session_last_graph(const vkl_session *s) { return s && s->last ? graph_of(s, s->last->row) : NULL; }
+const vkl_graph *vkl_session_last_graph(const vkl_session *s) {
+    return s && s->last ? graph_of(s, s->last->row) : NULL;
+}
 
 const int64_t *vkl_session_last_binding(const vkl_session *s, size_t *count) {
     *count = s && s->last ? s->n_values : 0;

@@ -84,8 +84,9 @@ static void check_graph(vkl_context *ctx, const vkl_model *m, const char *name) 
     REQUIRE(head != VKL_NONE && head == row_head, "%s: lm_head node %u in the full graph, %u in the one-row graph",
             name, head, row_head);
     const uint32_t out = g->nodes[head].outputs[0];
-    CHECKF(rows_at_64(ctx, m, g, out) == 64, "%s: full lm_head rows %lld", name, (long long)rows_at_64(ctx, m, g, out));
-    CHECKF(rows_at_64(ctx, m, r, out) == 1, "%s: one-row lm_head rows %lld", name, (long long)rows_at_64(ctx, m, r, out));
+    const int64_t full_rows = rows_at_64(ctx, m, g, out), one_rows = rows_at_64(ctx, m, r, out);
+    CHECKF(full_rows == 64, "%s: the full graph's lm_head has %lld rows", name, (long long)full_rows);
+    CHECKF(one_rows == 1, "%s: the one-row graph's lm_head has %lld rows", name, (long long)one_rows);
     CHECKF(rows_at_64(ctx, m, r, row_logits) == 1, "%s: one-row logits are not one row", name);
     /* the walked ops start from the Gather of the row input */
     const uint32_t row_in = r->inputs[m->in_row];
@@ -142,8 +143,8 @@ static void check_sessions(vkl_context *ctx, alloc_counter *allocs, vkl_model *m
     so.max_context = CONTEXT;
     so.prefill_chunk = CHUNK;
     so.pad_multiple = PAD;
-    pair p = {ctx, ref_ctx, NULL, NULL, NULL, vkl_model_vocab_size(m), m == ref && !strcmp(vkl_model_backend_name(m), "ref"),
-              NULL, 0, name};
+    const bool exact = m == ref && !strcmp(vkl_model_backend_name(m), "ref");
+    pair p = {ctx, ref_ctx, NULL, NULL, NULL, vkl_model_vocab_size(m), exact, NULL, 0, name};
     int32_t *tokens = malloc(CONTEXT * sizeof(int32_t));
     p.all = malloc((size_t)CONTEXT * p.vocab * sizeof(float));
     REQUIRE(tokens && p.all, "out of memory");
