@@ -132,7 +132,7 @@ static vkl_status narrow_graph(vkl_graph *d, uint32_t logits, const uint32_t *ch
                                uint32_t slot) {
     vkl_shape one = {.rank = 1};
     vkl_status st = vkl_expr_const(d->syms, 1, &one.dims[0]);
-    uint32_t row, picked, gather;
+    uint32_t row = VKL_NONE, picked = VKL_NONE, gather = VKL_NONE;
     if (!st) st = vkl_graph_add_tensor(d, VKL_LOGITS_ROW_INPUT, VKL_DTYPE_I64, VKL_TENSOR_INPUT, &one, &row);
     if (!st) st = vkl_graph_add_input(d, row);
     char name[256];
