@@ -179,7 +179,10 @@ typedef struct vkl_backend_vtable {
     void (*weights_release)(vkl_backend_device *dev, vkl_backend_weights *w);
 
     /* Build an executable for one binding: concrete shapes, kernels chosen,
-     * (on GPUs) command buffers recorded with descriptors bound. Tensors with
+     * (on GPUs) command buffers recorded with descriptors bound. `w` was
+     * loaded from g or, for a graph derived from another (vkl_graph_derive:
+     * the one-row graph), from its base (vkl_graph_weight_source), whose
+     * weight tensors it shares index for index. Tensors with
      * a symbolic value and no producer (shape tensors left by the importer)
      * are evaluated here (vkl_tensor_value_bytes) and written to their place
      * in the arena at the start of every execute (ref: a memcpy; Vulkan: a

@@ -25,7 +25,7 @@ vkl_status vkl_graph_create(vkl_context *ctx, vkl_graph **out) {
 void vkl_graph_destroy(vkl_graph *g) {
     if (!g) return;
     vkl_context *ctx = g->ctx;
-    vkl_symtab_destroy(g->syms);
+    if (!g->base) vkl_symtab_destroy(g->syms); /* a derived graph borrows its base's */
     vkl_arena_release(&g->arena);
     vkl_free(ctx, g->tensors);
     vkl_free(ctx, g->nodes);

@@ -99,10 +99,27 @@ typedef struct vkl_graph {
      * current by every function here that adds, renames or renumbers. */
     uint32_t *name_slots;
     uint32_t name_cap;
+    /* The graph this one was derived from (vkl_graph_derive), NULL for an
+     * original: a derived graph reads its base's symbol table, and its
+     * tensors [0, base->n_tensors) are the base's, weights byte for byte, so
+     * weights a backend loaded from the base serve it too. */
+    const struct vkl_graph *base;
 } vkl_graph;
 
 vkl_status vkl_graph_create(vkl_context *ctx, vkl_graph **out);
 void vkl_graph_destroy(vkl_graph *g);
+
+/* A copy of `base` to rewrite (add tensors, inputs and nodes, rewire node
+ * inputs) without touching `base`: tensors, nodes, inputs and outputs are
+ * copied, every node's input and output list too; names, attributes, values
+ * and weight bytes stay borrowed from `base`, and the symbol table is
+ * shared (new expressions go into it, so derive while nothing else reads
+ * it: at model load). `base` must outlive the copy. engine/graph_derive.c. */
+vkl_status vkl_graph_derive(const vkl_graph *base, vkl_graph **out);
+
+/* The graph whose weights g reads: the base of a derived graph, else g.
+ * Backends accept weights loaded from it (engine/backend.h, prepare). */
+static inline const vkl_graph *vkl_graph_weight_source(const vkl_graph *g) { return g->base ? g->base : g; }
 
 /* Adds a tensor; names must be unique and non-empty. Shape may be NULL
  * (unknown yet: rank 0, to be set by shape inference). */

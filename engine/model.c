@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "logits_row.h"
 #include "model.h"
 #include "profile.h"
 
@@ -140,6 +141,8 @@ static vkl_status find_roles(vkl_model *m) {
 void vkl_model_free(vkl_model *m) {
     if (!m) return;
     vkl_plan_destroy(m->plan);
+    vkl_plan_destroy(m->plan_row);
+    vkl_graph_destroy(m->g_row);
     if (m->weights) m->be->weights_release(m->dev, m->weights);
     if (m->dev) m->be->close(m->dev);
     vkl_vkm_close(m->vkm);
@@ -174,6 +177,12 @@ static vkl_status load(vkl_context *ctx, const char *path, const vkl_model_optio
         (st = vkl_plan_create(m->g, &m->plan)))
         vkl_fail_prefix(ctx, st, "model: memory plan");
     if (!st && m->plan) m->plan->align = vkl_arena_alignment(&m->caps);
+    /* the one-row graph, planned now for the same reason (its plan interns
+     * into the symbol table it shares with g) */
+    if (!st && m->plan) st = vkl_logits_row_graph(m->g, m->out_logits, &m->g_row, &m->in_row);
+    if (!st && m->g_row && (st = vkl_plan_create(m->g_row, &m->plan_row)))
+        vkl_fail_prefix(ctx, st, "model: memory plan of the one-row graph");
+    if (!st && m->plan_row) m->plan_row->align = vkl_arena_alignment(&m->caps);
     if (!st) st = warm_up(m);
     if (st) {
         vkl_model_free(m);

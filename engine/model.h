@@ -23,6 +23,13 @@ struct vkl_model {
      * load because making it interns expressions in the graph's symbol table,
      * which sessions read concurrently. NULL for graphs sessions refuse. */
     vkl_plan *plan;
+    /* The one-row graph (engine/logits_row.h: the lm_head on one row of the
+     * hidden state) and its plan, which prompts that keep only their last
+     * row's logits run; NULL where no lm_head was found (every step runs g).
+     * in_row: its input position of VKL_LOGITS_ROW_INPUT. */
+    vkl_graph *g_row;
+    vkl_plan *plan_row;
+    uint32_t in_row;
     /* roles (graph input/output positions, VKL_NONE when absent) */
     uint32_t in_ids, in_mask, in_pos, out_logits;
     /* symbols: batch, seq (new tokens), total (attended length), past */

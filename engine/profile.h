@@ -4,6 +4,7 @@
 #ifndef VKL_PROFILE_H
 #define VKL_PROFILE_H
 
+#include "graph.h"
 #include "vkllm.h"
 
 /* vkl_model_load with per-node timestamps recorded in every executable
@@ -11,6 +12,11 @@
  * every dispatch, so steps run somewhat slower than unprofiled ones. */
 vkl_status vkl_model_load_profiled(vkl_context *ctx, const char *path, const vkl_model_options *options,
                                    vkl_model **out);
+
+/* The graph the session's last successful step ran: the model's, or its
+ * one-row graph (a prompt that kept only its last row's logits); NULL
+ * before any. Its nodes are what vkl_session_node_times times. */
+const vkl_graph *vkl_session_last_graph(const vkl_session *s);
 
 /* The symbol values the session's last successful step ran with (its padded
  * shape), indexed like the graph's symbol table; NULL before any. */

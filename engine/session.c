@@ -13,6 +13,15 @@
  * and allocate nothing. A later prompt chunk (past > 0) is prepared on first
  * use and kept in a small LRU: its causal offset is its exact past length.
  *
+ * The last row's logits: a prompt step whose caller keeps only its last
+ * token's logits (vkl_session_append, a generate's prompt) runs the model's
+ * one-row graph (engine/logits_row.h) where it has one, the lm_head on that
+ * row alone; the row travels as an input (VKL_LOGITS_ROW_INPUT) like the
+ * true length, so a padded executable serves every length in its bucket.
+ * Scored steps and decode steps (one row already) run the full graph. Both
+ * graphs share the arena and lay their states out at the same offsets, so
+ * either kind of step reads and writes the one KV cache in place.
+ *
  * Threads: a session reads its model (graph, plan, weights, backend device)
  * and writes only its own state; every failure, allocation and log line goes
  * through its own context (options.context, else the model's), so sessions
@@ -34,6 +43,7 @@
 typedef struct exec_slot {
     vkl_backend_exec *exec;
     int64_t seq, past, total;
+    bool row;         /* prepared from the one-row graph */
     size_t *offsets;  /* the layout the executable was prepared with */
     uint64_t last_use;
 } exec_slot;
@@ -57,10 +67,12 @@ struct vkl_session {
     int64_t *ids, *pos, *mask;
     float *logits;
     /* Host-visible buffers the executables copy from and to themselves:
-     * ids, positions and mask in (at io_at[role]), a decode step's logits
-     * row out. A decode step is then memcpy, one execute, one wait, memcpy. */
+     * ids, positions, mask and the one-row graph's row in (at io_at[role]),
+     * the logits row of a decode or one-row step out. Such a step is then
+     * memcpy, one execute, one wait, memcpy. */
     vkl_backend_buffer *io_in, *io_out;
-    size_t io_at[3];
+    size_t io_at[4];
+    size_t n_offsets; /* entries of a layout: the larger graph's tensors */
     bool have_logits;
     int32_t *history; /* max_context tokens */
     size_t length;
@@ -81,6 +93,11 @@ static double now_seconds(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static const vkl_graph *graph_of(const vkl_session *s, bool row) { return row ? s->m->g_row : s->m->g; }
+static const vkl_plan *plan_of(const vkl_session *s, bool row) {
+    return row ? s->m->plan_row : s->m->plan;
 }
 
 static void bind(vkl_session *s, int64_t *values, int64_t seq, int64_t past, int64_t total) {
@@ -132,28 +149,49 @@ static vkl_status check_model(vkl_context *ctx, const vkl_model *m) {
     return VKL_OK;
 }
 
-/* Arena sized for the largest step; states zeroed. */
+/* The one-row graph's layout at the largest step (arena bytes to *bytes),
+ * checked to put every state where the full graph's layout `full` (of the
+ * same state binding) does: the two kinds of steps share the KV cache. */
+static vkl_status same_states(vkl_session *s, const size_t *full, size_t *row, size_t *bytes) {
+    const vkl_graph *g = s->m->g;
+    vkl_status st = vkl_plan_layout(s->ctx, s->m->plan_row, s->max_values, s->max_values, s->n_values, row, bytes);
+    for (uint32_t t = 0; !st && t < g->n_tensors; t++)
+        if (g->tensors[t].kind == VKL_TENSOR_STATE && full[t] != row[t])
+            st = vkl_fail(s->ctx, VKL_ERR_INTERNAL, "session: the one-row graph lays state '%s' at byte %zu, the "
+                          "full graph at %zu", g->tensors[t].name, row[t], full[t]);
+    return st;
+}
+
+/* Arena sized for the largest step of either graph; states zeroed. */
 static vkl_status allocate(vkl_session *s) {
     vkl_context *ctx = s->ctx;
     const vkl_graph *g = s->m->g;
     int64_t chunk = (int64_t)s->opt.prefill_chunk, maxc = (int64_t)s->opt.max_context;
     bind(s, s->max_values, chunk, maxc - chunk, maxc);
-    size_t *offsets = vkl_calloc(ctx, g->n_tensors + 1, sizeof(size_t));
-    if (!offsets) return VKL_ERR_OUT_OF_MEMORY;
+    size_t *offsets = vkl_calloc(ctx, s->n_offsets, sizeof(size_t));
+    size_t *row_offsets = vkl_calloc(ctx, s->n_offsets, sizeof(size_t));
+    if (!offsets || !row_offsets) {
+        vkl_free(ctx, offsets);
+        vkl_free(ctx, row_offsets);
+        return VKL_ERR_OUT_OF_MEMORY;
+    }
     const vkl_plan *plan = s->m->plan;
     vkl_status st = vkl_plan_layout(ctx, plan, s->max_values, s->max_values, s->n_values, offsets, &s->arena_bytes);
-    size_t decode_bytes = 0;
+    size_t decode_bytes = 0, row_bytes = 0;
     int64_t *tmp = s->values;
     bind(s, tmp, 1, maxc - 1, maxc);
     if (!st) st = vkl_plan_layout(ctx, plan, tmp, s->max_values, s->n_values, offsets, &decode_bytes);
     if (decode_bytes > s->arena_bytes) s->arena_bytes = decode_bytes;
+    if (!st && s->m->plan_row) st = same_states(s, offsets, row_offsets, &row_bytes);
+    if (row_bytes > s->arena_bytes) s->arena_bytes = row_bytes;
     if (!st) st = s->m->be->buffer_create(s->m->dev, ctx, VKL_BUFFER_DEVICE, s->arena_bytes, &s->arena);
-    /* ids and positions hold a chunk, the mask a whole context (i64 each) */
+    /* ids and positions hold a chunk, the mask a whole context, the row one
+     * value (i64 each) */
     s->io_at[0] = 0;
     s->io_at[1] = ((size_t)chunk * 8 + 63) & ~(size_t)63;
     s->io_at[2] = s->io_at[1] * 2;
-    if (!st)
-        st = s->m->be->buffer_create(s->m->dev, ctx, VKL_BUFFER_UPLOAD, s->io_at[2] + (size_t)maxc * 8, &s->io_in);
+    s->io_at[3] = s->io_at[2] + (((size_t)maxc * 8 + 63) & ~(size_t)63);
+    if (!st) st = s->m->be->buffer_create(s->m->dev, ctx, VKL_BUFFER_UPLOAD, s->io_at[3] + 8, &s->io_in);
     if (!st)
         st = s->m->be->buffer_create(s->m->dev, ctx, VKL_BUFFER_READBACK, s->m->vocab * sizeof(float), &s->io_out);
     s->kv_bytes = 0;
@@ -175,6 +213,7 @@ static vkl_status allocate(vkl_session *s) {
         vkl_free(ctx, zero);
     }
     vkl_free(ctx, offsets);
+    vkl_free(ctx, row_offsets);
     return st;
 }
 
@@ -207,6 +246,8 @@ vkl_status vkl_session_create(vkl_model *m, const vkl_session_options *options, 
     if (s->opt.prefill_chunk > s->opt.max_context) s->opt.prefill_chunk = s->opt.max_context;
     size_t chunk = s->opt.prefill_chunk, maxc = s->opt.max_context;
     s->n_values = vkl_symtab_symbol_count(m->g->syms);
+    s->n_offsets = (size_t)m->g->n_tensors + 1;
+    if (m->g_row && m->g_row->n_tensors >= m->g->n_tensors) s->n_offsets = (size_t)m->g_row->n_tensors + 1;
     s->values = vkl_calloc(ctx, s->n_values + 1, sizeof(int64_t));
     s->max_values = vkl_calloc(ctx, s->n_values + 1, sizeof(int64_t));
     s->ids = vkl_calloc(ctx, chunk, sizeof(int64_t));
@@ -215,7 +256,7 @@ vkl_status vkl_session_create(vkl_model *m, const vkl_session_options *options, 
     s->logits = vkl_calloc(ctx, m->vocab, sizeof(float));
     s->history = vkl_calloc(ctx, maxc, sizeof(int32_t));
     for (int i = 0; i < EXEC_CACHE && !st; i++) {
-        s->slots[i].offsets = vkl_calloc(ctx, m->g->n_tensors + 1, sizeof(size_t));
+        s->slots[i].offsets = vkl_calloc(ctx, s->n_offsets, sizeof(size_t));
         if (!s->slots[i].offsets) st = VKL_ERR_OUT_OF_MEMORY;
     }
     if (!s->values || !s->max_values || !s->ids || !s->pos || !s->mask || !s->logits || !s->history)
@@ -233,27 +274,31 @@ vkl_status vkl_session_create(vkl_model *m, const vkl_session_options *options, 
     return VKL_OK;
 }
 
-/* Lay out and prepare `slot` for the binding in s->values. */
-static vkl_status prepare_slot(vkl_session *s, exec_slot *slot, int64_t seq, int64_t past, int64_t total) {
+/* Lay out and prepare `slot` for the binding in s->values, from the
+ * one-row graph when `row`. */
+static vkl_status prepare_slot(vkl_session *s, exec_slot *slot, int64_t seq, int64_t past, int64_t total, bool row) {
     vkl_model *m = s->m;
+    const vkl_graph *g = graph_of(s, row);
     size_t total_bytes;
     vkl_status st =
-        vkl_plan_layout(s->ctx, m->plan, s->values, s->max_values, s->n_values, slot->offsets, &total_bytes);
+        vkl_plan_layout(s->ctx, plan_of(s, row), s->values, s->max_values, s->n_values, slot->offsets, &total_bytes);
     if (!st && total_bytes > s->arena_bytes)
         st = vkl_fail(s->ctx, VKL_ERR_INTERNAL, "session: step needs %zu arena bytes, planned %zu", total_bytes,
                       s->arena_bytes);
-    /* inputs uploaded by the executable; a one-row step's logits downloaded */
-    const uint32_t roles[3] = {m->in_ids, m->in_pos, m->in_mask};
-    const int64_t rows[3] = {seq, seq, total};
-    vkl_io_copy up[3], down = {s->io_out, 0, m->g->outputs[m->out_logits], 0, m->vocab * sizeof(float)};
+    /* inputs uploaded by the executable (the two graphs number the common
+     * ones alike); a one-row step's logits downloaded */
+    const uint32_t roles[4] = {m->in_ids, m->in_pos, m->in_mask, row ? m->in_row : VKL_NONE};
+    const int64_t rows[4] = {seq, seq, total, 1};
+    vkl_io_copy up[4], down = {s->io_out, 0, g->outputs[m->out_logits], 0, m->vocab * sizeof(float)};
     size_t n_up = 0;
-    for (int r = 0; r < 3; r++)
+    for (int r = 0; r < 4; r++)
         if (roles[r] != VKL_NONE)
-            up[n_up++] = (vkl_io_copy){s->io_in, s->io_at[r], m->g->inputs[roles[r]], 0, (size_t)rows[r] * 8};
-    vkl_memory_map mem = {s->arena, slot->offsets, m->g->n_tensors, up, n_up, &down, seq == 1 ? 1 : 0};
+            up[n_up++] = (vkl_io_copy){s->io_in, s->io_at[r], g->inputs[roles[r]], 0, (size_t)rows[r] * 8};
+    vkl_memory_map mem = {s->arena, slot->offsets, g->n_tensors, up, n_up, &down, seq == 1 || row ? 1 : 0};
     vkl_binding b = {s->values, s->n_values};
-    if (!st) st = m->be->prepare(m->dev, s->ctx, m->g, m->weights, &mem, &b, &slot->exec);
+    if (!st) st = m->be->prepare(m->dev, s->ctx, g, m->weights, &mem, &b, &slot->exec);
     if (st) return st;
+    slot->row = row;
     slot->seq = seq;
     slot->past = past;
     slot->total = total;
@@ -289,17 +334,19 @@ static vkl_status prepare_slots(vkl_session *s, exec_slot **slots, size_t count,
         exec_slot *e = &(*slots)[i];
         int64_t seq, total;
         step_shape(s, decode ? (int64_t)i * p : 0, decode ? 1 : ((int64_t)i + 1) * p, &seq, &total);
-        e->offsets = vkl_calloc(s->ctx, s->m->g->n_tensors + 1, sizeof(size_t));
+        e->offsets = vkl_calloc(s->ctx, s->n_offsets, sizeof(size_t));
         if (!e->offsets) return VKL_ERR_OUT_OF_MEMORY;
         bind(s, s->values, seq, total - seq, total);
-        vkl_status st = prepare_slot(s, e, seq, total - seq, total);
+        /* first prompts keep their last row's logits unless scored */
+        vkl_status st = prepare_slot(s, e, seq, total - seq, total, !decode && s->m->g_row);
         if (st) return st;
     }
     return VKL_OK;
 }
 
 /* Every decode length and every padded first-prompt length gets its
- * executable now, so those steps never prepare (nor allocate) anything. */
+ * executable now, so those steps never prepare (nor allocate) anything. A
+ * scored first prompt (every row's logits) is prepared on first use. */
 static vkl_status prepare_padded(vkl_session *s) {
     size_t pad = s->opt.pad_multiple, maxc = s->opt.max_context, chunk = s->opt.prefill_chunk;
     if (pad <= 1) return VKL_OK;
@@ -310,9 +357,9 @@ static vkl_status prepare_padded(vkl_session *s) {
     return st;
 }
 
-/* The prepared executable for this shape: a decode bucket, a cached
- * prefill shape, or a fresh one in the least recently used slot. */
-static vkl_status executable(vkl_session *s, int64_t seq, int64_t past, int64_t total, exec_slot **out) {
+/* The prepared executable for this shape and graph: a decode bucket, a
+ * cached prefill shape, or a fresh one in the least recently used slot. */
+static vkl_status executable(vkl_session *s, int64_t seq, int64_t past, int64_t total, bool row, exec_slot **out) {
     exec_slot *victim = &s->slots[0];
     s->clock++;
     size_t pad = s->opt.pad_multiple;
@@ -324,14 +371,15 @@ static vkl_status executable(vkl_session *s, int64_t seq, int64_t past, int64_t 
         size_t i = ((size_t)seq + pad - 1) / pad - 1;
         if (i < s->n_first) fixed = &s->first[i];
     }
-    if (fixed && fixed->exec && fixed->seq == seq && fixed->past == past && fixed->total == total) {
+    if (fixed && fixed->exec && fixed->seq == seq && fixed->past == past && fixed->total == total &&
+        fixed->row == row) {
         s->stats.replays++;
         *out = fixed;
         return VKL_OK;
     }
     for (int i = 0; i < EXEC_CACHE; i++) {
         exec_slot *e = &s->slots[i];
-        if (e->exec && e->seq == seq && e->past == past && e->total == total) {
+        if (e->exec && e->seq == seq && e->past == past && e->total == total && e->row == row) {
             e->last_use = s->clock;
             s->stats.replays++;
             *out = e;
@@ -341,7 +389,7 @@ static vkl_status executable(vkl_session *s, int64_t seq, int64_t past, int64_t 
     }
     if (victim->exec) s->m->be->exec_release(s->m->dev, s->ctx, victim->exec);
     victim->exec = NULL;
-    vkl_status st = prepare_slot(s, victim, seq, past, total);
+    vkl_status st = prepare_slot(s, victim, seq, past, total, row);
     if (st) return st;
     victim->last_use = s->clock;
     *out = victim;
@@ -369,8 +417,11 @@ static vkl_status step(vkl_session *s, const int32_t *tokens, size_t n, float *a
     int64_t len = (int64_t)s->length, total = len + (int64_t)n, seq, padded;
     step_shape(s, len, (int64_t)n, &seq, &padded);
     bind(s, s->values, seq, padded - seq, padded);
+    /* only the last row's logits wanted: the lm_head on that row alone (a
+     * one-row step gains nothing from it) */
+    const bool row = !all_logits && m->g_row && seq > 1;
     exec_slot *e;
-    vkl_status st = executable(s, seq, padded - seq, padded, &e);
+    vkl_status st = executable(s, seq, padded - seq, padded, row, &e);
     /* padding rows: token 0 at the next positions (their keys are masked) */
     for (int64_t i = 0; !st && i < seq; i++) {
         s->ids[i] = i < (int64_t)n ? tokens[i] : 0;
@@ -380,6 +431,8 @@ static vkl_status step(vkl_session *s, const int32_t *tokens, size_t n, float *a
     if (!st) st = write_input(s, 0, m->in_ids, s->ids, (size_t)seq);
     if (!st) st = write_input(s, 1, m->in_pos, s->pos, (size_t)seq);
     if (!st) st = write_input(s, 2, m->in_mask, s->mask, (size_t)padded);
+    const int64_t last_row = (int64_t)n - 1; /* the last true token's, padding rows after it */
+    if (!st && row) st = m->be->buffer_write(m->dev, s->ctx, s->io_in, s->io_at[3], &last_row, sizeof(last_row));
     vkl_binding actual = {s->values, s->n_values};
     vkl_nonfinite first = {0};
     if (!st && s->opt.check_finite) st = m->be->execute_checked(m->dev, s->ctx, e->exec, &actual, &first);
@@ -393,15 +446,18 @@ static vkl_status step(vkl_session *s, const int32_t *tokens, size_t n, float *a
     }
     if (!st) {
         uint32_t t = m->g->outputs[m->out_logits];
-        size_t row = m->vocab * sizeof(float);
-        /* a one-row step downloaded its row itself; a prompt's last real
-         * row depends on its true length, so it is read from the arena */
-        st = seq == 1 ? m->be->buffer_read(m->dev, s->ctx, s->io_out, 0, s->logits, row)
-                      : m->be->buffer_read(m->dev, s->ctx, s->arena, e->offsets[t] + (n - 1) * row, s->logits, row);
+        size_t row_bytes = m->vocab * sizeof(float);
+        /* a one-row step (decode, or the one-row graph) downloaded its row
+         * itself; a scored prompt's last real row depends on its true
+         * length, so it is read from the arena */
+        st = seq == 1 || e->row
+                 ? m->be->buffer_read(m->dev, s->ctx, s->io_out, 0, s->logits, row_bytes)
+                 : m->be->buffer_read(m->dev, s->ctx, s->arena, e->offsets[t] + (n - 1) * row_bytes, s->logits,
+                                      row_bytes);
         if (!st && all_logits)
-            st = m->be->buffer_read(m->dev, s->ctx, s->arena, e->offsets[t], all_logits, n * row);
+            st = m->be->buffer_read(m->dev, s->ctx, s->arena, e->offsets[t], all_logits, n * row_bytes);
         if (!st && s->opt.check_finite)
-            st = vkl_nonfinite_check_logits(s->ctx, m->g, &first, all_logits ? all_logits : s->logits,
+            st = vkl_nonfinite_check_logits(s->ctx, graph_of(s, e->row), &first, all_logits ? all_logits : s->logits,
                                             all_logits ? n * m->vocab : m->vocab);
     }
     if (st) {
@@ -498,6 +554,10 @@ void vkl_session_reset(vkl_session *s) {
     s->length = 0;
     s->have_logits = false;
     vkl_sampler_reseed(s->sampler, s->opt.sampling.seed);
+}
+
+const vkl_graph *vkl_session_last_graph(const vkl_session *s) {
+    return s && s->last ? graph_of(s, s->last->row) : NULL;
 }
 
 const int64_t *vkl_session_last_binding(const vkl_session *s, size_t *count) {

@@ -30,7 +30,7 @@ vkl_status vkl_bench_decode(vkl_context *ctx, vkl_model *m, size_t tokens, size_
         if (!st) st = vkl_session_append(s, &tok, 1);
         double dt = vkl_bench_now() - t0;
         /* outside the timed part: the host work of the accounting is no step's */
-        if (!st && r->profile) st = vkl_bench_profile_add(&r->decode_profile, ctx, m->g, s, dt);
+        if (!st && r->profile) st = vkl_bench_profile_add(&r->decode_profile, ctx, s, dt);
         size_t len = vkl_session_length(s), padded = (len + so.pad_multiple - 1) / so.pad_multiple * so.pad_multiple;
         if (padded > so.max_context) padded = so.max_context;
         t_window += dt;

@@ -47,7 +47,8 @@ static cJSON *element(builder *b, cJSON *a) {
     return NULL;
 }
 
-static void top_nodes(builder *b, cJSON *o, const vkl_bench_profile *p, const vkl_graph *g) {
+static void top_nodes(builder *b, cJSON *o, const vkl_bench_profile *p) {
+    const vkl_graph *g = p->g;
     cJSON *a = cJSON_AddArrayToObject(o, "top_nodes");
     b->ok &= a != NULL;
     uint32_t top[VKL_BENCH_TOP_NODES];
@@ -61,7 +62,7 @@ static void top_nodes(builder *b, cJSON *o, const vkl_bench_profile *p, const vk
     }
 }
 
-static void profile(builder *b, cJSON *parent, const vkl_bench_profile *p, const vkl_graph *g, double copy_bw) {
+static void profile(builder *b, cJSON *parent, const vkl_bench_profile *p, double copy_bw) {
     cJSON *o = obj(b, parent, p->phase);
     const double steps = (double)p->steps;
     num(b, o, "steps", steps);
@@ -83,7 +84,7 @@ static void profile(builder *b, cJSON *parent, const vkl_bench_profile *p, const
         num(b, e, "flop_per_byte", bytes > 0 ? flops / bytes : 0);
         per_sec(b, e, bytes, flops, ms, copy_bw);
     }
-    top_nodes(b, o, p, g);
+    top_nodes(b, o, p);
 }
 
 static cJSON *build(const vkl_bench_report *r, builder *b) {
@@ -136,8 +137,8 @@ static cJSON *build(const vkl_bench_report *r, builder *b) {
         cJSON *p = obj(b, root, "profile");
         if (!r->timed) str(b, p, "unavailable", VKL_BENCH_NO_TIMES);
         else str(b, p, "compute_peak", VKL_BENCH_NO_PEAK);
-        if (r->timed && r->prefill_profile.steps) profile(b, p, &r->prefill_profile, r->graph, r->copy_bw);
-        if (r->timed && r->decode_profile.steps) profile(b, p, &r->decode_profile, r->graph, r->copy_bw);
+        if (r->timed && r->prefill_profile.steps) profile(b, p, &r->prefill_profile, r->copy_bw);
+        if (r->timed && r->decode_profile.steps) profile(b, p, &r->decode_profile, r->copy_bw);
     }
     return root;
 }

@@ -59,8 +59,8 @@ static vkl_status run(vkl_context *ctx, const vkl_bench_model_options *o, vkl_mo
         printf("profile: " VKL_BENCH_NO_TIMES "; the %s backend reports none\n", r->backend);
         return VKL_OK;
     }
-    if (o->prefill) vkl_bench_profile_print(&r->prefill_profile, r->graph, r->copy_bw);
-    if (o->decode) vkl_bench_profile_print(&r->decode_profile, r->graph, r->copy_bw);
+    if (o->prefill) vkl_bench_profile_print(&r->prefill_profile, r->copy_bw);
+    if (o->decode) vkl_bench_profile_print(&r->decode_profile, r->copy_bw);
     return VKL_OK;
 }
 
@@ -94,7 +94,6 @@ int vkl_bench_model(vkl_context *ctx, const vkl_bench_model_options *o) {
         r.model = o->path;
         r.backend = vkl_model_backend_name(m);
         r.device = m->caps.device_name;
-        r.graph = m->g;
         r.verified = !o->no_verify;
         r.weight_bytes = step_weight_bytes(m->g);
         r.profile = o->profile;

@@ -22,6 +22,7 @@ vkl_status vkl_bench_profile_init(vkl_context *ctx, const vkl_graph *g, const ch
                                   vkl_bench_profile *p) {
     memset(p, 0, sizeof(*p));
     p->phase = phase;
+    p->g = g;
     p->timed = timed;
     p->order = calloc(g->n_nodes ? g->n_nodes : 1, sizeof(uint32_t));
     p->times = calloc(g->n_nodes ? g->n_nodes : 1, sizeof(double));
@@ -145,11 +146,13 @@ static vkl_status node_cost(vkl_context *ctx, const vkl_graph *g, const binding 
     }
 }
 
-vkl_status vkl_bench_profile_add(vkl_bench_profile *p, vkl_context *ctx, const vkl_graph *g, vkl_session *s,
-                                 double seconds) {
+vkl_status vkl_bench_profile_add(vkl_bench_profile *p, vkl_context *ctx, vkl_session *s, double seconds) {
+    const vkl_graph *g = p->g;
     binding b;
     b.values = vkl_session_last_binding(s, &b.count);
     if (!b.values) return vkl_fail(ctx, VKL_ERR_STATE, "profile: the session has run no step");
+    if (vkl_session_last_graph(s) != g)
+        return vkl_fail(ctx, VKL_ERR_INTERNAL, "profile: the %s step ran another graph than the profiled one", p->phase);
     size_t got = 0;
     vkl_status st = p->timed ? vkl_session_node_times(s, p->times, p->n_order, &got) : VKL_OK;
     if (!st && p->timed && got != p->n_order)
@@ -214,8 +217,9 @@ size_t vkl_bench_profile_top_nodes(const vkl_bench_profile *p, uint32_t *top) {
     return n;
 }
 
-void vkl_bench_profile_print(const vkl_bench_profile *p, const vkl_graph *g, double copy_bw) {
+void vkl_bench_profile_print(const vkl_bench_profile *p, double copy_bw) {
     if (!p->steps) return;
+    const vkl_graph *g = p->g;
     const double steps = (double)p->steps, step_ms = p->step_ms / steps, op_ms = p->op_ms / steps;
     printf("%s profile: %zu step%s; per step %.3f ms by the host clock, %.3f ms in ops by the device (%.0f%%)\n",
            p->phase, p->steps, p->steps == 1 ? "" : "s", step_ms, op_ms, step_ms > 0 ? 100.0 * op_ms / step_ms : 0);

@@ -23,6 +23,7 @@ typedef struct vkl_bench_op_sum {
 
 typedef struct vkl_bench_profile {
     const char *phase;  /* "decode" or "prefill" */
+    const vkl_graph *g; /* the graph the steps ran (a prefill's: the model's one-row graph where it has one) */
     bool timed;         /* node times were recorded (else costs only) */
     size_t steps;
     double step_ms;     /* host clock around the steps, summed */
@@ -37,23 +38,23 @@ typedef struct vkl_bench_profile {
 /* How many of the slowest nodes the table and the JSON name. */
 #define VKL_BENCH_TOP_NODES 5
 
-/* For graph g; timed: read node times after each step (the model must be
- * loaded profiled). */
+/* For graph g, the one the profiled steps run (vkl_session_last_graph);
+ * timed: read node times after each step (the model must be loaded
+ * profiled). */
 vkl_status vkl_bench_profile_init(vkl_context *ctx, const vkl_graph *g, const char *phase, bool timed,
                                   vkl_bench_profile *p);
 void vkl_bench_profile_free(vkl_bench_profile *p);
 
 /* Adds the session's last step (its binding, and its node times when
- * timed), which took `seconds` by the host clock. */
-vkl_status vkl_bench_profile_add(vkl_bench_profile *p, vkl_context *ctx, const vkl_graph *g, vkl_session *s,
-                                 double seconds);
+ * timed), which took `seconds` by the host clock; it must have run p->g. */
+vkl_status vkl_bench_profile_add(vkl_bench_profile *p, vkl_context *ctx, vkl_session *s, double seconds);
 
 /* Bytes and FLOPs of one step, over every op type (mean of the steps). */
 void vkl_bench_profile_totals(const vkl_bench_profile *p, double *bytes, double *flops);
 
 /* The per-op table, per step, against copy bandwidth copy_bw (bytes/s),
- * and the slowest nodes of graph g. */
-void vkl_bench_profile_print(const vkl_bench_profile *p, const vkl_graph *g, double copy_bw);
+ * and the slowest nodes. */
+void vkl_bench_profile_print(const vkl_bench_profile *p, double copy_bw);
 
 /* Op types in the order the table lists them (most time first, then most
  * bytes); returns how many were run. `types` holds VKL_OP_COUNT_ entries. */

@@ -17,7 +17,6 @@ typedef struct vkl_bench_window {
 
 typedef struct vkl_bench_report {
     const char *model, *backend, *device;
-    const vkl_graph *graph; /* the model's: node names for the profile */
     double copy_bw;      /* bytes read + written per second */
     bool device_bw;      /* measured by the backend on its device (else the host's) */
     double int8_peak;    /* ops per second of the backend's GEMM sequence (0: not measured) */

@@ -9,6 +9,8 @@
 
 #include "cli.h"
 #include "commands.h"
+#include "logits_row.h"
+#include "model.h"
 #include "report.h"
 #include "ops.h"
 #include "plan.h"
@@ -56,6 +58,28 @@ static void print_states(const vkl_graph *g) {
         else snprintf(dtype, sizeof(dtype), "%s", vkl_dtype_name(s->dtype));
         printf("  %-40s %-8s %s\n", s->name, dtype, vkl_shape_str(g, &s->shape, shape, sizeof(shape)));
     }
+}
+
+/* Whether a prompt that keeps only its last row's logits runs the lm_head on
+ * that row alone (docs/runtime.md, "The last row's logits"), and from which
+ * tensor the row is taken. Causal LMs only. */
+static int print_logits_row(vkl_context *ctx, const vkl_graph *g) {
+    size_t vocab;
+    if (!vkl_model_graph_vocab(g, &vocab)) return 0;
+    vkl_graph *d = NULL;
+    uint32_t row;
+    vkl_status st = vkl_logits_row_graph(g, vkl_model_logits_output(g), &d, &row);
+    if (st) return vkl_cli_fail(PROG, ctx, st);
+    if (!d) {
+        printf("last-row logits: every prompt row's logits computed (no lm_head found; VKLLM_LOG=debug says why)\n");
+        return 0;
+    }
+    for (uint32_t i = 0; i < d->n_nodes; i++)
+        if (d->nodes[i].op == VKL_OP_GATHER && d->nodes[i].inputs[1] == d->inputs[row])
+            printf("last-row logits: a prompt runs the lm_head on one row, taken from '%s'\n",
+                   d->tensors[d->nodes[i].inputs[0]].name);
+    vkl_graph_destroy(d);
+    return 0;
 }
 
 static void set_symbol(const vkl_graph *g, int64_t *values, const char *name, int64_t v) {
@@ -174,7 +198,8 @@ int vkl_cmd_info(vkl_context *ctx, int argc, char **argv) {
     print_states(g);
     vkl_tool_print_ops(g);
     vkl_tool_print_weights(g);
-    int rc = plan_context > 0 ? print_plan(ctx, g, plan_context) : 0;
+    int rc = print_logits_row(ctx, g);
+    if (!rc && plan_context > 0) rc = print_plan(ctx, g, plan_context);
     vkl_vkm_close(m);
     return rc;
 }

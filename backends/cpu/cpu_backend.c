@@ -14,7 +14,7 @@ static const vkl_ref_kernel cpu_kernels[VKL_OP_COUNT_] = {
 
 static vkl_status cpu_prepare(vkl_backend_device *dev, vkl_context *ctx, const vkl_graph *g, vkl_backend_weights *w,
                               const vkl_memory_map *mem, const vkl_binding *b, vkl_backend_exec **out) {
-    if (!w || w->g != g)
+    if (!w || w->g != vkl_graph_weight_source(g))
         return vkl_fail(ctx, VKL_ERR_INVALID_ARGUMENT, "cpu: prepare needs the weights loaded from the same graph");
     const vkl_host_kernels kernels = {"cpu", cpu_kernels, w};
     return vkl_host_prepare(dev, ctx, g, &kernels, mem, b, out);

@@ -8,7 +8,7 @@
 static const vkl_cpu_weight *weight_of(const vkl_ref_args *a) {
     const vkl_backend_weights *w = a->backend;
     const uint32_t t = a->g->nodes[a->node].inputs[1];
-    return t < a->g->n_tensors ? w->by_tensor[t] : NULL;
+    return t < w->g->n_tensors ? w->by_tensor[t] : NULL; /* the graph it was loaded from: a derived one has more */
 }
 
 /* A [..., K] f32 against W (K, N) -> Y [..., N] f32, every count matching. */

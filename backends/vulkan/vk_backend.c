@@ -613,7 +613,7 @@ static vkl_status prepare(vkl_backend_device *dev, const vkl_graph *g, vkl_backe
                           const vkl_memory_map *mem, const vkl_binding *b, vkl_backend_exec **out) {
     *out = NULL;
     vkl_context *ctx = dev->ctx;
-    if (!w || w->g != g)
+    if (!w || w->g != vkl_graph_weight_source(g))
         return vkl_fail(ctx, VKL_ERR_INVALID_ARGUMENT, "vulkan: prepare needs the graph's own weights");
     vkl_backend_exec *e = vkl_calloc(ctx, 1, sizeof(*e));
     if (!e) return VKL_ERR_OUT_OF_MEMORY;

@@ -89,6 +89,12 @@ expect_rc 1 "not valid JSON" "$vkllm" import "$llama" -o "$tmp/bad.vkm" --tokeni
 expect_rc 1 "cannot read $tmp/nosuch/tokenizer.json" "$vkllm" import "$llama" -o "$tmp/bad.vkm" --tokenizer "$tmp/nosuch"
 [ -e "$tmp/bad.vkm" ] && fail "a rejected tokenizer still wrote $tmp/bad.vkm" || ok
 
+# ---- info: whether prompts run the lm_head on their last row alone --------------
+if expect_rc 0 "" "$vkllm" info "$tmp/plain.vkm" --no-verify; then
+  grep -qF "last-row logits: a prompt runs the lm_head on one row, taken from '/model/model/layers.1/Add_1_output_0'" \
+    "$tmp/out" && ok || fail "info: no last-row logits line: $(grep -F last-row "$tmp/out")"
+fi
+
 # ---- run: the context and what the statistics line says ----------------------
 # No eos_token: generation can only stop at -n or at the full context.
 model ctx '{"bos_token": "<s>", "model_max_length": 40}'
