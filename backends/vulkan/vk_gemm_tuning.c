@@ -4,6 +4,7 @@
  * an fp16 x fp16 -> f32 subgroup shape that tiles a 32-code K step), the
  * tiles of both builds from the probed limits, and the number of rows of A
  * from which QuantMatMul leaves the matvec (vk_quant_matmul.c). */
+#include <stdio.h>
 #include <string.h>
 
 #include "vk_internal.h"
@@ -117,9 +118,13 @@ vkl_status vkl_vk_gemm_tuning(vkl_backend_device *dev, const vkl_vulkan_options 
     if (st) return st;
     /* Cooperative-matrix build: 2 x 2 subgroups of 2 x 2 fragments (64 x 64
      * tiles at 16 x 16 fragments), where the device can (has_coopmat_nv)
-     * and neither the options nor a quirk turned coopmat or fp16 off. */
+     * and neither the options nor a quirk turned coopmat or fp16 off, nor
+     * math = F32 asked for f32 arithmetic everywhere: its operands are fp16
+     * (A rounded once), which the default math allows for prefill, as the
+     * matrix units are the only way to its compute peak (docs/vulkan.md). */
     const uint32_t need = VKL_FEATURE_COOPMAT | VKL_FEATURE_FP16;
-    dev->gemm_coopmat = dev->has_coopmat_nv && (dev->caps.features & need) == need && dev->subgroup_size;
+    dev->gemm_coopmat = dev->has_coopmat_nv && (dev->caps.features & need) == need && dev->subgroup_size &&
+                        o->math != VKL_VULKAN_MATH_F32;
     dev->cm_sg_m = dev->cm_sg_n = dev->cm_fm = dev->cm_fn = 2;
     if (dev->gemm_coopmat) {
         const uint64_t wg = 4ull * dev->subgroup_size;
@@ -133,4 +138,19 @@ vkl_status vkl_vk_gemm_tuning(vkl_backend_device *dev, const vkl_vulkan_options 
         }
     }
     return VKL_OK;
+}
+
+void vkl_vk_gemm_describe(const vkl_backend_device *dev, char *buf, size_t cap) {
+    if (!cap) return;
+    if (!dev) {
+        buf[0] = 0;
+        return;
+    }
+    if (dev->gemm_coopmat)
+        snprintf(buf, cap, "cooperative matrix (NV) %ux%ux%u fp16 -> f32, %ux%u tiles, from %u rows", dev->cm_m,
+                 dev->cm_n, dev->cm_k, dev->cm_sg_m * dev->cm_fm * dev->cm_m, dev->cm_sg_n * dev->cm_fn * dev->cm_n,
+                 dev->qmm_min_rows);
+    else
+        snprintf(buf, cap, "tiled %s, %ux%u tiles of %ux%u invocations, from %u rows", dev->f16_math ? "fp16" : "f32",
+                 dev->qmm_wy * dev->qmm_tm, dev->qmm_wx * dev->qmm_tn, dev->qmm_wx, dev->qmm_wy, dev->qmm_min_rows);
 }
