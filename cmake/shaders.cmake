@@ -63,6 +63,7 @@ set(VKL_SHADER_VARIANTS
   "quant_gemm_e0m4:cm:VKL_F16=1,VKL_COOPMAT=1"
   "quant_gemm_int4:cm:VKL_F16=1,VKL_COOPMAT=1"
   "quant_gemm_int8:cm:VKL_F16=1,VKL_COOPMAT=1"
+  "peak_fma:f16:VKL_F16=1"
   "gather_rows:v4:VKL_VEC4=1"
   "copy_view:v4:VKL_VEC4=1"
   "concat:v4:VKL_VEC4=1"

@@ -28,7 +28,14 @@
  * format's f32 latency / this latency; then the chain figures: one execute
  * of all C matrices timed by the host clock from submit to the fence (launch
  * gaps, barriers and the submit included) over C, and the bytes the chain
- * must move (packed weights and scales, A, Y) as a share of copy bandwidth. */
+ * must move (packed weights and scales, A, Y) as a share of copy bandwidth.
+ *
+ * Then, per device and arithmetic setting, the device's compute peaks
+ * (register-only FMA kernels in f32 and fp16, and the matrix units'
+ * fp16 -> f32 products where the GEMM uses them: backend compute_peaks)
+ * and the prefill table: A [gemm_rows, K] (default 512) through the same
+ * graph, each GEMM's TFLOP/s beside the peak of the arithmetic it runs on
+ * (bench_gemm says which). */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
@@ -95,14 +102,14 @@ static int cmp_double(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-/* One graph: input A [1, K], copies x (W_i [N, K] weight, Y_i = QuantMatMul(A, W_i)). */
-static vkl_status build_graph(vkl_context *ctx, vkl_dtype dt, int64_t K, int64_t N, size_t copies,
+/* One graph: input A [M, K], copies x (W_i [N, K] weight, Y_i = QuantMatMul(A, W_i)). */
+static vkl_status build_graph(vkl_context *ctx, vkl_dtype dt, int64_t M, int64_t K, int64_t N, size_t copies,
                               const uint8_t *wdata, size_t wbytes, vkl_graph **out) {
     vkl_graph *g = NULL;
     vkl_status st = vkl_graph_create(ctx, &g);
     if (st) return st;
     vkl_shape sa = {.rank = 2}, sw = {.rank = 2};
-    st = vkl_expr_const(g->syms, 1, &sa.dims[0]);
+    st = vkl_expr_const(g->syms, M, &sa.dims[0]);
     if (!st) st = vkl_expr_const(g->syms, K, &sa.dims[1]);
     if (!st) st = vkl_expr_const(g->syms, N, &sw.dims[0]);
     if (!st) st = vkl_expr_const(g->syms, K, &sw.dims[1]);
@@ -139,9 +146,9 @@ typedef struct case_result {
     char error[160];
 } case_result;
 
-/* Times one (shape, format) on an open device. */
+/* Times one (M, shape, format) on an open device. */
 static void run_case(vkl_context *ctx, const vkl_backend_vtable *be, vkl_backend_device *dev, vkl_dtype dt,
-                     int64_t K, int64_t N, size_t copies, int reps, case_result *res) {
+                     int64_t M, int64_t K, int64_t N, size_t copies, int reps, case_result *res) {
     const bool timed = be->node_times != NULL;
     size_t wbytes = 0;
     vkl_graph *g = NULL;
@@ -153,19 +160,19 @@ static void run_case(vkl_context *ctx, const vkl_backend_vtable *be, vkl_backend
     float *a = NULL, *y = NULL;
     double *samples = NULL, *chain = NULL, t0;
     size_t n_samples = 0, n_chain = 0;
-    const size_t a_bytes = ((size_t)K * 4 + 255) / 256 * 256, y_bytes = ((size_t)N * 4 + 255) / 256 * 256;
+    const size_t a_bytes = ((size_t)(M * K) * 4 + 255) / 256 * 256, y_bytes = ((size_t)(M * N) * 4 + 255) / 256 * 256;
     const size_t total = a_bytes + copies * y_bytes;
     vkl_binding b = {NULL, 0};
     vkl_status st = vkl_quant_canonical_bytes(ctx, dt, GROUP, N, K, &wbytes);
-    if (!st && (!(wdata = malloc(wbytes * copies)) || !(a = malloc((size_t)K * 4)) || !(y = malloc(total)) ||
+    if (!st && (!(wdata = malloc(wbytes * copies)) || !(a = malloc((size_t)(M * K) * 4)) || !(y = malloc(total)) ||
                 !(samples = calloc((size_t)reps * copies + 1, sizeof(double))) ||
                 !(chain = calloc((size_t)reps + 1, sizeof(double)))))
         st = vkl_fail(ctx, VKL_ERR_OUT_OF_MEMORY, "bench: out of host memory");
     if (!st) {
         uint64_t s = 0x243F6A8885A308D3ull ^ (uint64_t)dt << 32 ^ (uint64_t)K ^ (uint64_t)N << 20;
         random_blocks(&s, dt, wbytes / vkl_quant_block_bytes(dt, GROUP) * copies, wdata);
-        for (int64_t k = 0; k < K; k++) a[k] = (float)((double)(next(&s) >> 11) / 9007199254740992.0 * 2.0 - 1.0);
-        st = build_graph(ctx, dt, K, N, copies, wdata, wbytes, &g);
+        for (int64_t k = 0; k < M * K; k++) a[k] = (float)((double)(next(&s) >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+        st = build_graph(ctx, dt, M, K, N, copies, wdata, wbytes, &g);
     }
     if (!st && !(offsets = malloc(g->n_tensors * sizeof(size_t))))
         st = vkl_fail(ctx, VKL_ERR_OUT_OF_MEMORY, "bench: out of host memory");
@@ -174,7 +181,7 @@ static void run_case(vkl_context *ctx, const vkl_backend_vtable *be, vkl_backend
         offsets[g->inputs[0]] = 0;
         for (uint32_t i = 0; i < g->n_outputs; i++) offsets[g->outputs[i]] = a_bytes + i * y_bytes;
         memset(y, 0xFF, total); /* NaN everywhere, then A over its part */
-        memcpy(y, a, (size_t)K * 4);
+        memcpy(y, a, (size_t)(M * K) * 4);
     }
     if (!st) st = be->weights_load(dev, g, &w);
     if (!st) st = be->buffer_create(dev, ctx, VKL_BUFFER_DEVICE, total, &arena);
@@ -207,7 +214,7 @@ static void run_case(vkl_context *ctx, const vkl_backend_vtable *be, vkl_backend
     res->ms = 0;
     if (!st) {
         for (size_t i = 0; i < copies; i++)
-            for (int64_t n = 0; n < N; n++) res->unwritten += !isfinite(y[(a_bytes + i * y_bytes) / 4 + (size_t)n]);
+            for (int64_t n = 0; n < M * N; n++) res->unwritten += !isfinite(y[(a_bytes + i * y_bytes) / 4 + (size_t)n]);
         qsort(samples, n_samples, sizeof(double), cmp_double);
         res->ms = n_samples ? samples[n_samples / 2] : 0;
         qsort(chain, n_chain, sizeof(double), cmp_double);
@@ -234,6 +241,72 @@ static void print_header(const vkl_bench_quant_options *o) {
            GROUP, o->reps, o->rotate_bytes >> 20, HOST_COPIES, HOST_REPS);
     printf("%-8s %-28s %6s %6s %-6s %-4s %11s %12s %10s %8s %8s %7s %9s %8s\n", "backend", "device", "K", "N", "format",
            "math", "latency ms", "weight GB/s", "copy GB/s", "of copy", "vs int4", "vs f32", "chain ms", "of copy");
+}
+
+/* The device's compute peaks (FLOP/s; 0 when not measured), printed. */
+static vkl_compute_peaks measure_peaks(vkl_context *ctx, const vkl_backend_vtable *be, vkl_backend_device *dev,
+                                       const vkl_backend_caps *caps, const char *math) {
+    vkl_compute_peaks p;
+    memset(&p, 0, sizeof(p));
+    if (!be->compute_peaks) return p;
+    if (be->compute_peaks(dev, ctx, &p)) {
+        fprintf(stderr, "vkbench: %s compute peaks: %s\n", be->name, vkl_context_error(ctx));
+        memset(&p, 0, sizeof(p));
+        return p;
+    }
+    printf("%-8s %-28.28s %-4s compute peaks: f32 FMA %.3f TFLOP/s; fp16 FMA ", be->name, caps->device_name, math,
+           p.f32 / 1e12);
+    if (p.f16 > 0) printf("%.3f TFLOP/s", p.f16 / 1e12);
+    else printf("not measured (%s)", p.f16_why);
+    if (p.coopmat > 0) printf("; cooperative matrix %s fp16 -> f32 %.3f TFLOP/s\n", p.coopmat_shape, p.coopmat / 1e12);
+    else printf("; cooperative matrix not measured (%s)\n", p.coopmat_why);
+    return p;
+}
+
+/* The prefill table: A [gemm_rows, K] on the same shapes and formats, the
+ * GEMM's TFLOP/s beside the peak of the arithmetic it runs on (the
+ * cooperative-matrix peak where one was measured: the GEMM runs on the
+ * matrix units exactly when the backend measures them; else this setting's
+ * fp16 or f32 FMA peak). 4 weight copies: at this M a GEMM is compute-bound
+ * and rereads each weight from cache, so rotating them through memory
+ * changes little. Device-timed backends only. */
+static int bench_gemm(vkl_context *ctx, const vkl_backend_vtable *be, vkl_backend_device *dev,
+                      const vkl_backend_caps *caps, const vkl_bench_quant_options *o, const char *math) {
+    const vkl_compute_peaks p = measure_peaks(ctx, be, dev, caps, math);
+    const bool f16 = !strcmp(math, "f16");
+    const double peak = p.coopmat > 0 ? p.coopmat : f16 ? p.f16 : p.f32;
+    const char *kind = p.coopmat > 0 ? "coopmat" : f16 ? "fp16 FMA" : "f32 FMA";
+    const int64_t M = (int64_t)o->gemm_rows;
+    printf("%-8s %-28s %6s %6s %6s %-6s %-4s %11s %9s %9s %-8s %8s %8s\n", "backend", "device", "M", "K", "N",
+           "format", "math", "latency ms", "TFLOP/s", "peak", "(kind)", "of peak", "vs int4");
+    int failed = 0;
+    for (size_t si = 0; si < N_SHAPES; si++) {
+        const int64_t K = shapes[si][0], N = shapes[si][1];
+        case_result res[N_FMT];
+        for (int f = 0; f < N_FMT; f++) {
+            memset(&res[f], 0, sizeof(res[f]));
+            run_case(ctx, be, dev, formats[f].dtype, M, K, N, 4, o->reps, &res[f]);
+        }
+        const double int4_ms = res[0].st || res[0].unwritten ? 0 : res[0].ms;
+        for (int f = 0; f < N_FMT; f++) {
+            printf("%-8s %-28.28s %6lld %6lld %6lld %-6s %-4s ", be->name, caps->device_name, (long long)M,
+                   (long long)K, (long long)N, formats[f].name, math);
+            if (res[f].st || res[f].unwritten || res[f].ms <= 0) {
+                if (res[f].st) printf("failed: %s\n", res[f].error);
+                else printf("failed: %zu outputs not written\n", res[f].unwritten);
+                failed = 1;
+                continue;
+            }
+            const double flops = 2.0 * (double)M * (double)N * (double)K / (res[f].ms * 1e-3);
+            printf("%11.4f %9.3f ", res[f].ms, flops / 1e12);
+            if (peak > 0) printf("%9.3f %-8s %7.1f%% ", peak / 1e12, kind, 100.0 * flops / peak);
+            else printf("%9s %-8s %8s ", "-", "", "-");
+            if (int4_ms > 0) printf("%8.2f\n", int4_ms / res[f].ms);
+            else printf("%8s\n", "-");
+            fflush(stdout);
+        }
+    }
+    return failed;
 }
 
 /* Every shape and format on one open device, in one arithmetic setting
@@ -269,7 +342,7 @@ static int bench_device(vkl_context *ctx, const vkl_backend_vtable *be, vkl_back
                 if (copies < 4) copies = 4;
                 reps = o->reps;
             }
-            run_case(ctx, be, dev, formats[f].dtype, K, N, copies, reps, &res[f]);
+            run_case(ctx, be, dev, formats[f].dtype, 1, K, N, copies, reps, &res[f]);
         }
         const double int4_ms = res[0].st || res[0].unwritten ? 0 : res[0].ms;
         for (int f = 0; f < N_FMT; f++) {
@@ -305,6 +378,7 @@ static int bench_device(vkl_context *ctx, const vkl_backend_vtable *be, vkl_back
             fflush(stdout);
         }
     }
+    if (o->gemm_rows && timed) failed |= bench_gemm(ctx, be, dev, caps, o, math);
     return failed;
 }
 

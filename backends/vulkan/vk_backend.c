@@ -673,6 +673,12 @@ static vkl_status vk_copy_bandwidth(vkl_backend_device *dev, vkl_context *ctx, s
     return vkl_vk_leave(dev, vkl_vk_validation_status(dev, st, "copy_bandwidth"));
 }
 
+static vkl_status vk_compute_peaks(vkl_backend_device *dev, vkl_context *ctx, vkl_compute_peaks *out) {
+    vkl_vk_enter(dev, ctx);
+    vkl_status st = vkl_vk_compute_peaks(dev, out);
+    return vkl_vk_leave(dev, vkl_vk_validation_status(dev, st, "compute_peaks"));
+}
+
 uint32_t vkl_vk_validation_messages(const vkl_backend_device *dev) {
     if (!dev || !dev->msgs) return 0;
     pthread_mutex_lock(&dev->msgs->lock);
@@ -712,4 +718,5 @@ const vkl_backend_vtable vkl_backend_vulkan = {
     .node_times = vk_node_times,
     .state_traffic = NULL,
     .copy_bandwidth = vk_copy_bandwidth,
+    .compute_peaks = vk_compute_peaks,
 };

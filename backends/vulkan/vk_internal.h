@@ -603,6 +603,22 @@ vkl_status vkl_vk_ew_fill(const vkl_vk_node *nd, VkDescriptorBufferInfo dst, siz
 
 /* ---- measurement (vk_measure.c) ----------------------------------------------------------------- */
 
+/* One dispatch to time: pipeline, its set, push constants, grid; `first`
+ * (optional) records setup into the first, untimed batch's command buffer. */
+typedef struct vkl_vk_timed {
+    VkPipeline pipe;
+    uint32_t n_bind;
+    VkDescriptorSet set;
+    uint32_t push[VKL_VK_PUSH_BYTES / 4], n_push;
+    uint32_t groups[3];
+    double seconds;       /* keep timing batches for this long (two batches at least) */
+    void (*first)(vkl_backend_device *dev, VkCommandBuffer cmd, void *user);
+    void *user;
+} vkl_vk_timed;
+/* The best (over batches) median (over a batch of 9) of its GPU times. */
+vkl_status vkl_vk_time_dispatch(vkl_backend_device *dev, const vkl_vk_timed *t, double *best_seconds);
 vkl_status vkl_vk_copy_bandwidth(vkl_backend_device *dev, size_t bytes, double *bytes_per_second);
+/* vk_peak.c: the arithmetic peaks (engine/backend.h's vkl_compute_peaks). */
+vkl_status vkl_vk_compute_peaks(vkl_backend_device *dev, vkl_compute_peaks *out);
 
 #endif

@@ -28,7 +28,8 @@
  *      leaving partial tiles, every format, in f32 math (<= 1e-5), fp16
  *      math and the default math (the cooperative-matrix build where the
  *      device has one; fp16 operands: <= 5e-3), other tile shapes, and the
- *      threshold above M (the matvec);
+ *      threshold above M (the matvec); the compute peaks (f32, fp16 with
+ *      fp16 math, cooperative matrix where the GEMM uses it; else a reason);
  *  (c) a node the Vulkan kernels refuse (f64 Relu without f64 arithmetic,
  *      VKL_VK_NO_F64=1) is refused at prepare, naming it.
  * Validation (VKL_VK_VALIDATION=1 unless the environment says 0) is on:
@@ -435,6 +436,39 @@ static void test_gemm(vkl_context *ctx, rng *r, bool f16_ok) {
     for (size_t k = 0; k < 4; k++) unsetenv(knobs[k]);
 }
 
+/* ---- (b'') the compute peaks vkbench prints beside the GEMM ------------------------------------------ */
+
+/* f32 always (> 0, finite); fp16 exactly when the device runs fp16 math;
+ * the cooperative-matrix peak exactly when the GEMM runs on the matrix
+ * units, and a reason wherever one is not measured. */
+static void test_peaks(vkl_context *ctx, bool f16) {
+    const vkl_backend_vtable *vk = vkl_backend_find("vulkan");
+    if (f16) setenv("VKL_VK_MATH", "f16", 1);
+    vkl_backend_device *dev = NULL;
+    CHECK_OK(ctx, test_open_env(ctx, vk, 0, true, &dev));
+    vkl_backend_caps dc;
+    if (dev) vk->caps(dev, &dc);
+    if (dev && (dc.features & VKL_FEATURE_TIMESTAMPS)) {
+        vkl_compute_peaks p;
+        char build[160];
+        vkl_vk_gemm_describe(dev, build, sizeof(build));
+        CHECK_OK(ctx, vk->compute_peaks(dev, ctx, &p));
+        CHECKF(p.f32 > 0 && isfinite(p.f32), "f32 peak %g", p.f32);
+        CHECKF(f16 ? p.f16 > 0 && isfinite(p.f16) : p.f16 == 0 && p.f16_why[0], "fp16 peak %g (%s)", p.f16,
+               p.f16_why);
+        const bool cm = strstr(build, "cooperative") != NULL;
+        CHECKF(cm ? p.coopmat > 0 && p.coopmat_shape[0] : p.coopmat == 0 && p.coopmat_why[0],
+               "coopmat peak %g (%s) with the GEMM %s", p.coopmat, p.coopmat_why, build);
+        printf(" peaks (%s math): f32 %.3g, fp16 %.3g (%s), coopmat %.3g (%s) GFLOP/s\n", f16 ? "f16" : "f32",
+               p.f32 / 1e9, p.f16 / 1e9, p.f16_why, p.coopmat / 1e9, p.coopmat_why);
+    } else if (dev) {
+        vkl_compute_peaks p;
+        CHECK_ERR(ctx, vk->compute_peaks(dev, ctx, &p), VKL_ERR_UNSUPPORTED, "timestamps");
+    }
+    if (dev) vk->close(dev);
+    unsetenv("VKL_VK_MATH");
+}
+
 /* ---- (c) a node the kernels refuse ------------------------------------------------------------------ */
 
 /* Refused at prepare, naming the node and its op: an f64 Relu on a device
@@ -578,6 +612,8 @@ int main(void) {
     else
         printf("; f16 math skipped\n");
     test_gemm(ctx, &r, f16_ok);
+    test_peaks(ctx, false);
+    if (f16_ok) test_peaks(ctx, true);
     test_unsupported(ctx);
     CHECKF(validation_messages == 0, "%d validation message(s)", validation_messages);
     vkl_context_destroy(ctx);
