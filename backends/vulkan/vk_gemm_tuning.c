@@ -53,7 +53,7 @@ static bool pick_shape(vkl_backend_device *dev, PFN_vkGetPhysicalDeviceCooperati
 
 void vkl_vk_coopmat_probe(vkl_backend_device *dev, bool nv_extension) {
     dev->has_coopmat_nv = false;
-    if (!nv_extension || dev->props.apiVersion < VK_API_VERSION_1_2) return;
+    if (!nv_extension || dev->props.apiVersion < VK_API_VERSION_1_2 || dev->instance_version < VK_API_VERSION_1_2) return;
     PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV get =
         (PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV)dev->vki.vkGetInstanceProcAddr(
             dev->instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV");
