@@ -80,10 +80,13 @@ static vkl_status vk_open(vkl_context *ctx, const vkl_backend_options *opt, vkl_
         vk_close(dev);
         return st;
     }
-    vkl_log(ctx, VKL_LOG_INFO, "vulkan: %s (%s)%s, subgroup %u%s, timestamps %s, %s matvec math, priority %s",
+    char gemm[160];
+    vkl_vk_gemm_describe(dev, gemm, sizeof(gemm));
+    vkl_log(ctx, VKL_LOG_INFO,
+            "vulkan: %s (%s)%s, subgroup %u%s, timestamps %s, %s matvec math, GEMM %s, priority %s",
             dev->caps.device_name, dev->caps.driver, dev->external ? ", the app's device" : "", dev->subgroup_size,
             dev->subgroup_arith ? " with arithmetic" : "", dev->timestamp_bits ? "on" : "off",
-            dev->f16_math ? "f16" : "f32", dev->priority);
+            dev->f16_math ? "f16" : "f32", gemm, dev->priority);
     *out = dev;
     return VKL_OK;
 }

@@ -434,6 +434,21 @@ static void test_gemm(vkl_context *ctx, rng *r, bool f16_ok) {
         printf("  worst relative L2 error %.2e (bound %g)\n", e, bound);
     }
     for (size_t k = 0; k < 4; k++) unsetenv(knobs[k]);
+    /* Bad tiles fail open, naming the option: out of range, and more shared
+     * memory than the device has (16 x 16 outputs of 16 x 16 invocations:
+     * 66 KB in f32). */
+    static const char *const bad[][3] = {{"17", "4", "gemm_tile_m = 17"}, {"16", "16", "shared memory"}};
+    for (size_t i = 0; i < VKL_ARRAY_LEN(bad); i++) {
+        setenv("VKL_VK_GEMM_TM", bad[i][0], 1);
+        setenv("VKL_VK_GEMM_TN", bad[i][1], 1);
+        setenv("VKL_VK_MATH", "f32", 1);
+        vkl_backend_device *dev = NULL;
+        CHECK_ERR(ctx, test_open_env(ctx, vk, 0, false, &dev), VKL_ERR_INVALID_ARGUMENT, bad[i][2]);
+        if (dev) vk->close(dev);
+    }
+    unsetenv("VKL_VK_GEMM_TM");
+    unsetenv("VKL_VK_GEMM_TN");
+    unsetenv("VKL_VK_MATH");
 }
 
 /* ---- (b'') the compute peaks vkbench prints beside the GEMM ------------------------------------------ */
