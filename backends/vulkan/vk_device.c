@@ -506,8 +506,8 @@ static vkl_status own_device_create(vkl_backend_device *dev, const vkl_vulkan_op
                                  .queueFamilyIndex = dev->queue_family,
                                  .queueCount = 1,
                                  .pQueuePriorities = &level};
-    /* Features the kernels use: shaderFloat16 for the fp16 matvecs only
-     * (they keep f16 in registers and shared memory: no 16-bit storage);
+    /* Features the kernels use: shaderFloat16 for the fp16 matvecs and
+     * GEMMs (f16 kept in registers and shared memory: no 16-bit storage);
      * shaderFloat64 where the device has it, for f64 tensors. */
     VkPhysicalDeviceShaderFloat16Int8Features f16 = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES, .shaderFloat16 = VK_TRUE};

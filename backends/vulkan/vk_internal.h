@@ -198,7 +198,8 @@ struct vkl_backend_device {
     uint32_t qmv_wg, qmv_rows, qmv_stage, qmv_unroll, qmv_e0m4_f32, qmv_f16_center;
     /* the matvecs' arithmetic: the _f16 shader variants (fp16 products and
      * sums within each 16-byte step) or f32; decided once, at open, by
-     * vk_device.c's choose_math (shaderFloat16 is enabled iff true) */
+     * vk_device.c's choose_math (shaderFloat16 is enabled iff true or
+     * gemm_coopmat) */
     bool f16_math;
     /* the quantized GEMM (prefill; vk_gemm_tuning.c, at open): QuantMatMul
      * with at least qmm_min_rows rows of A runs it. Tiled build: qmm_wx x

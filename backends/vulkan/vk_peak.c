@@ -1,8 +1,9 @@
 /* The device's arithmetic peaks, vkbench's compute roofline beside the copy
  * bandwidth (vk_measure.c): register-only shaders timed on the device, the
  * best median over batches run for RUN_SECONDS. f32 fused multiply-adds
- * (peak_fma), fp16 ones (peak_fma_f16) where this device runs fp16 math
- * (shaderFloat16 is enabled at open only then), and fp16 x fp16 -> f32
+ * (peak_fma), fp16 ones (peak_fma_f16) where this device runs fp16 math or
+ * the cooperative-matrix GEMM (shaderFloat16 is enabled at open only
+ * then), and fp16 x fp16 -> f32
  * cooperative-matrix products (peak_coopmat) where the GEMM uses them, in
  * the GEMM's fragment shape. Sized by device type so a CPU device
  * (lavapipe) finishes in a fraction of a second. */
@@ -56,12 +57,12 @@ vkl_status vkl_vk_compute_peaks(vkl_backend_device *dev, vkl_compute_peaks *out)
     /* enough workgroups to fill a large GPU several times over */
     peak_run fma = {"peak_fma", {wg}, 1, cpu ? 8 : 4096, wg, 64ull * wg};
     vkl_status st = measure(dev, &fma, &out->f32);
-    if (!st && dev->f16_math) {
+    if (!st && (dev->f16_math || dev->gemm_coopmat)) { /* shaderFloat16 enabled */
         fma.shader = "peak_fma_f16";
         st = measure(dev, &fma, &out->f16);
     } else if (!st) {
         snprintf(out->f16_why, sizeof(out->f16_why), "%s",
-                 (dev->caps.features & VKL_FEATURE_FP16) ? "fp16 math is off (VKL_VK_MATH=f16 turns it on)"
+                 (dev->caps.features & VKL_FEATURE_FP16) ? "fp16 arithmetic off (VKL_VK_MATH=f16 turns it on)"
                                                           : "no fp16 arithmetic");
     }
     if (!st && dev->gemm_coopmat) {

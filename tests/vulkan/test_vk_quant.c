@@ -453,7 +453,8 @@ static void test_gemm(vkl_context *ctx, rng *r, bool f16_ok) {
 
 /* ---- (b'') the compute peaks vkbench prints beside the GEMM ------------------------------------------ */
 
-/* f32 always (> 0, finite); fp16 exactly when the device runs fp16 math;
+/* f32 always (> 0, finite); fp16 exactly when the device runs fp16 math or
+ * the cooperative-matrix GEMM (shaderFloat16 enabled);
  * the cooperative-matrix peak exactly when the GEMM runs on the matrix
  * units, and a reason wherever one is not measured. */
 static void test_peaks(vkl_context *ctx, bool f16) {
@@ -469,9 +470,9 @@ static void test_peaks(vkl_context *ctx, bool f16) {
         vkl_vk_gemm_describe(dev, build, sizeof(build));
         CHECK_OK(ctx, vk->compute_peaks(dev, ctx, &p));
         CHECKF(p.f32 > 0 && isfinite(p.f32), "f32 peak %g", p.f32);
-        CHECKF(f16 ? p.f16 > 0 && isfinite(p.f16) : p.f16 == 0 && p.f16_why[0], "fp16 peak %g (%s)", p.f16,
-               p.f16_why);
         const bool cm = strstr(build, "cooperative") != NULL;
+        CHECKF(f16 || cm ? p.f16 > 0 && isfinite(p.f16) : p.f16 == 0 && p.f16_why[0], "fp16 peak %g (%s)", p.f16,
+               p.f16_why);
         CHECKF(cm ? p.coopmat > 0 && p.coopmat_shape[0] : p.coopmat == 0 && p.coopmat_why[0],
                "coopmat peak %g (%s) with the GEMM %s", p.coopmat, p.coopmat_why, build);
         printf(" peaks (%s math): f32 %.3g, fp16 %.3g (%s), coopmat %.3g (%s) GFLOP/s\n", f16 ? "f16" : "f32",
