@@ -105,8 +105,12 @@ vkl_status vkl_vk_gemm_tuning(vkl_backend_device *dev, const vkl_vulkan_options 
     if (vkl_vk_gemm_shared_bytes(dev, false) > lim->maxComputeSharedMemorySize) dev->qmm_tm = dev->qmm_tn = 2;
     /* From 16 rows of A the GEMM reads W once per 64 rows where the matvec
      * reads it once per row; below, the matvec's one row per workgroup
-     * wastes nothing of a 64-row tile. A guess to measure per device. */
-    dev->qmm_min_rows = 16;
+     * wastes nothing of a 64-row tile. A guess to measure per device. A CPU
+     * device (lavapipe) has no bandwidth to save and pays for every barrier
+     * and shared-memory access: M = 64, K = N = 1024 took 784-1149 ms in the
+     * GEMM against 496-583 ms in the matvec (2 busy cores), so it keeps the
+     * matvec unless asked (ctest ops.vulkan.gemm and test_vk_quant ask). */
+    dev->qmm_min_rows = dev->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ? UINT32_MAX : 16;
     vkl_status st = option_range(ctx, "gemm_min_rows", o->gemm_min_rows, 1, UINT32_MAX, &dev->qmm_min_rows);
     if (!st) st = option_range(ctx, "gemm_tile_m", o->gemm_tile_m, 1, 16, &dev->qmm_tm);
     if (!st) st = option_range(ctx, "gemm_tile_n", o->gemm_tile_n, 1, 16, &dev->qmm_tn);
@@ -146,7 +150,9 @@ void vkl_vk_gemm_describe(const vkl_backend_device *dev, char *buf, size_t cap) 
         buf[0] = 0;
         return;
     }
-    if (dev->gemm_coopmat)
+    if (dev->qmm_min_rows == UINT32_MAX)
+        snprintf(buf, cap, "off (the matvec for every M; VKL_VK_GEMM_MIN_ROWS turns it on)");
+    else if (dev->gemm_coopmat)
         snprintf(buf, cap, "cooperative matrix (NV) %ux%ux%u fp16 -> f32, %ux%u tiles, from %u rows", dev->cm_m,
                  dev->cm_n, dev->cm_k, dev->cm_sg_m * dev->cm_fm * dev->cm_m, dev->cm_sg_n * dev->cm_fn * dev->cm_n,
                  dev->qmm_min_rows);
