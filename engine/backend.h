@@ -153,6 +153,16 @@ typedef struct vkl_nonfinite {
     double value;    /* NaN, +inf or -inf */
 } vkl_nonfinite;
 
+/* Arithmetic peaks in FLOP/s (a fused multiply-add counts 2); 0 where not
+ * measured, with the reason in the matching *_why. */
+typedef struct vkl_compute_peaks {
+    double f32;          /* f32 fused multiply-adds */
+    double f16;          /* fp16 fused multiply-adds */
+    double coopmat;      /* fp16 x fp16 -> f32 matrix units (cooperative matrix) */
+    char f16_why[96], coopmat_why[96];
+    char coopmat_shape[32]; /* "16x16x16" where measured */
+} vkl_compute_peaks;
+
 typedef struct vkl_backend_vtable {
     const char *name; /* "ref", "vulkan", ... */
 
@@ -226,6 +236,10 @@ typedef struct vkl_backend_vtable {
      * names the instructions (static text). The compute roof vkbench sets
      * a prefill against. */
     vkl_status (*int8_peak)(vkl_backend_device *dev, vkl_context *ctx, double *ops_per_second, const char **sequence);
+    /* Optional (NULL when unsupported): the device's arithmetic peaks as
+     * register-only kernels reach them, timed on the device: the compute
+     * roofline vkbench holds compute-bound kernels (prefill GEMMs) to. */
+    vkl_status (*compute_peaks)(vkl_backend_device *dev, vkl_context *ctx, vkl_compute_peaks *out);
 } vkl_backend_vtable;
 
 /* backends/registry.c defines these: the compiled-in backends. */

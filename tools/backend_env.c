@@ -147,6 +147,9 @@ static vkl_status env_vulkan(vkl_context *ctx, vkl_vulkan_options *o) {
     if (!st) st = env_uint(ctx, "VKL_VK_QMV_UNROLL", 1, 1u << 16, &o->matvec_unroll);
     if (!st) st = env_flag(ctx, "VKL_VK_E0M4_F32", &o->matvec_e0m4_f32);
     if (!st) st = env_flag(ctx, "VKL_VK_F16_CENTER", &o->matvec_f16_center);
+    if (!st) st = env_uint(ctx, "VKL_VK_GEMM_MIN_ROWS", 1, UINT32_MAX, &o->gemm_min_rows);
+    if (!st) st = env_uint(ctx, "VKL_VK_GEMM_TM", 1, 1u << 16, &o->gemm_tile_m);
+    if (!st) st = env_uint(ctx, "VKL_VK_GEMM_TN", 1, 1u << 16, &o->gemm_tile_n);
     if (!st) st = env_uint(ctx, "VKL_VK_ATTN_SPLITS", 0, 1u << 16, &o->attention_splits);
     if (!st) st = env_uint(ctx, "VKL_VK_ATTN_TARGET", 1, 1u << 16, &o->attention_target);
     if (!st) st = env_bytes(ctx, "VKL_VK_MAX_BINDING_BYTES", &o->max_binding_bytes);

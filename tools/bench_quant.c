@@ -30,7 +30,15 @@
  * (launch gaps and the submit included) over C, on a second device opened
  * without profiling, so that the matvecs, independent of each other, run
  * with no barrier between them as in a decode step; and the bytes the chain
- * must move (packed weights and scales, A, Y) as a share of copy bandwidth. */
+ * must move (packed weights and scales, A, Y) as a share of copy bandwidth.
+ *
+ * Then, per device and arithmetic setting, the device's compute peaks
+ * (register-only FMA kernels in f32 and fp16, and the matrix units'
+ * fp16 -> f32 products where the GEMM uses them: backend compute_peaks)
+ * and the prefill table: A [gemm_rows, K] (default 512) through the same
+ * graph, each GEMM's TFLOP/s beside the peak of the arithmetic it runs on
+ * (bench_gemm says which). */
+
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
@@ -98,14 +106,14 @@ static int cmp_double(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-/* One graph: input A [1, K], copies x (W_i [N, K] weight, Y_i = QuantMatMul(A, W_i)). */
-static vkl_status build_graph(vkl_context *ctx, vkl_dtype dt, int64_t K, int64_t N, size_t copies,
+/* One graph: input A [M, K], copies x (W_i [N, K] weight, Y_i = QuantMatMul(A, W_i)). */
+static vkl_status build_graph(vkl_context *ctx, vkl_dtype dt, int64_t M, int64_t K, int64_t N, size_t copies,
                               const uint8_t *wdata, size_t wbytes, vkl_graph **out) {
     vkl_graph *g = NULL;
     vkl_status st = vkl_graph_create(ctx, &g);
     if (st) return st;
     vkl_shape sa = {.rank = 2}, sw = {.rank = 2};
-    st = vkl_expr_const(g->syms, 1, &sa.dims[0]);
+    st = vkl_expr_const(g->syms, M, &sa.dims[0]);
     if (!st) st = vkl_expr_const(g->syms, K, &sa.dims[1]);
     if (!st) st = vkl_expr_const(g->syms, N, &sw.dims[0]);
     if (!st) st = vkl_expr_const(g->syms, K, &sw.dims[1]);
@@ -174,22 +182,22 @@ static void unload_case(vkl_context *ctx, const vkl_backend_vtable *be, vkl_back
     memset(L, 0, sizeof(*L));
 }
 
-/* Outputs of the copies still non-finite (poisoned, never written). */
-static size_t count_unwritten(const float *y, size_t a_bytes, size_t y_bytes, size_t copies, int64_t N) {
-    size_t n = 0;
+/* Outputs (n a copy) of the copies still non-finite (poisoned, never written). */
+static size_t count_unwritten(const float *y, size_t a_bytes, size_t y_bytes, size_t copies, int64_t n) {
+    size_t bad = 0;
     for (size_t i = 0; i < copies; i++)
-        for (int64_t j = 0; j < N; j++) n += !isfinite(y[(a_bytes + i * y_bytes) / 4 + (size_t)j]);
-    return n;
+        for (int64_t j = 0; j < n; j++) bad += !isfinite(y[(a_bytes + i * y_bytes) / 4 + (size_t)j]);
+    return bad;
 }
 
-/* Times one (shape, format): each node by the device's timestamps on dev
+/* Times one (M, shape, format): each node by the device's timestamps on dev
  * (opened for profiling: a barrier after every dispatch, so each node's
  * time is its own), and the whole chain by the host clock on chain_dev,
  * opened without profiling, where the independent matvecs run with no
  * barrier between them, as a decode step's would (NULL: on dev). */
 static void run_case(vkl_context *ctx, const vkl_backend_vtable *be, vkl_backend_device *dev,
-                     vkl_backend_device *chain_dev, vkl_dtype dt, int64_t K, int64_t N, size_t copies, int reps,
-                     case_result *res) {
+                     vkl_backend_device *chain_dev, vkl_dtype dt, int64_t M, int64_t K, int64_t N, size_t copies,
+                     int reps, case_result *res) {
     const bool timed = be->node_times != NULL;
     size_t wbytes = 0;
     vkl_graph *g = NULL;
@@ -199,19 +207,19 @@ static void run_case(vkl_context *ctx, const vkl_backend_vtable *be, vkl_backend
     float *a = NULL, *y = NULL, *y0 = NULL;
     double *samples = NULL, *chain = NULL, t0;
     size_t n_samples = 0, n_chain = 0;
-    const size_t a_bytes = ((size_t)K * 4 + 255) / 256 * 256, y_bytes = ((size_t)N * 4 + 255) / 256 * 256;
+    const size_t a_bytes = ((size_t)(M * K) * 4 + 255) / 256 * 256, y_bytes = ((size_t)(M * N) * 4 + 255) / 256 * 256;
     const size_t total = a_bytes + copies * y_bytes;
     vkl_binding b = {NULL, 0};
     vkl_status st = vkl_quant_canonical_bytes(ctx, dt, GROUP, N, K, &wbytes);
-    if (!st && (!(wdata = malloc(wbytes * copies)) || !(a = malloc((size_t)K * 4)) || !(y = malloc(total)) ||
+    if (!st && (!(wdata = malloc(wbytes * copies)) || !(a = malloc((size_t)(M * K) * 4)) || !(y = malloc(total)) ||
                 !(y0 = malloc(total)) || !(samples = calloc((size_t)reps * copies + 1, sizeof(double))) ||
                 !(chain = calloc((size_t)reps + 1, sizeof(double)))))
         st = vkl_fail(ctx, VKL_ERR_OUT_OF_MEMORY, "bench: out of host memory");
     if (!st) {
         uint64_t s = 0x243F6A8885A308D3ull ^ (uint64_t)dt << 32 ^ (uint64_t)K ^ (uint64_t)N << 20;
         random_blocks(&s, dt, wbytes / vkl_quant_block_bytes(dt, GROUP) * copies, wdata);
-        for (int64_t k = 0; k < K; k++) a[k] = (float)((double)(next(&s) >> 11) / 9007199254740992.0 * 2.0 - 1.0);
-        st = build_graph(ctx, dt, K, N, copies, wdata, wbytes, &g);
+        for (int64_t k = 0; k < M * K; k++) a[k] = (float)((double)(next(&s) >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+        st = build_graph(ctx, dt, M, K, N, copies, wdata, wbytes, &g);
     }
     if (!st && !(offsets = malloc(g->n_tensors * sizeof(size_t))))
         st = vkl_fail(ctx, VKL_ERR_OUT_OF_MEMORY, "bench: out of host memory");
@@ -220,7 +228,7 @@ static void run_case(vkl_context *ctx, const vkl_backend_vtable *be, vkl_backend
         offsets[g->inputs[0]] = 0;
         for (uint32_t i = 0; i < g->n_outputs; i++) offsets[g->outputs[i]] = a_bytes + i * y_bytes;
         memset(y0, 0xFF, total); /* NaN everywhere, then A over its part */
-        memcpy(y0, a, (size_t)K * 4);
+        memcpy(y0, a, (size_t)(M * K) * 4);
     }
     if (!st) st = load_case(ctx, be, dev, g, offsets, y0, total, &b, &L);
     for (int r = 0; !st && r < reps; r++) {
@@ -237,7 +245,7 @@ static void run_case(vkl_context *ctx, const vkl_backend_vtable *be, vkl_backend
         }
     }
     if (!st) st = be->buffer_read(dev, ctx, L.arena, 0, y, total);
-    res->unwritten = st ? 0 : count_unwritten(y, a_bytes, y_bytes, copies, N);
+    res->unwritten = st ? 0 : count_unwritten(y, a_bytes, y_bytes, copies, M * N);
     unload_case(ctx, be, dev, &L);
     if (!st && chain_dev) {
         st = load_case(ctx, be, chain_dev, g, offsets, y0, total, &b, &C);
@@ -248,7 +256,7 @@ static void run_case(vkl_context *ctx, const vkl_backend_vtable *be, vkl_backend
             if (!st) chain[n_chain++] = (vkl_bench_now() - t0) * 1e3 / (double)copies;
         }
         if (!st) st = be->buffer_read(chain_dev, ctx, C.arena, 0, y, total);
-        if (!st) res->unwritten += count_unwritten(y, a_bytes, y_bytes, copies, N);
+        if (!st) res->unwritten += count_unwritten(y, a_bytes, y_bytes, copies, M * N);
         unload_case(ctx, be, chain_dev, &C);
     }
     res->st = st;
@@ -278,6 +286,72 @@ static void print_header(const vkl_bench_quant_options *o) {
            GROUP, o->reps, o->rotate_bytes >> 20, HOST_COPIES, HOST_REPS);
     printf("%-8s %-28s %6s %6s %-6s %-4s %11s %12s %10s %8s %8s %7s %9s %8s\n", "backend", "device", "K", "N", "format",
            "math", "latency ms", "weight GB/s", "copy GB/s", "of copy", "vs int4", "vs f32", "chain ms", "of copy");
+}
+
+/* The device's compute peaks (FLOP/s; 0 when not measured), printed. */
+static vkl_compute_peaks measure_peaks(vkl_context *ctx, const vkl_backend_vtable *be, vkl_backend_device *dev,
+                                       const vkl_backend_caps *caps, const char *math) {
+    vkl_compute_peaks p;
+    memset(&p, 0, sizeof(p));
+    if (!be->compute_peaks) return p;
+    if (be->compute_peaks(dev, ctx, &p)) {
+        fprintf(stderr, "vkbench: %s compute peaks: %s\n", be->name, vkl_context_error(ctx));
+        memset(&p, 0, sizeof(p));
+        return p;
+    }
+    printf("%-8s %-28.28s %-4s compute peaks: f32 FMA %.3f TFLOP/s; fp16 FMA ", be->name, caps->device_name, math,
+           p.f32 / 1e12);
+    if (p.f16 > 0) printf("%.3f TFLOP/s", p.f16 / 1e12);
+    else printf("not measured (%s)", p.f16_why);
+    if (p.coopmat > 0) printf("; cooperative matrix %s fp16 -> f32 %.3f TFLOP/s\n", p.coopmat_shape, p.coopmat / 1e12);
+    else printf("; cooperative matrix not measured (%s)\n", p.coopmat_why);
+    return p;
+}
+
+/* The prefill table: A [gemm_rows, K] on the same shapes and formats, the
+ * GEMM's TFLOP/s beside the peak of the arithmetic it runs on (the
+ * cooperative-matrix peak where one was measured: the GEMM runs on the
+ * matrix units exactly when the backend measures them; else this setting's
+ * fp16 or f32 FMA peak). 4 weight copies: at this M a GEMM is compute-bound
+ * and rereads each weight from cache, so rotating them through memory
+ * changes little. Device-timed backends only. */
+static int bench_gemm(vkl_context *ctx, const vkl_backend_vtable *be, vkl_backend_device *dev,
+                      const vkl_backend_caps *caps, const vkl_bench_quant_options *o, const char *math) {
+    const vkl_compute_peaks p = measure_peaks(ctx, be, dev, caps, math);
+    const bool f16 = !strcmp(math, "f16");
+    const double peak = p.coopmat > 0 ? p.coopmat : f16 ? p.f16 : p.f32;
+    const char *kind = p.coopmat > 0 ? "coopmat" : f16 ? "fp16 FMA" : "f32 FMA";
+    const int64_t M = (int64_t)o->gemm_rows;
+    printf("%-8s %-28s %6s %6s %6s %-6s %-4s %11s %9s %9s %-8s %8s %8s\n", "backend", "device", "M", "K", "N",
+           "format", "math", "latency ms", "TFLOP/s", "peak", "(kind)", "of peak", "vs int4");
+    int failed = 0;
+    for (size_t si = 0; si < N_SHAPES; si++) {
+        const int64_t K = shapes[si][0], N = shapes[si][1];
+        case_result res[N_FMT];
+        for (int f = 0; f < N_FMT; f++) {
+            memset(&res[f], 0, sizeof(res[f]));
+            run_case(ctx, be, dev, NULL, formats[f].dtype, M, K, N, 4, o->reps, &res[f]);
+        }
+        const double int4_ms = res[0].st || res[0].unwritten ? 0 : res[0].ms;
+        for (int f = 0; f < N_FMT; f++) {
+            printf("%-8s %-28.28s %6lld %6lld %6lld %-6s %-4s ", be->name, caps->device_name, (long long)M,
+                   (long long)K, (long long)N, formats[f].name, math);
+            if (res[f].st || res[f].unwritten || res[f].ms <= 0) {
+                if (res[f].st) printf("failed: %s\n", res[f].error);
+                else printf("failed: %zu outputs not written\n", res[f].unwritten);
+                failed = 1;
+                continue;
+            }
+            const double flops = 2.0 * (double)M * (double)N * (double)K / (res[f].ms * 1e-3);
+            printf("%11.4f %9.3f ", res[f].ms, flops / 1e12);
+            if (peak > 0) printf("%9.3f %-8s %7.1f%% ", peak / 1e12, kind, 100.0 * flops / peak);
+            else printf("%9s %-8s %8s ", "-", "", "-");
+            if (int4_ms > 0) printf("%8.2f\n", int4_ms / res[f].ms);
+            else printf("%8s\n", "-");
+            fflush(stdout);
+        }
+    }
+    return failed;
 }
 
 /* Every shape and format on one open device, in one arithmetic setting
@@ -313,7 +387,7 @@ static int bench_device(vkl_context *ctx, const vkl_backend_vtable *be, vkl_back
                 if (copies < MIN_CHAIN) copies = MIN_CHAIN;
                 reps = o->reps;
             }
-            run_case(ctx, be, dev, chain_dev, formats[f].dtype, K, N, copies, reps, &res[f]);
+            run_case(ctx, be, dev, chain_dev, formats[f].dtype, 1, K, N, copies, reps, &res[f]);
         }
         const double int4_ms = res[0].st || res[0].unwritten ? 0 : res[0].ms;
         for (int f = 0; f < N_FMT; f++) {
@@ -349,6 +423,7 @@ static int bench_device(vkl_context *ctx, const vkl_backend_vtable *be, vkl_back
             fflush(stdout);
         }
     }
+    if (o->gemm_rows && timed) failed |= bench_gemm(ctx, be, dev, caps, o, math);
     return failed;
 }
 

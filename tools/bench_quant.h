@@ -11,6 +11,7 @@ typedef struct vkl_bench_quant_options {
     const char *backend;  /* NULL: every compiled-in backend */
     int reps;             /* timed executes per case (each times every weight copy) */
     size_t rotate_bytes;  /* weight copies per case total at least this (past the GPU's L2) */
+    size_t gemm_rows;     /* M of the prefill GEMM table; 0: no GEMM table */
 } vkl_bench_quant_options;
 
 /* Prints the table; returns the process exit status. */

@@ -75,6 +75,7 @@ static int probe(vkl_context *ctx) {
 #define TOKENS_MAX 1048576
 #define REPS_MAX 1000000
 #define ROTATE_MB_MAX (1u << 20)
+#define GEMM_ROWS_MAX 65536
 
 static int usage(FILE *f) {
     fprintf(f,
@@ -83,7 +84,7 @@ static int usage(FILE *f) {
             "               [--no-verify]\n"
             "               [--profile [--svg FILE]] [--json FILE]\n"
             "       vkbench --prefill N MODEL.vkm [--backend NAME] [--no-verify] [--profile [--svg FILE]] [--json FILE]\n"
-            "       vkbench --quant [--backend NAME] [--reps N] [--rotate-mb MB]\n"
+            "       vkbench --quant [--backend NAME] [--reps N] [--rotate-mb MB] [--gemm-rows M]\n"
             "       vkbench --version\n"
             "  --probe          what each backend reports\n"
             "  --decode MODEL   greedy decode; the step time beside the memory-bound limit\n"
@@ -101,15 +102,16 @@ static int usage(FILE *f) {
             "  --quant          E0M4 / int4 / int8 QuantMatMul on the paper's Table 1 shapes\n"
             "  --reps N         timed executes per case, 1 to %d (default 20)\n"
             "  --rotate-mb MB   weight copies per case total at least MB MiB, 0 to %u (default 256)\n"
+            "  --gemm-rows M    rows of A of the prefill GEMM figures, 0 (none) to %d (default 512)\n"
             "  --backend NAME   one backend (default: every compiled-in one for --quant, the first\n"
             "                   that works for --decode)\n",
-            TOKENS_MAX, TOKENS_MAX, TOKENS_MAX, REPS_MAX, ROTATE_MB_MAX);
+            TOKENS_MAX, TOKENS_MAX, TOKENS_MAX, REPS_MAX, ROTATE_MB_MAX, GEMM_ROWS_MAX);
     return f == stdout ? 0 : VKL_EXIT_USAGE;
 }
 
 int main(int argc, char **argv) {
     const char *model = NULL, *backend = NULL, *positional = NULL, *json = NULL, *svg = NULL;
-    size_t tokens = 2000, window = 250, rotate_mb = 256, prefill = 0, threads = 0;
+    size_t tokens = 2000, window = 250, rotate_mb = 256, prefill = 0, threads = 0, gemm_rows = 512;
     int32_t reps = 20;
     int do_probe = 0, do_quant = 0, no_verify = 0, profile = 0;
     for (int i = 1; i < argc; i++) {
@@ -142,7 +144,7 @@ int main(int argc, char **argv) {
         }
         if (strcmp(a, "--reps") && strcmp(a, "--rotate-mb") && strcmp(a, "--decode") && strcmp(a, "--tokens") &&
             strcmp(a, "--window") && strcmp(a, "--backend") && strcmp(a, "--prefill") && strcmp(a, "--json") &&
-            strcmp(a, "--svg") && strcmp(a, "--threads"))
+            strcmp(a, "--svg") && strcmp(a, "--threads") && strcmp(a, "--gemm-rows"))
             return vkl_cli_usage_error(PROG, "unexpected argument '%s'", a);
         if (!(v = vkl_cli_value(PROG, argc, argv, &i))) return VKL_EXIT_USAGE;
         if (!strcmp(a, "--reps")) rc = vkl_cli_i32(PROG, a, v, 1, REPS_MAX, &reps);
@@ -152,6 +154,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--window")) rc = vkl_cli_size(PROG, a, v, 1, TOKENS_MAX, &window);
         else if (!strcmp(a, "--prefill")) rc = vkl_cli_size(PROG, a, v, 1, TOKENS_MAX, &prefill);
         else if (!strcmp(a, "--threads")) rc = vkl_cli_size(PROG, a, v, 1, 1024, &threads);
+        else if (!strcmp(a, "--gemm-rows")) rc = vkl_cli_size(PROG, a, v, 0, GEMM_ROWS_MAX, &gemm_rows);
         else if (!strcmp(a, "--json")) json = v;
         else if (!strcmp(a, "--svg")) svg = v;
         else backend = v;
@@ -182,7 +185,7 @@ int main(int argc, char **argv) {
             vkl_context_destroy(ctx);
             return rc;
         }
-    vkl_bench_quant_options qo = {backend, reps, rotate_mb << 20};
+    vkl_bench_quant_options qo = {backend, reps, rotate_mb << 20, gemm_rows};
     vkl_bench_model_options mo = {model, backend, decode, tokens, window, prefill, no_verify, profile, json, svg,
                                   (unsigned)threads};
     int rc = do_probe ? probe(ctx) : do_quant ? vkl_bench_quant(ctx, &qo) : vkl_bench_model(ctx, &mo);

@@ -80,10 +80,13 @@ static vkl_status vk_open(vkl_context *ctx, const vkl_backend_options *opt, vkl_
         vk_close(dev);
         return st;
     }
-    vkl_log(ctx, VKL_LOG_INFO, "vulkan: %s (%s)%s, subgroup %u%s, timestamps %s, %s matvec math, priority %s",
+    char gemm[160];
+    vkl_vk_gemm_describe(dev, gemm, sizeof(gemm));
+    vkl_log(ctx, VKL_LOG_INFO,
+            "vulkan: %s (%s)%s, subgroup %u%s, timestamps %s, %s matvec math, GEMM %s, priority %s",
             dev->caps.device_name, dev->caps.driver, dev->external ? ", the app's device" : "", dev->subgroup_size,
             dev->subgroup_arith ? " with arithmetic" : "", dev->timestamp_bits ? "on" : "off",
-            dev->f16_math ? "f16" : "f32", dev->priority);
+            dev->f16_math ? "f16" : "f32", gemm, dev->priority);
     vkl_log(ctx, VKL_LOG_INFO, "vulkan: bindings of at most %llu bytes (%s), allocations of %llu; memory budget from %s",
             (unsigned long long)dev->bind_limit, vkl_vk_bind_limit_name(dev), (unsigned long long)dev->alloc_limit,
             dev->has_memory_budget ? "VK_EXT_memory_budget" : "the heap's size");
@@ -736,6 +739,12 @@ static vkl_status vk_copy_bandwidth(vkl_backend_device *dev, vkl_context *ctx, s
     return vkl_vk_leave(dev, vkl_vk_validation_status(dev, st, "copy_bandwidth"));
 }
 
+static vkl_status vk_compute_peaks(vkl_backend_device *dev, vkl_context *ctx, vkl_compute_peaks *out) {
+    vkl_vk_enter(dev, ctx);
+    vkl_status st = vkl_vk_compute_peaks(dev, out);
+    return vkl_vk_leave(dev, vkl_vk_validation_status(dev, st, "compute_peaks"));
+}
+
 uint32_t vkl_vk_validation_messages(const vkl_backend_device *dev) {
     if (!dev || !dev->msgs) return 0;
     pthread_mutex_lock(&dev->msgs->lock);
@@ -775,4 +784,5 @@ const vkl_backend_vtable vkl_backend_vulkan = {
     .node_times = vk_node_times,
     .state_traffic = NULL,
     .copy_bandwidth = vk_copy_bandwidth,
+    .compute_peaks = vk_compute_peaks,
 };

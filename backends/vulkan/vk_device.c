@@ -267,8 +267,9 @@ static void app_features(const vkl_vulkan_external *x, bool *f16, bool *f64) {
 
 /* Everything vkl_backend_caps reports, and what the kernels may use. The
  * features are the device's (on an app's device: what the app enabled); of
- * fp16, integer dot and cooperative matrix the kernels use fp16 only, when
- * choose_math says so (docs/vulkan.md). */
+ * fp16, integer dot and cooperative matrix the kernels use fp16 when
+ * choose_math says so and NVIDIA's cooperative matrix for the prefill GEMM
+ * (vk_gemm_tuning.c; docs/vulkan.md). */
 static vkl_status describe(vkl_backend_device *dev, const vkl_backend_options *opt, const vkl_vulkan_options *o) {
     vkl_context *ctx = dev->ctx;
     vkl_backend_caps *c = &dev->caps;
@@ -317,6 +318,7 @@ static vkl_status describe(vkl_backend_device *dev, const vkl_backend_options *o
     if (dev->has_f16) f |= VKL_FEATURE_FP16;
     if (EXT("VK_KHR_shader_integer_dot_product")) f |= VKL_FEATURE_INT8_DOT;
     if (EXT("VK_KHR_cooperative_matrix") || EXT("VK_NV_cooperative_matrix")) f |= VKL_FEATURE_COOPMAT;
+    vkl_vk_coopmat_probe(dev, EXT("VK_NV_cooperative_matrix"));
     /* a priority vkllm can ask for: only on its own device */
     dev->has_khr_priority = !dev->external && has_extension(ext, n_ext, "VK_KHR_global_priority");
     dev->has_ext_priority = !dev->external && has_extension(ext, n_ext, "VK_EXT_global_priority");
@@ -511,18 +513,30 @@ static vkl_status own_device_create(vkl_backend_device *dev, const vkl_vulkan_op
                                  .queueFamilyIndex = dev->queue_family,
                                  .queueCount = 1,
                                  .pQueuePriorities = &level};
-    /* Features the kernels use: shaderFloat16 for the fp16 matvecs only
-     * (they keep f16 in registers and shared memory: no 16-bit storage);
+    /* Features the kernels use: shaderFloat16 for the fp16 matvecs and
+     * GEMMs (f16 kept in registers and shared memory: no 16-bit storage);
      * shaderFloat64 where the device has it, for f64 tensors. */
     VkPhysicalDeviceShaderFloat16Int8Features f16 = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES, .shaderFloat16 = VK_TRUE};
-    VkPhysicalDeviceFeatures core = {.shaderFloat64 = dev->has_f64};
-    const char *exts[2];
+    /* The cooperative-matrix GEMM: the NV extension and feature, fp16, and
+     * the Vulkan memory model (glslang declares it for every NV coopmat
+     * shader) with its device scope (which the other kernels' atomics then
+     * need: vk_gemm_tuning.c). */
+    VkPhysicalDeviceVulkanMemoryModelFeatures mm = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES,
+                                                    .vulkanMemoryModel = VK_TRUE,
+                                                    .vulkanMemoryModelDeviceScope = VK_TRUE};
+    VkPhysicalDeviceCooperativeMatrixFeaturesNV cm = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV, .pNext = &mm,
+        .cooperativeMatrix = VK_TRUE};
+    if (dev->gemm_coopmat) f16.pNext = &cm;
+    const char *exts[3];
     uint32_t n_ext = 0;
-    if (ask) exts[n_ext++] = ext;
+    if (ask) exts[n_ext++] = ext; /* first: a refused priority drops it alone */
+    if (dev->gemm_coopmat) exts[n_ext++] = "VK_NV_cooperative_matrix";
     if (dev->has_memory_budget) exts[n_ext++] = "VK_EXT_memory_budget";
+    VkPhysicalDeviceFeatures core = {.shaderFloat64 = dev->has_f64};
     VkDeviceCreateInfo info = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
-                               .pNext = dev->f16_math ? &f16 : NULL,
+                               .pNext = dev->f16_math || dev->gemm_coopmat ? &f16 : NULL,
                                .queueCreateInfoCount = 1,
                                .pQueueCreateInfos = &q,
                                .enabledExtensionCount = n_ext,
@@ -569,6 +583,7 @@ vkl_status vkl_vk_device_create(vkl_context *ctx, const vkl_backend_options *opt
     if (!st) st = tuning(dev, o);
     if (!st) st = choose_math(dev, o);
     if (!st) st = vkl_vk_limits_init(dev, o);
+    if (!st) st = vkl_vk_gemm_tuning(dev, o);
     if (st) return st;
     if (dev->external) {
         dev->device = dev->external->device;

@@ -11,7 +11,8 @@
  *   vk_weights.c       weights_load: every weight repacked into device memory, in row pieces where a limit needs
  *   vk_limits.c        binding and allocation limits (and their testing knob), sub-range bindings, memory budget
  *   vk_ops.c           op -> recorder table; node views for recorders
- *   vk_quant_matmul.c  QuantMatMul's recorder (matvec shaders)
+ *   vk_quant_matmul.c  QuantMatMul's recorder (matvec for decode, GEMM for prefill)
+ *   vk_gemm_tuning.c   the GEMM's kernel choice at open: coopmat shape, tiles, threshold
  *   vk_copy.c          grids, strided-view and plain copies shared by the movement recorders
  *   vk_movement.c      Transpose, Expand, Tile, Slice, Trilu
  *   vk_reshape.c       Reshape, Squeeze, Unsqueeze, Flatten
@@ -22,6 +23,7 @@
  *   vk_kv_append.c     KvAppend's recorder (the in-place KV cache write)
  *   vk_dequant.c       GPU dequantization (the bit-exactness test's entry)
  *   vk_measure.c       device copy bandwidth (vkbench's roofline)
+ *   vk_peak.c          fp32 / fp16 / cooperative-matrix FMA peaks (vkbench's compute limits)
  *   vk_result.c        VkResult -> vkl_status with the call's name
  *
  * Device-level functions go through each device's own VolkDeviceTable and
@@ -199,8 +201,19 @@ struct vkl_backend_device {
     uint32_t qmv_wg, qmv_rows, qmv_stage, qmv_unroll, qmv_e0m4_f32, qmv_f16_center;
     /* the matvecs' arithmetic: the _f16 shader variants (fp16 products and
      * sums within each 16-byte step) or f32; decided once, at open, by
-     * vk_device.c's choose_math (shaderFloat16 is enabled iff true) */
+     * vk_device.c's choose_math (shaderFloat16 is enabled iff true or
+     * gemm_coopmat) */
     bool f16_math;
+    /* the quantized GEMM (prefill; vk_gemm_tuning.c, at open): QuantMatMul
+     * with at least qmm_min_rows rows of A runs it. Tiled build: qmm_wx x
+     * qmm_wy invocations of qmm_tm x qmm_tn outputs. Cooperative-matrix
+     * build (gemm_coopmat: has_coopmat_nv and neither coopmat nor fp16
+     * masked): cm_wg invocations in cm_sg_m x cm_sg_n subgroups of cm_fm x
+     * cm_fn fragments of cm_m x cm_n x cm_k (the device's fp16 shape). */
+    uint32_t qmm_wx, qmm_wy, qmm_tm, qmm_tn, qmm_min_rows;
+    bool has_coopmat_nv;            /* VK_NV_cooperative_matrix usable (feature, memory model, fp16, a shape) */
+    bool gemm_coopmat;
+    uint32_t cm_m, cm_n, cm_k, cm_wg, cm_sg_m, cm_sg_n, cm_fm, cm_fn;
     vkl_vk_host_work work;          /* counted at each call (vulkan_backend.h) */
     /* Limits (vk_limits.c, at open): the most bytes one descriptor range may
      * span (maxStorageBufferRange, or less by options.max_binding_bytes, a
@@ -256,6 +269,17 @@ vkl_status vkl_vk_validation_status(vkl_backend_device *dev, vkl_status st, cons
  * one everything reports to; leave restores open()'s, unlocks, returns st. */
 void vkl_vk_enter(vkl_backend_device *dev, vkl_context *ctx);
 vkl_status vkl_vk_leave(vkl_backend_device *dev, vkl_status st);
+
+/* ---- the quantized GEMM's choice (vk_gemm_tuning.c) ---------------------------------------------- */
+
+/* describe(): dev->has_coopmat_nv and the fragment shape (cm_m, cm_n,
+ * cm_k), given whether the device (the app: enabled) has the extension. */
+void vkl_vk_coopmat_probe(vkl_backend_device *dev, bool nv_extension);
+/* At open, after the math is chosen: tiles, threshold, coopmat on or off
+ * (options gemm_min_rows, gemm_tile_m, gemm_tile_n; bad values fail). */
+vkl_status vkl_vk_gemm_tuning(vkl_backend_device *dev, const vkl_vulkan_options *o);
+/* Shared memory the tiled (coopmat false) or cooperative-matrix build needs. */
+size_t vkl_vk_gemm_shared_bytes(const vkl_backend_device *dev, bool coopmat);
 
 /* ---- driver quirks (vk_quirks.c) ----------------------------------------------------------------- */
 
@@ -641,6 +665,22 @@ vkl_status vkl_vk_budget_check(vkl_backend_device *dev, uint64_t need, const cha
 
 /* ---- measurement (vk_measure.c) ----------------------------------------------------------------- */
 
+/* One dispatch to time: pipeline, its set, push constants, grid; `first`
+ * (optional) records setup into the first, untimed batch's command buffer. */
+typedef struct vkl_vk_timed {
+    VkPipeline pipe;
+    uint32_t n_bind;
+    VkDescriptorSet set;
+    uint32_t push[VKL_VK_PUSH_BYTES / 4], n_push;
+    uint32_t groups[3];
+    double seconds;       /* keep timing batches for this long (two batches at least) */
+    void (*first)(vkl_backend_device *dev, VkCommandBuffer cmd, void *user);
+    void *user;
+} vkl_vk_timed;
+/* The best (over batches) median (over a batch of 9) of its GPU times. */
+vkl_status vkl_vk_time_dispatch(vkl_backend_device *dev, const vkl_vk_timed *t, double *best_seconds);
 vkl_status vkl_vk_copy_bandwidth(vkl_backend_device *dev, size_t bytes, double *bytes_per_second);
+/* vk_peak.c: the arithmetic peaks (engine/backend.h's vkl_compute_peaks). */
+vkl_status vkl_vk_compute_peaks(vkl_backend_device *dev, vkl_compute_peaks *out);
 
 #endif

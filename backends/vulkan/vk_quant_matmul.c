@@ -1,19 +1,25 @@
 /* QuantMatMul on Vulkan: Y [..., N] = A [..., K] times W [N, K], plus an
- * optional bias. The fast path: f32 A and Y, W of E0M4, int4 or int8 blocks
- * in the GPU packed layout with K and group multiples of the 16-byte step,
- * through the quant_matvec_* shaders: one dispatch, (ceil(N / rows), M)
- * workgroups, tuned for M = 1 (decode); a tiled matmul for prefill is still
- * to come. Everything else the ref kernel takes (f16/bf16/f64 A, any K and
- * group, plain f32/f16/bf16 W such as the f32 down projections a
- * quantizer keeps) goes through vk_linalg.c's general products: matvec.comp
- * (decoding each quantized element on its own) or, for a plain W and
- * M > 1, the tiled matmul.comp.
+ * optional bias. The fast paths: f32 A and Y, W of E0M4, int4 or int8 blocks
+ * in the GPU packed layout with K and group multiples of the 16-byte step.
+ * Fewer than qmm_min_rows rows of A (decode): the quant_matvec_* shaders,
+ * one dispatch of (ceil(N / rows), M) workgroups, each row of A rereading
+ * W. From qmm_min_rows rows (prefill), with K and group multiples of 32:
+ * the quant_gemm_* shaders, W decoded once per 64 x 64 tile of Y, on the
+ * matrix units where vk_gemm_tuning.c chose the cooperative-matrix build
+ * (_cm), else the tiled one (_f16 with the matvecs' fp16 math). Everything
+ * else the ref kernel takes (f16/bf16/f64 A, any K and group, plain
+ * f32/f16/bf16 W such as the f32 down projections a quantizer keeps) goes
+ * through vk_linalg.c's general products: matvec.comp (decoding each
+ * quantized element on its own) or, for a plain W and M > 1, the tiled
+ * matmul.comp.
  *
- * Over the binding limit (docs/vulkan.md, "Limits"), the fast path takes W
- * in row pieces (each a range of Y's columns) and A and Y in ranges of rows:
- * one dispatch per piece and row range, each told where its columns and rows
- * start (quant_matvec.glsl's push constants). The general path takes no
- * pieces and says so. */
+ * Over the binding limit (docs/vulkan.md, "Limits"), the matvec takes W in
+ * row pieces (each a range of Y's columns) and A and Y in ranges of rows:
+ * one dispatch per piece and row range, each told where its columns and
+ * rows start (quant_matvec.glsl's push constants); such a node keeps the
+ * matvec at any M. The GEMM and the general path take no pieces. */
+#include <string.h>
+
 #include "vk_internal.h"
 
 /* The general path: Y = A W^T + bias as a vkl_vk_mm. */
@@ -68,6 +74,61 @@ static int64_t dispatch_rows(const vkl_backend_device *dev, int64_t M, int64_t N
     return m > 0 ? m : 1; /* a row that does not fit fails at its binding, naming it */
 }
 
+/* The GEMM: workgroups of a BM x BN tile of Y, K in steps of 32 codes. */
+static vkl_status record_gemm(const vkl_vk_node *nd, vkl_dtype wt, int64_t M, int64_t N, int64_t K,
+                              vkl_vk_dispatch *d) {
+    const vkl_backend_device *dev = nd->dev;
+    const vkl_vk_tensor *A = &nd->in[0], *W = &nd->in[1], *Y = &nd->out[0];
+    const vkl_vk_tensor *bias = nd->n_in > 2 && nd->in[2].id != VKL_NONE ? &nd->in[2] : NULL;
+    /* [tiled f32, tiled fp16, cooperative matrix]: cmake/shaders.cmake's names */
+    static const char *const e0m4[3] = {"quant_gemm_e0m4", "quant_gemm_e0m4_f16", "quant_gemm_e0m4_cm"};
+    static const char *const int4[3] = {"quant_gemm_int4", "quant_gemm_int4_f16", "quant_gemm_int4_cm"};
+    static const char *const int8[3] = {"quant_gemm_int8", "quant_gemm_int8_f16", "quant_gemm_int8_cm"};
+    const int build = dev->gemm_coopmat ? 2 : dev->f16_math;
+    d->shader = wt == VKL_DTYPE_Q_E0M4 ? e0m4[build] : wt == VKL_DTYPE_Q_INT4 ? int4[build] : int8[build];
+    int64_t bm, bn;
+    if (dev->gemm_coopmat) {
+        const uint32_t spec[8] = {dev->cm_wg, dev->cm_sg_m, dev->cm_sg_n, dev->cm_fm,
+                                  dev->cm_fn, dev->cm_m,   dev->cm_n,   dev->cm_k};
+        memcpy(d->spec, spec, sizeof(spec));
+        d->n_spec = 8;
+        bm = (int64_t)dev->cm_sg_m * dev->cm_fm * dev->cm_m;
+        bn = (int64_t)dev->cm_sg_n * dev->cm_fn * dev->cm_n;
+    } else {
+        d->spec[0] = dev->qmm_wx;
+        d->spec[1] = dev->qmm_wy;
+        d->spec[2] = dev->qmm_tm;
+        d->spec[3] = dev->qmm_tn;
+        d->n_spec = 4;
+        bm = (int64_t)dev->qmm_wy * dev->qmm_tm;
+        bn = (int64_t)dev->qmm_wx * dev->qmm_tn;
+    }
+    const int64_t gx = (N + bn - 1) / bn, gy = (M + bm - 1) / bm;
+    const VkPhysicalDeviceLimits *lim = &dev->props.limits;
+    /* The shaders index in 32 bits. */
+    if (gx > lim->maxComputeWorkGroupCount[0] || gy > lim->maxComputeWorkGroupCount[1] || M * K >= (1ll << 32) ||
+        M * N >= (1ll << 32) || N * K >= (1ll << 32))
+        return vkl_vk_node_unsupported(nd, "M = %lld, N = %lld, K = %lld exceed the GEMM's dispatch or index range",
+                                       (long long)M, (long long)N, (long long)K);
+    const vkl_vk_weight *w = W->weight;
+    d->bind[0] = A->at;
+    d->bind[1] = w->piece[0].qs; /* one piece: the caller checked */
+    d->bind[2] = w->piece[0].params;
+    d->bind[3] = Y->at;
+    d->bind[4] = bias ? bias->at : A->at; /* any buffer: has_bias = 0 never reads it */
+    d->n_bind = 5;
+    d->push[0] = (uint32_t)M;
+    d->push[1] = (uint32_t)N;
+    d->push[2] = (uint32_t)K;
+    d->push[3] = W->group;
+    d->push[4] = bias ? 1u : 0u;
+    d->n_push = 5;
+    d->groups[0] = (uint32_t)gx;
+    d->groups[1] = (uint32_t)gy;
+    d->groups[2] = 1;
+    return VKL_OK;
+}
+
 vkl_status vkl_vk_record_quant_mat_mul(const vkl_vk_node *nd, vkl_vk_dispatch *out, uint32_t *count) {
     const vkl_backend_device *dev = nd->dev;
     const vkl_vk_tensor *A = &nd->in[0], *W = &nd->in[1], *Y = &nd->out[0];
@@ -118,6 +179,12 @@ vkl_status vkl_vk_record_quant_mat_mul(const vkl_vk_node *nd, vkl_vk_dispatch *o
     if (!shader || A->dtype != VKL_DTYPE_F32 || K % chunk || W->group % chunk)
         return record_general(nd, M, K, out, count);
     if (!M || !N) return VKL_OK; /* nothing to compute: no dispatch */
+    if (M >= dev->qmm_min_rows && K % 32 == 0 && W->group % 32 == 0 && W->weight->n_pieces == 1 && !A->pieced &&
+        !Y->pieced && !(bias && bias->pieced)) {
+        vkl_status st = record_gemm(nd, W->dtype, M, N, K, &out[0]);
+        if (!st) *count = 1;
+        return st;
+    }
     const uint32_t rows = dev->qmv_rows;
     const int64_t blocks = (N + rows - 1) / rows;
     const VkPhysicalDeviceLimits *lim = &dev->props.limits;

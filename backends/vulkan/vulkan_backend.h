@@ -30,6 +30,14 @@ uint32_t vkl_vk_validation_messages(const vkl_backend_device *dev);
  * VKL_VK_MATH=f16 (f32 is the default; VKL_VK_MATH=f32 forces it). */
 bool vkl_vk_f16_math(const vkl_backend_device *dev);
 
+/* Which QuantMatMul GEMM (prefill) this device runs, in words, into buf:
+ * "cooperative matrix (NV) 16x16x16 fp16 -> f32, ..." or "tiled f32, ...".
+ * Decided at open (backends/vulkan/vk_gemm_tuning.c): the cooperative-matrix
+ * build where VK_NV_cooperative_matrix is usable, neither coopmat nor fp16
+ * is disabled and VKL_VK_MATH is not f32; else the tiled build in the
+ * matvecs' arithmetic. */
+void vkl_vk_gemm_describe(const vkl_backend_device *dev, char *buf, size_t cap);
+
 /* Host work this device has done since open, counted at each call: the
  * per-step budget a decode step must keep (tests/vulkan/test_vk_model.c:
  * no allocations, recordings, pipelines or descriptor writes; one submit and

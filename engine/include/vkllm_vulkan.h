@@ -132,6 +132,9 @@ typedef struct vkl_vulkan_options {
     uint32_t matvec_unroll;        /* K steps per invocation, 1..4 */
     int matvec_e0m4_f32;           /* -1 (init): by device; 1: E0M4 codes built as f32 (f32 math) */
     int matvec_f16_center;         /* -1 (init): by device; 1: 4-bit codes centered before fp16 products */
+    uint32_t gemm_min_rows;        /* rows of A from which QuantMatMul runs the GEMM, not the matvec */
+    uint32_t gemm_tile_m;          /* tiled GEMM: outputs per invocation along M, 1..16 */
+    uint32_t gemm_tile_n;          /* and along N, 1..16 */
     vkl_vulkan_attention attention;
     uint32_t attention_splits;     /* split-K pieces of a decode step, 0: from the KV length */
     uint32_t attention_target;     /* workgroups a decode step aims at, 0: by device type */

@@ -75,6 +75,7 @@ bad_values int "0 1 1048577" "$vkbench" --decode M.vkm --tokens
 bad_values int "0 1048577" "$vkbench" --decode M.vkm --window
 bad_values int "0 1000001" "$vkbench" --quant --reps
 bad_values int "1048577" "$vkbench" --quant --rotate-mb
+bad_values int "65537" "$vkbench" --quant --gemm-rows
 bad_values int "0 1048577" "$vkbench" --decode M.vkm --prefill
 bad_values int "0 1048577" "$vkbench" M.vkm --prefill
 # --group must also be a multiple of 32

@@ -228,6 +228,17 @@ add("err_bad_e0m4_header", [tensor(rand([2, 64]), "f32"), qtensor("e0m4", 32, ba
 add("err_w_dtype", [tensor(rand([2, 4]), "f32"), {"dtype": "i32", "shape": [3, 4], "data": [1] * 12, "const": True}],
     [{"dtype": "f32", "shape": [2, 3], "data": [0] * 6}], expect_error="VKL_ERR_UNSUPPORTED")
 
+# Prefill shapes (appended last: the cases above keep their random data): rows
+# of A enough for the Vulkan GEMM (from 16 rows; several 64-row tiles at 300)
+# and N that leaves a partial tile, each format. rtol 1e-3: on a device with
+# cooperative matrix the GEMM's operands are fp16 (A rounded once, relative
+# 2^-11), which the f32 default of 1e-4 of max |y| does not allow for.
+GEMM_RTOL = 1e-3
+quant_case("e0m4_gemm_m64", "e0m4", 128, [64, 256], 67, bias=True, rtol=GEMM_RTOL)
+quant_case("e0m4_gemm_m300", "e0m4", 64, [3, 100, 64], 45, rtol=GEMM_RTOL)
+quant_case("int4_gemm_m300", "int4", 32, [300, 64], 37, bias=True, rtol=GEMM_RTOL)
+quant_case("int8_gemm_m64", "int8", 32, [2, 32, 96], 19, rtol=GEMM_RTOL)
+
 cases.write("quant")
 
 # ---------------------------------------------------------------- pieces.json

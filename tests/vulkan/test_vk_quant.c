@@ -23,6 +23,13 @@
  *      and rows) in f32 math, five in fp16 math (both forms); the math asked
  *      for is the math the device runs (vkl_vk_f16_math); VKL_VK_MATH=f16
  *      with VKL_FEATURE_FP16 disabled, and VKL_VK_MATH=f64, fail open;
+ *  (b') the GEMM (prefill; quant_gemm_* shaders) against ref the same way,
+ *      forced from M = 2 (VKL_VK_GEMM_MIN_ROWS=1), M = 2, 17, 64, 300, N
+ *      leaving partial tiles, every format, in f32 math (<= 1e-5), fp16
+ *      math and the default math (the cooperative-matrix build where the
+ *      device has one; fp16 operands: <= 5e-3), other tile shapes, and the
+ *      threshold above M (the matvec); the compute peaks (f32, fp16 with
+ *      fp16 math, cooperative matrix where the GEMM uses it; else a reason);
  *  (c) a node the Vulkan kernels refuse (f64 Relu without f64 arithmetic,
  *      VKL_VK_NO_F64=1) is refused at prepare, naming it.
  * Validation (VKL_VK_VALIDATION=1 unless the environment says 0) is on:
@@ -289,12 +296,8 @@ typedef struct mm_case {
     bool bias;
 } mm_case;
 
-/* Every case under the current knobs; returns the largest relative L2 error
- * of the cases with more than FEW outputs. */
-static double test_matmul(vkl_context *ctx, rng *r, bool f16, bool center) {
-    const double bound_many = !f16 ? F32_BOUND : center ? F16_CENTER_BOUND : F16_FOLD_BOUND;
-    double worst = 0;
-    static const mm_case cases[] = {
+/* The matvec's cases (decode: M = 1, and small M). */
+static const mm_case matvec_cases[] = {
         {{1, 32}, 2, 5, 0, 32, false},        /* N below the rows per workgroup */
         {{1, 128}, 2, 7, 2, 128, false},
         {{1, 4096}, 2, 130, 0, 128, true},    /* N not a multiple of the rows per workgroup */
@@ -307,9 +310,29 @@ static double test_matmul(vkl_context *ctx, rng *r, bool f16, bool center) {
         {{2, 2, 640}, 3, 17, 2, 64, true},    /* rank 3, M = 4 */
         {{1, 2048}, 2, 77, 3, 0, false},      /* int8 per channel (lm_head) */
         {{2, 512}, 2, 5, 3, 32, true},
-    };
+};
+
+/* The GEMM's (prefill): M from one partial tile (2) to several (300), N
+ * leaving partial tiles, K a multiple of the group, every format. */
+static const mm_case gemm_cases[] = {
+    {{2, 256}, 2, 67, 0, 128, true},
+    {{17, 512}, 2, 45, 1, 64, false},
+    {{64, 256}, 2, 70, 2, 32, true},
+    {{300, 128}, 2, 37, 3, 32, false},
+    {{3, 100, 384}, 3, 131, 0, 128, true}, /* rank 3, M = 300 */
+    {{64, 1024}, 2, 64, 2, 128, false},    /* whole tiles */
+    {{17, 256}, 2, 19, 3, 0, true},        /* int8 per channel (group = K) */
+};
+
+/* Every case of the table under the current knobs, each held to bound_many
+ * (FEW_FACTOR times it with at most FEW outputs); returns the largest
+ * relative L2 error of the cases with more than FEW outputs. `math` names
+ * the setting in messages. */
+static double test_matmul(vkl_context *ctx, rng *r, const mm_case *cases, size_t n_cases, bool f16,
+                          double bound_many, const char *math) {
+    double worst = 0;
     const vkl_backend_vtable *vk = vkl_backend_find("vulkan"), *ref = vkl_backend_find("ref");
-    for (size_t ci = 0; ci < VKL_ARRAY_LEN(cases); ci++) {
+    for (size_t ci = 0; ci < n_cases; ci++) {
         const mm_case *c = &cases[ci];
         const fmt *f = &formats[c->fmt];
         const int64_t K = c->a_dims[c->a_rank - 1], N = c->N;
@@ -348,7 +371,7 @@ static double test_matmul(vkl_context *ctx, rng *r, bool f16, bool center) {
             CHECKF(nans == 0 && rel <= bound,
                    "%s math, %s group %u M=%lld K=%lld N=%lld%s: %zu unwritten/non-finite, relative L2 error %.3g "
                    "(bound %g)",
-                   !f16 ? "f32" : center ? "f16 centered" : "f16 fold", f->name, group, (long long)M, (long long)K,
+                   math, f->name, group, (long long)M, (long long)K,
                    (long long)N,
                    c->bias ? " +bias" : "", nans, rel, bound);
             if (!few && !(rel <= worst)) worst = rel;
@@ -365,6 +388,101 @@ static double test_matmul(vkl_context *ctx, rng *r, bool f16, bool center) {
         free(y);
     }
     return worst;
+}
+
+/* ---- (b') the GEMM (prefill) ------------------------------------------------------------------------ */
+
+/* The GEMM from 2 rows (VKL_VK_GEMM_MIN_ROWS=1; by default from 16) in the
+ * device's build and arithmetic settings: f32 math (the tiled f32 build,
+ * held to F32_BOUND: codes and scales exact, sums in f32 in another order),
+ * fp16 math where the device has it, and the default math, which is the
+ * cooperative-matrix build where the device has one (fp16 operands: A
+ * rounded once, products of the exact codes summed in f32 by the matrix
+ * units; the tiled fp16 build adds runs of 4 fp16 products). Both fp16
+ * kinds are held to F16_CENTER_BOUND (worst measured on lavapipe, tiled
+ * fp16: 4.4e-4). Then other tile shapes (VKL_VK_GEMM_TM / _TN: 64 x 48 and
+ * 32 x 32 tiles) in f32 math, and once with the threshold above M, which
+ * must give the matvec's results (same bound). */
+static void test_gemm(vkl_context *ctx, rng *r, bool f16_ok) {
+    static const char *const settings[][4] = {
+        /* VKL_VK_MATH, VKL_VK_GEMM_TM, VKL_VK_GEMM_TN, VKL_VK_GEMM_MIN_ROWS */
+        {"f32", "", "", "1"}, {"f16", "", "", "1"}, {"", "", "", "1"},
+        {"f32", "4", "3", "1"}, {"f32", "2", "2", "1"}, {"f32", "", "", "100000"},
+    };
+    static const char *const knobs[4] = {"VKL_VK_MATH", "VKL_VK_GEMM_TM", "VKL_VK_GEMM_TN", "VKL_VK_GEMM_MIN_ROWS"};
+    const vkl_backend_vtable *vk = vkl_backend_find("vulkan");
+    for (size_t v = 0; v < VKL_ARRAY_LEN(settings); v++) {
+        if (!strcmp(settings[v][0], "f16") && !f16_ok) {
+            printf(" gemm f16 math: skipped (no fp16 math on this device)\n");
+            continue;
+        }
+        for (size_t k = 0; k < 4; k++) {
+            if (*settings[v][k]) setenv(knobs[k], settings[v][k], 1);
+            else unsetenv(knobs[k]);
+        }
+        vkl_backend_device *dev = NULL;
+        char build[160] = "";
+        CHECK_OK(ctx, test_open_env(ctx, vk, 0, false, &dev));
+        if (!dev) continue;
+        vkl_vk_gemm_describe(dev, build, sizeof(build));
+        const bool f16 = vkl_vk_f16_math(dev), exact = !f16 && strstr(build, "tiled f32") != NULL;
+        vk->close(dev);
+        printf(" gemm: VKL_VK_MATH=%s TM=%s TN=%s MIN_ROWS=%s: %s\n", *settings[v][0] ? settings[v][0] : "(default)",
+               settings[v][1], settings[v][2], settings[v][3], build);
+        const double bound = exact ? F32_BOUND : F16_CENTER_BOUND;
+        const double e = test_matmul(ctx, r, gemm_cases, VKL_ARRAY_LEN(gemm_cases), f16, bound, build);
+        printf("  worst relative L2 error %.2e (bound %g)\n", e, bound);
+    }
+    for (size_t k = 0; k < 4; k++) unsetenv(knobs[k]);
+    /* Bad tiles fail open, naming the option: out of range, and more shared
+     * memory than the device has (16 x 16 outputs of 16 x 16 invocations:
+     * 66 KB in f32). */
+    static const char *const bad[][3] = {{"17", "4", "gemm_tile_m = 17"}, {"16", "16", "shared memory"}};
+    for (size_t i = 0; i < VKL_ARRAY_LEN(bad); i++) {
+        setenv("VKL_VK_GEMM_TM", bad[i][0], 1);
+        setenv("VKL_VK_GEMM_TN", bad[i][1], 1);
+        setenv("VKL_VK_MATH", "f32", 1);
+        vkl_backend_device *dev = NULL;
+        CHECK_ERR(ctx, test_open_env(ctx, vk, 0, false, &dev), VKL_ERR_INVALID_ARGUMENT, bad[i][2]);
+        if (dev) vk->close(dev);
+    }
+    unsetenv("VKL_VK_GEMM_TM");
+    unsetenv("VKL_VK_GEMM_TN");
+    unsetenv("VKL_VK_MATH");
+}
+
+/* ---- (b'') the compute peaks vkbench prints beside the GEMM ------------------------------------------ */
+
+/* f32 always (> 0, finite); fp16 exactly when the device runs fp16 math or
+ * the cooperative-matrix GEMM (shaderFloat16 enabled);
+ * the cooperative-matrix peak exactly when the GEMM runs on the matrix
+ * units, and a reason wherever one is not measured. */
+static void test_peaks(vkl_context *ctx, bool f16) {
+    const vkl_backend_vtable *vk = vkl_backend_find("vulkan");
+    if (f16) setenv("VKL_VK_MATH", "f16", 1);
+    vkl_backend_device *dev = NULL;
+    CHECK_OK(ctx, test_open_env(ctx, vk, 0, true, &dev));
+    vkl_backend_caps dc;
+    if (dev) vk->caps(dev, &dc);
+    if (dev && (dc.features & VKL_FEATURE_TIMESTAMPS)) {
+        vkl_compute_peaks p;
+        char build[160];
+        vkl_vk_gemm_describe(dev, build, sizeof(build));
+        CHECK_OK(ctx, vk->compute_peaks(dev, ctx, &p));
+        CHECKF(p.f32 > 0 && isfinite(p.f32), "f32 peak %g", p.f32);
+        const bool cm = strstr(build, "cooperative") != NULL;
+        CHECKF(f16 || cm ? p.f16 > 0 && isfinite(p.f16) : p.f16 == 0 && p.f16_why[0], "fp16 peak %g (%s)", p.f16,
+               p.f16_why);
+        CHECKF(cm ? p.coopmat > 0 && p.coopmat_shape[0] : p.coopmat == 0 && p.coopmat_why[0],
+               "coopmat peak %g (%s) with the GEMM %s", p.coopmat, p.coopmat_why, build);
+        printf(" peaks (%s math): f32 %.3g, fp16 %.3g (%s), coopmat %.3g (%s) GFLOP/s\n", f16 ? "f16" : "f32",
+               p.f32 / 1e9, p.f16 / 1e9, p.f16_why, p.coopmat / 1e9, p.coopmat_why);
+    } else if (dev) {
+        vkl_compute_peaks p;
+        CHECK_ERR(ctx, vk->compute_peaks(dev, ctx, &p), VKL_ERR_UNSUPPORTED, "timestamps");
+    }
+    if (dev) vk->close(dev);
+    unsetenv("VKL_VK_MATH");
 }
 
 /* ---- (c) a node the kernels refuse ------------------------------------------------------------------ */
@@ -496,7 +614,9 @@ int main(void) {
             }
         }
         printf("\n");
-        const double e = test_matmul(ctx, &r, f16, center);
+        const double e = test_matmul(ctx, &r, matvec_cases, VKL_ARRAY_LEN(matvec_cases), f16,
+                                     !f16 ? F32_BOUND : center ? F16_CENTER_BOUND : F16_FOLD_BOUND,
+                                     !f16 ? "f32" : center ? "f16 centered" : "f16 fold");
         const int i = f16 ? 1 + center : 0;
         if (!(e <= worst[i])) worst[i] = e;
     }
@@ -507,6 +627,9 @@ int main(void) {
                F16_FOLD_BOUND);
     else
         printf("; f16 math skipped\n");
+    test_gemm(ctx, &r, f16_ok);
+    test_peaks(ctx, false);
+    if (f16_ok) test_peaks(ctx, true);
     test_unsupported(ctx);
     CHECKF(validation_messages == 0, "%d validation message(s)", validation_messages);
     vkl_context_destroy(ctx);

@@ -1,0 +1,171 @@
+/* The quantized GEMM's (prefill's) kernel choice, made at open: whether the
+ * device can run the cooperative-matrix build (VK_NV_cooperative_matrix
+ * with its feature, the Vulkan memory model its SPIR-V declares, fp16, and
+ * an fp16 x fp16 -> f32 subgroup shape that tiles a 32-code K step), the
+ * tiles of both builds from the probed limits, and the number of rows of A
+ * from which QuantMatMul leaves the matvec (vk_quant_matmul.c). */
+#include <stdio.h>
+#include <string.h>
+
+#include "vk_internal.h"
+
+/* What the app enabled at vkCreateDevice for the cooperative-matrix build.
+ * The memory model counts only with its device scope: once the model is
+ * enabled, every other kernel's device-scope atomics (the sub-word stores
+ * of tensor.glsl) need vulkanMemoryModelDeviceScope too (VUID-RuntimeSpirv-
+ * vulkanMemoryModel-06265; an H100's validation layer reported it). */
+static void app_coopmat_features(const vkl_vulkan_external *x, bool *coopmat, bool *memory_model) {
+    bool model = false, scope = false;
+    *coopmat = false;
+    for (const VkBaseInStructure *p = x->enabled_features_chain; p; p = p->pNext) {
+        if (p->sType == VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV) {
+            *coopmat |= ((const VkPhysicalDeviceCooperativeMatrixFeaturesNV *)p)->cooperativeMatrix;
+        } else if (p->sType == VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES) {
+            model |= ((const VkPhysicalDeviceVulkanMemoryModelFeatures *)p)->vulkanMemoryModel;
+            scope |= ((const VkPhysicalDeviceVulkanMemoryModelFeatures *)p)->vulkanMemoryModelDeviceScope;
+        } else if (p->sType == VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES) {
+            model |= ((const VkPhysicalDeviceVulkan12Features *)p)->vulkanMemoryModel;
+            scope |= ((const VkPhysicalDeviceVulkan12Features *)p)->vulkanMemoryModelDeviceScope;
+        }
+    }
+    *memory_model = model && scope;
+}
+
+/* The device's fp16 x fp16 -> f32 subgroup shapes: 16x16x16 where listed
+ * (the common one), else the first whose K divides the 32-code step. */
+static bool pick_shape(vkl_backend_device *dev, PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV get) {
+    uint32_t n = 0;
+    if (get(dev->phys, &n, NULL) != VK_SUCCESS || !n) return false;
+    VkCooperativeMatrixPropertiesNV *p = vkl_calloc(dev->ctx, n, sizeof(*p));
+    if (!p) return false; /* no coopmat rather than no device */
+    for (uint32_t i = 0; i < n; i++) p[i].sType = VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV;
+    bool found = false;
+    if (get(dev->phys, &n, p) == VK_SUCCESS)
+        for (uint32_t i = 0; i < n; i++) {
+            const VkCooperativeMatrixPropertiesNV *c = &p[i];
+            if (c->AType != VK_COMPONENT_TYPE_FLOAT16_NV || c->BType != VK_COMPONENT_TYPE_FLOAT16_NV ||
+                c->CType != VK_COMPONENT_TYPE_FLOAT32_NV || c->DType != VK_COMPONENT_TYPE_FLOAT32_NV ||
+                c->scope != VK_SCOPE_SUBGROUP_NV || !c->KSize || 32 % c->KSize || !c->MSize || !c->NSize)
+                continue;
+            const bool best = c->MSize == 16 && c->NSize == 16 && c->KSize == 16;
+            if (!found || best) {
+                dev->cm_m = c->MSize;
+                dev->cm_n = c->NSize;
+                dev->cm_k = c->KSize;
+            }
+            found = true;
+            if (best) break;
+        }
+    vkl_free(dev->ctx, p);
+    return found;
+}
+
+void vkl_vk_coopmat_probe(vkl_backend_device *dev, bool nv_extension) {
+    dev->has_coopmat_nv = false;
+    if (!nv_extension || dev->props.apiVersion < VK_API_VERSION_1_2 || dev->instance_version < VK_API_VERSION_1_2) return;
+    PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV get =
+        (PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV)dev->vki.vkGetInstanceProcAddr(
+            dev->instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV");
+    if (!get) return;
+    bool coopmat, memory_model;
+    if (dev->external) {
+        app_coopmat_features(dev->external, &coopmat, &memory_model);
+    } else {
+        VkPhysicalDeviceVulkanMemoryModelFeatures mm = {
+            .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES};
+        VkPhysicalDeviceCooperativeMatrixFeaturesNV cm = {
+            .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV, .pNext = &mm};
+        VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &cm};
+        dev->vki.vkGetPhysicalDeviceFeatures2(dev->phys, &f2);
+        coopmat = cm.cooperativeMatrix;
+        memory_model = mm.vulkanMemoryModel && mm.vulkanMemoryModelDeviceScope; /* app_coopmat_features says why */
+    }
+    dev->has_coopmat_nv = coopmat && memory_model && dev->has_f16 && pick_shape(dev, get);
+}
+
+/* A tuning option: 0 keeps the device's choice; else within [lo, hi]. */
+static vkl_status option_range(vkl_context *ctx, const char *name, uint32_t x, uint32_t lo, uint32_t hi, uint32_t *v) {
+    if (!x) return VKL_OK;
+    if (x < lo || x > hi)
+        return vkl_fail(ctx, VKL_ERR_INVALID_ARGUMENT, "vulkan: option %s = %u: want %u..%u", name, x, lo, hi);
+    *v = x;
+    return VKL_OK;
+}
+
+size_t vkl_vk_gemm_shared_bytes(const vkl_backend_device *dev, bool coopmat) {
+    if (coopmat) {
+        const size_t bm = (size_t)dev->cm_sg_m * dev->cm_fm * dev->cm_m, bn = (size_t)dev->cm_sg_n * dev->cm_fn * dev->cm_n;
+        return 2 * (bm + bn) * (32 + 8) + 4 * bm * bn + 4 * bn; /* quant_gemm_coopmat.glsl's As, Ws, Cs, ds */
+    }
+    const size_t bm = (size_t)dev->qmm_wy * dev->qmm_tm, bn = (size_t)dev->qmm_wx * dev->qmm_tn;
+    return (dev->f16_math ? 2 : 4) * 32 * (bm + 1 + bn + 1) + 4 * bn; /* quant_gemm.glsl's As, Ws, ds */
+}
+
+vkl_status vkl_vk_gemm_tuning(vkl_backend_device *dev, const vkl_vulkan_options *o) {
+    const VkPhysicalDeviceLimits *lim = &dev->props.limits;
+    vkl_context *ctx = dev->ctx;
+    /* Tiled build: 16 x 16 invocations of 4 x 4 outputs (64 x 64 tiles, the
+     * shape of matmul.comp), 8 x 8 where the device allows fewer than 256
+     * invocations; 2 x 2 outputs where shared memory is short. */
+    const bool big = lim->maxComputeWorkGroupInvocations >= 256 && lim->maxComputeWorkGroupSize[0] >= 16 &&
+                     lim->maxComputeWorkGroupSize[1] >= 16;
+    dev->qmm_wx = dev->qmm_wy = big ? 16 : 8;
+    dev->qmm_tm = dev->qmm_tn = 4;
+    if (vkl_vk_gemm_shared_bytes(dev, false) > lim->maxComputeSharedMemorySize) dev->qmm_tm = dev->qmm_tn = 2;
+    /* From 16 rows of A the GEMM reads W once per 64 rows where the matvec
+     * reads it once per row; below, the matvec's one row per workgroup
+     * wastes nothing of a 64-row tile. A guess to measure per device. A CPU
+     * device (lavapipe) has no bandwidth to save and pays for every barrier
+     * and shared-memory access: M = 64, K = N = 1024 took 784-1149 ms in the
+     * GEMM against 496-583 ms in the matvec (2 busy cores), so it keeps the
+     * matvec unless asked (ctest ops.vulkan.gemm and test_vk_quant ask). */
+    dev->qmm_min_rows = dev->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ? UINT32_MAX : 16;
+    vkl_status st = option_range(ctx, "gemm_min_rows", o->gemm_min_rows, 1, UINT32_MAX, &dev->qmm_min_rows);
+    if (!st) st = option_range(ctx, "gemm_tile_m", o->gemm_tile_m, 1, 16, &dev->qmm_tm);
+    if (!st) st = option_range(ctx, "gemm_tile_n", o->gemm_tile_n, 1, 16, &dev->qmm_tn);
+    if (!st && vkl_vk_gemm_shared_bytes(dev, false) > lim->maxComputeSharedMemorySize)
+        st = vkl_fail(ctx, VKL_ERR_INVALID_ARGUMENT,
+                      "vulkan: GEMM tiles of %u x %u outputs per invocation need %zu bytes of shared memory; the "
+                      "device has %u", dev->qmm_tm, dev->qmm_tn, vkl_vk_gemm_shared_bytes(dev, false),
+                      lim->maxComputeSharedMemorySize);
+    if (st) return st;
+    /* Cooperative-matrix build: 2 x 2 subgroups of 2 x 2 fragments (64 x 64
+     * tiles at 16 x 16 fragments), where the device can (has_coopmat_nv)
+     * and neither the options nor a quirk turned coopmat or fp16 off, nor
+     * math = F32 asked for f32 arithmetic everywhere: its operands are fp16
+     * (A rounded once), which the default math allows for prefill, as the
+     * matrix units are the only way to its compute peak (docs/vulkan.md). */
+    const uint32_t need = VKL_FEATURE_COOPMAT | VKL_FEATURE_FP16;
+    dev->gemm_coopmat = dev->has_coopmat_nv && (dev->caps.features & need) == need && dev->subgroup_size &&
+                        o->math != VKL_VULKAN_MATH_F32;
+    dev->cm_sg_m = dev->cm_sg_n = dev->cm_fm = dev->cm_fn = 2;
+    if (dev->gemm_coopmat) {
+        const uint64_t wg = 4ull * dev->subgroup_size;
+        const uint64_t tile = 16ull * dev->cm_m * dev->cm_n; /* BM * BN */
+        dev->cm_wg = (uint32_t)wg;
+        if (wg > lim->maxComputeWorkGroupInvocations || wg > lim->maxComputeWorkGroupSize[0] || tile % wg ||
+            vkl_vk_gemm_shared_bytes(dev, true) > lim->maxComputeSharedMemorySize) {
+            vkl_log(ctx, VKL_LOG_INFO, "vulkan: cooperative-matrix GEMM off: %ux%ux%u fragments do not fit "
+                    "the device's workgroup or shared memory", dev->cm_m, dev->cm_n, dev->cm_k);
+            dev->gemm_coopmat = false;
+        }
+    }
+    return VKL_OK;
+}
+
+void vkl_vk_gemm_describe(const vkl_backend_device *dev, char *buf, size_t cap) {
+    if (!cap) return;
+    if (!dev) {
+        buf[0] = 0;
+        return;
+    }
+    if (dev->qmm_min_rows == UINT32_MAX)
+        snprintf(buf, cap, "off (the matvec for every M; VKL_VK_GEMM_MIN_ROWS turns it on)");
+    else if (dev->gemm_coopmat)
+        snprintf(buf, cap, "cooperative matrix (NV) %ux%ux%u fp16 -> f32, %ux%u tiles, from %u rows", dev->cm_m,
+                 dev->cm_n, dev->cm_k, dev->cm_sg_m * dev->cm_fm * dev->cm_m, dev->cm_sg_n * dev->cm_fn * dev->cm_n,
+                 dev->qmm_min_rows);
+    else
+        snprintf(buf, cap, "tiled %s, %ux%u tiles of %ux%u invocations, from %u rows", dev->f16_math ? "fp16" : "f32",
+                 dev->qmm_wy * dev->qmm_tm, dev->qmm_wx * dev->qmm_tn, dev->qmm_wx, dev->qmm_wy, dev->qmm_min_rows);
+}

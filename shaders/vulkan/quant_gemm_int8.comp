@@ -1,0 +1,28 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+// int8 GEMM (prefill; symmetric, f32 scale): codes decoded once per
+// workgroup and K step into shared memory (exact in f32 and fp16:
+// -128..127), the scale d applied to each group's sums in f32
+// (quant_gemm.glsl, or quant_gemm_coopmat.glsl). fp16 runs of 4 products:
+// finite while any 4 activations sum below 65504 / 128 = 511.
+#define QG_CODES 4u
+#include "quant_common.glsl"
+
+#ifdef VKL_F16
+#define QG_T float16_t
+#else
+#define QG_T float
+#endif
+
+void qg_decode(uint u, uint p, out QG_T v[4]) {
+    const int w = int(u);
+    for (int c = 0; c < 4; c++) v[c] = QG_T(bitfieldExtract(w, 8 * c, 8));
+}
+
+float qg_scale(uint p) { return uintBitsToFloat(p); }
+
+#ifdef VKL_COOPMAT
+#include "quant_gemm_coopmat.glsl"
+#else
+#include "quant_gemm.glsl"
+#endif
