@@ -130,14 +130,16 @@ vkl_status vkl_vk_gemm_tuning(vkl_backend_device *dev, const vkl_vulkan_options 
                       lim->maxComputeSharedMemorySize);
     if (st) return st;
     /* Cooperative-matrix build: 2 x 2 subgroups of 2 x 2 fragments (64 x 64
-     * tiles at 16 x 16 fragments), where the device can (has_coopmat_nv)
-     * and neither the options nor a quirk turned coopmat or fp16 off, nor
-     * math = F32 asked for f32 arithmetic everywhere: its operands are fp16
-     * (A rounded once), which the default math allows for prefill, as the
-     * matrix units are the only way to its compute peak (docs/vulkan.md). */
+     * tiles at 16 x 16 fragments), where the device can (has_coopmat_nv),
+     * neither the options nor a quirk turned coopmat or fp16 off, and math =
+     * F16 asked for fp16 arithmetic: its operands are fp16 (A rounded once).
+     * Not by default: untuned, it ran an H100's 512-row GEMMs at 12-15
+     * TFLOP/s (3% of the 433 its matrix units reach in vkbench) where the
+     * tiled f32 build ran 18-19, and a 1B prefill at 7,043 tok/s against
+     * 7,860 (docs/perf.md, 2026-11-25); the default stays exact f32. */
     const uint32_t need = VKL_FEATURE_COOPMAT | VKL_FEATURE_FP16;
     dev->gemm_coopmat = dev->has_coopmat_nv && (dev->caps.features & need) == need && dev->subgroup_size &&
-                        o->math != VKL_VULKAN_MATH_F32;
+                        o->math == VKL_VULKAN_MATH_F16;
     dev->cm_sg_m = dev->cm_sg_n = dev->cm_fm = dev->cm_fn = 2;
     if (dev->gemm_coopmat) {
         const uint64_t wg = 4ull * dev->subgroup_size;

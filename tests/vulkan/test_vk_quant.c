@@ -26,8 +26,8 @@
  *  (b') the GEMM (prefill; quant_gemm_* shaders) against ref the same way,
  *      forced from M = 2 (VKL_VK_GEMM_MIN_ROWS=1), M = 2, 17, 64, 300, N
  *      leaving partial tiles, every format, in f32 math (<= 1e-5), fp16
- *      math and the default math (the cooperative-matrix build where the
- *      device has one; fp16 operands: <= 5e-3), other tile shapes, and the
+ *      math (the cooperative-matrix build where the device has one; fp16
+ *      operands: <= 5e-3) and the default math (f32), other tile shapes, and the
  *      threshold above M (the matvec); the compute peaks (f32, fp16 with
  *      fp16 math, cooperative matrix where the GEMM uses it; else a reason);
  *  (c) a node the Vulkan kernels refuse (f64 Relu without f64 arithmetic,
@@ -395,11 +395,11 @@ static double test_matmul(vkl_context *ctx, rng *r, const mm_case *cases, size_t
 /* The GEMM from 2 rows (VKL_VK_GEMM_MIN_ROWS=1; by default from 16) in the
  * device's build and arithmetic settings: f32 math (the tiled f32 build,
  * held to F32_BOUND: codes and scales exact, sums in f32 in another order),
- * fp16 math where the device has it, and the default math, which is the
- * cooperative-matrix build where the device has one (fp16 operands: A
- * rounded once, products of the exact codes summed in f32 by the matrix
- * units; the tiled fp16 build adds runs of 4 fp16 products). Both fp16
- * kinds are held to F16_CENTER_BOUND (worst measured on lavapipe, tiled
+ * fp16 math where the device has it, which is the cooperative-matrix build
+ * where the device has one (fp16 operands: A rounded once, products of the
+ * exact codes summed in f32 by the matrix units; the tiled fp16 build adds
+ * runs of 4 fp16 products), and the default math (f32: the tiled f32
+ * build). Both fp16 kinds are held to F16_CENTER_BOUND (worst measured on lavapipe, tiled
  * fp16: 4.4e-4). Then other tile shapes (VKL_VK_GEMM_TM / _TN: 64 x 48 and
  * 32 x 32 tiles) in f32 math, and once with the threshold above M, which
  * must give the matvec's results (same bound). */
