@@ -39,17 +39,7 @@ const uint BM = WY * TM, BN = WX * TN, WG = WX * WY;
 const uint SA = BM + 1u, SW = BN + 1u;  // shared strides: odd
 const uint WORDS = BK / QG_CODES;       // u32 words of one row's step
 
-layout(set = 0, binding = 0, std430) readonly buffer BufA { float a[]; };      // [M, K]
-layout(set = 0, binding = 1, std430) readonly buffer BufQ { uint qs[]; };      // [N, K / QG_CODES]
-layout(set = 0, binding = 2, std430) readonly buffer BufP { uint params[]; };  // [N, K / group]
-layout(set = 0, binding = 3, std430) writeonly buffer BufY { float y[]; };     // [M, N]
-layout(set = 0, binding = 4, std430) readonly buffer BufB { float bias[]; };   // [N] if has_bias
-
-layout(push_constant) uniform Push {
-    uint M, N, K;
-    uint group;  // a multiple of BK dividing K
-    uint has_bias;
-} pc;
+#include "quant_gemm_io.glsl"
 
 shared QG_T As[BK * SA];  // [k][m]
 shared QG_T Ws[BK * SW];  // [k][n]

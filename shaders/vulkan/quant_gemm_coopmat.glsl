@@ -35,17 +35,7 @@ const uint SK = BK + 8u;  // shared row stride in halves: 16-byte aligned rows, 
 const uint WORDS = BK / QG_CODES;
 const uint PER = BM * BN / WG;  // outputs each invocation keeps in registers
 
-layout(set = 0, binding = 0, std430) readonly buffer BufA { float a[]; };      // [M, K]
-layout(set = 0, binding = 1, std430) readonly buffer BufQ { uint qs[]; };      // [N, K / QG_CODES]
-layout(set = 0, binding = 2, std430) readonly buffer BufP { uint params[]; };  // [N, K / group]
-layout(set = 0, binding = 3, std430) writeonly buffer BufY { float y[]; };     // [M, N]
-layout(set = 0, binding = 4, std430) readonly buffer BufB { float bias[]; };   // [N] if has_bias
-
-layout(push_constant) uniform Push {
-    uint M, N, K;
-    uint group;  // a multiple of BK dividing K
-    uint has_bias;
-} pc;
+#include "quant_gemm_io.glsl"
 
 shared float16_t As[BM * SK];  // [m][k]
 shared float16_t Ws[BN * SK];  // [n][k]: W^T, read as column-major B
