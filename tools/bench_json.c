@@ -95,9 +95,9 @@ static cJSON *build(const vkl_bench_report *r, builder *b) {
     str(b, root, "device", r->device);
     num(b, root, "copy_bandwidth_gb_per_s", r->copy_bw / 1e9);
     str(b, root, "copy_bandwidth_measured_on", r->device_bw ? "device" : "host");
-    if (r->int8_peak > 0) {
-        num(b, root, "compute_peak_gflop_per_s", r->int8_peak / 1e9);
-        str(b, root, "compute_peak_sequence", r->int8_sequence);
+    if (r->compute_peak > 0) {
+        num(b, root, "compute_peak_gflop_per_s", r->compute_peak / 1e9);
+        str(b, root, "compute_peak_kind", r->compute_peak_kind);
     } else {
         b->ok &= cJSON_AddNullToObject(root, "compute_peak_gflop_per_s") != NULL; /* VKL_BENCH_NO_PEAK */
     }
@@ -114,7 +114,8 @@ static cJSON *build(const vkl_bench_report *r, builder *b) {
         num(b, p, "bytes", r->prefill_bytes);
         num(b, p, "flops", r->prefill_flops);
         per_sec(b, p, r->prefill_bytes, r->prefill_flops, r->prefill_ms, r->copy_bw);
-        if (r->int8_peak > 0) num(b, p, "of_int8_peak", r->prefill_flops / (r->prefill_ms * 1e-3) / r->int8_peak);
+        if (r->compute_peak > 0)
+            num(b, p, "of_compute_peak", r->prefill_flops / (r->prefill_ms * 1e-3) / r->compute_peak);
     }
     if (r->decoded) {
         cJSON *d = obj(b, root, "decode");

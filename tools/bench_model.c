@@ -19,12 +19,27 @@
 
 /* The limits: the device's own copy bandwidth where the backend measures it
  * (a GPU's memory), else what the host's threads can read (ref and cpu
- * read host memory); and the int8 peak of the GEMM's instructions where
- * the backend measures one (cpu), the roof of a prefill. */
+ * read host memory); and the compute peak where the backend measures one,
+ * the roof of a prefill: the int8 peak of the cpu GEMM's instructions, or
+ * the highest of a GPU's f32 FMA, fp16 FMA and matrix-unit peaks (those its
+ * options enable: the GEMM runs on the fastest of them). */
 static void limits(vkl_model *m, unsigned threads, vkl_bench_report *r) {
     r->device_bw = m->be->copy_bandwidth && !m->be->copy_bandwidth(m->dev, m->ctx, (size_t)256 << 20, &r->copy_bw);
     if (!r->device_bw) r->copy_bw = vkl_bench_host_read_bandwidth(threads);
-    if (m->be->int8_peak && m->be->int8_peak(m->dev, m->ctx, &r->int8_peak, &r->int8_sequence)) r->int8_peak = 0;
+    const char *sequence = NULL;
+    vkl_compute_peaks p;
+    r->compute_peak = 0;
+    if (m->be->int8_peak && !m->be->int8_peak(m->dev, m->ctx, &r->compute_peak, &sequence)) {
+        snprintf(r->compute_peak_kind, sizeof(r->compute_peak_kind), "int8: %s", sequence);
+    } else if (m->be->compute_peaks && !m->be->compute_peaks(m->dev, m->ctx, &p)) {
+        const double best = p.coopmat > p.f16 && p.coopmat > p.f32 ? p.coopmat : p.f16 > p.f32 ? p.f16 : p.f32;
+        r->compute_peak = best;
+        if (best == p.coopmat)
+            snprintf(r->compute_peak_kind, sizeof(r->compute_peak_kind), "cooperative matrix %s fp16 -> f32",
+                     p.coopmat_shape);
+        else
+            snprintf(r->compute_peak_kind, sizeof(r->compute_peak_kind), "%s FMA", best == p.f16 ? "fp16" : "f32");
+    }
 }
 
 /* Weight bytes one decode step reads: every weight once, except tables only
@@ -104,8 +119,9 @@ int vkl_bench_model(vkl_context *ctx, const vkl_bench_model_options *o) {
                r.device_bw ? "device copy bandwidth" : "host read bandwidth", r.copy_bw / 1e9);
         printf("load: %.3f s (%s)\n", r.load_seconds,
                o->no_verify ? "weights not verified: --no-verify" : "weights verified");
-        if (r.int8_peak > 0)
-            printf("int8 peak: %.1f GOP/s (%s, registers only, all threads)\n", r.int8_peak / 1e9, r.int8_sequence);
+        if (r.compute_peak > 0)
+            printf("compute peak: %.1f GOP/s (%s; registers only, the whole device)\n", r.compute_peak / 1e9,
+                   r.compute_peak_kind);
         if (r.timed) printf("profile: timestamps on: every step below has a barrier after each dispatch\n");
         st = run(ctx, o, m, &r);
     }

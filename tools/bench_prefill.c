@@ -61,9 +61,9 @@ vkl_status vkl_bench_prefill(vkl_context *ctx, vkl_model *m, size_t n, vkl_bench
     vkl_bench_profile_totals(p, &r->prefill_bytes, &r->prefill_flops);
     const double gflops = r->prefill_flops / r->prefill_ms * 1e-6, gbs = r->prefill_bytes / r->prefill_ms * 1e-6;
     char peak[96] = "compute peak: not measured";
-    if (r->int8_peak > 0)
-        snprintf(peak, sizeof(peak), "%.1f%% of the %.1f GOP/s int8 peak", 100.0 * gflops * 1e9 / r->int8_peak,
-                 r->int8_peak / 1e9);
+    if (r->compute_peak > 0)
+        snprintf(peak, sizeof(peak), "%.1f%% of the %.1f GOP/s compute peak", 100.0 * gflops * 1e9 / r->compute_peak,
+                 r->compute_peak / 1e9);
     printf("prefill: %zu tokens, median of %d runs after a warm-up: %.3f ms, %.1f tok/s; %.3f GFLOP per prefill: "
            "%.2f GFLOP/s (%s); %.1f MB moved: %.2f GB/s, %.1f%% of copy bandwidth\n",
            n, RUNS, r->prefill_ms, r->prefill_tok_s, r->prefill_flops / 1e9, gflops, peak, r->prefill_bytes / 1e6, gbs,

@@ -69,7 +69,7 @@ const char *vkl_bench_node_name(const vkl_node *n);
 
 /* What the table and the JSON say about the compute limit. */
 #define VKL_BENCH_NO_PEAK                                                                                      \
-    "compute peak: not measured (no backend measures one yet): every op is set against copy bandwidth only, " \
-    "so a compute-bound op shows a low share"
+    "compute peak: the table sets every op against copy bandwidth only (the prefill line, where a peak was "  \
+    "measured, against that), so a compute-bound op shows a low share"
 
 #endif

@@ -19,8 +19,12 @@ typedef struct vkl_bench_report {
     const char *model, *backend, *device;
     double copy_bw;      /* bytes read + written per second */
     bool device_bw;      /* measured by the backend on its device (else the host's) */
-    double int8_peak;    /* ops per second of the backend's GEMM sequence (0: not measured) */
-    const char *int8_sequence; /* its instructions */
+    /* The roof of a prefill: ops per second (2 per multiply-add) of the
+     * backend's fastest arithmetic as measured in this run (cpu: its GEMM's
+     * int8 sequence; vulkan: f32 FMA, fp16 FMA or the matrix units, the
+     * highest the device runs with these options); 0: not measured. */
+    double compute_peak;
+    char compute_peak_kind[128]; /* what it is: "int8 (vpmaddubsw ...)", "f32 FMA", ... */
     size_t weight_bytes, kv_row_bytes;
     double load_seconds;
     bool verified;

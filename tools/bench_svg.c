@@ -2,9 +2,11 @@
  * Log-log axes, arithmetic intensity (FLOP per byte moved) against GFLOP/s;
  * the measured copy bandwidth is the sloped line every memory-bound op sits
  * under; one point per op type and phase (decode: circles, prefill:
- * squares), labelled when it takes a visible share of the time. No backend
- * measures a compute peak yet, so no flat ceiling is drawn and the page says
- * so. Op types with no bytes, no FLOPs or no time (views) cannot sit on
+ * squares), labelled when it takes a visible share of the time. Where the
+ * backend measured a compute peak (bench_model.c: int8 on cpu, the fastest
+ * of f32 FMA / fp16 FMA / matrix units on a GPU), the roof turns flat at it
+ * (the ridge at peak / bandwidth FLOP per byte); else the page says none was
+ * measured. Op types with no bytes, no FLOPs or no time (views) cannot sit on
  * log axes and are left out. */
 #define _POSIX_C_SOURCE 200809L /* open_memstream */
 #include <math.h>
@@ -81,13 +83,21 @@ static void grid(FILE *f, const axes *a) {
 }
 
 /* The copy-bandwidth roof: GFLOP/s = intensity x GB/s, across the plot. */
-static void roof(FILE *f, const axes *a, double copy_bw) {
+/* min(intensity x bandwidth, peak): the sloped bandwidth line, flat from
+ * the ridge on where a peak (GFLOP/s, 0: none) was measured. */
+static void roof(FILE *f, const axes *a, double copy_bw, double peak) {
     if (copy_bw <= 0) return;
     const double gbs = copy_bw / 1e9, xa = pow(10, a->x0), xb = pow(10, a->x1);
+    const double ridge = peak > 0 ? fmin(fmax(peak / gbs, xa), xb) : xb;
     fprintf(f,
             "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#c00\" stroke-width=\"2\" "
             "clip-path=\"url(#plot)\"/>\n",
-            px(a, xa), py(a, xa * gbs), px(a, xb), py(a, xb * gbs));
+            px(a, xa), py(a, xa * gbs), px(a, ridge), py(a, ridge * gbs));
+    if (peak > 0 && ridge < xb)
+        fprintf(f,
+                "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#c00\" stroke-width=\"2\" "
+                "clip-path=\"url(#plot)\"/>\n",
+                px(a, ridge), py(a, peak), px(a, xb), py(a, peak));
 }
 
 static void points(FILE *f, const axes *a, const vkl_bench_profile *p, bool square, const char *colour) {
@@ -116,7 +126,11 @@ static void page(FILE *f, const vkl_bench_report *r) {
     extent(dec, &xlo, &xhi, &ylo, &yhi);
     if (!(xlo <= xhi)) xlo = -1, xhi = 2, ylo = -1, yhi = 2; /* nothing plotted: a plain frame */
     axes a = {floor(xlo), ceil(xhi), floor(ylo), ceil(yhi)};
-    if (r->copy_bw > 0) a.y1 = fmax(a.y1, ceil(log10(pow(10, a.x1) * r->copy_bw / 1e9))); /* the roof's top */
+    const double peak = r->compute_peak / 1e9; /* GFLOP/s; 0: not measured */
+    if (r->copy_bw > 0) { /* the roof's top */
+        const double top = pow(10, a.x1) * r->copy_bw / 1e9;
+        a.y1 = fmax(a.y1, ceil(log10(peak > 0 ? fmin(top, peak) * 1.01 : top)));
+    }
     if (a.y1 - a.y0 > 8) a.y0 = a.y1 - 8; /* a roof far above the points keeps them legible */
     if (a.x1 <= a.x0) a.x1 = a.x0 + 1;
     if (a.y1 <= a.y0) a.y1 = a.y0 + 1;
@@ -135,12 +149,19 @@ static void page(FILE *f, const vkl_bench_report *r) {
     text(f, r->device);
     fprintf(f,
             ")</text>\n<text x=\"%d\" y=\"50\" font-size=\"12\" fill=\"#c00\">red line: copy bandwidth %.2f GB/s "
-            "(measured on the %s); compute peak: not measured, no ceiling drawn</text>\n",
+            "(measured on the %s); ",
             LEFT, r->copy_bw / 1e9, r->device_bw ? "device" : "host");
+    if (peak > 0) {
+        fprintf(f, "flat: compute peak %.1f GFLOP/s (", peak);
+        text(f, r->compute_peak_kind);
+        fprintf(f, ")</text>\n");
+    } else {
+        fprintf(f, "compute peak: not measured, no ceiling drawn</text>\n");
+    }
     grid(f, &a);
     fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#333\"/>\n", LEFT, TOP,
             W - LEFT - RIGHT, H - TOP - BOTTOM);
-    roof(f, &a, r->copy_bw);
+    roof(f, &a, r->copy_bw, peak);
     points(f, &a, pre, true, "#d60");
     points(f, &a, dec, false, "#06c");
     fprintf(f,
