@@ -21,8 +21,7 @@
  * (a GPU's memory), else what the host's threads can read (ref and cpu
  * read host memory); and the compute peak where the backend measures one,
  * the roof of a prefill: the int8 peak of the cpu GEMM's instructions, or
- * the highest of a GPU's f32 FMA, fp16 FMA and matrix-unit peaks (those its
- * options enable: the GEMM runs on the fastest of them). */
+ * the peak of the arithmetic a GPU's GEMM runs on (vkl_bench_gemm_peak). */
 static void limits(vkl_model *m, unsigned threads, vkl_bench_report *r) {
     r->device_bw = m->be->copy_bandwidth && !m->be->copy_bandwidth(m->dev, m->ctx, (size_t)256 << 20, &r->copy_bw);
     if (!r->device_bw) r->copy_bw = vkl_bench_host_read_bandwidth(threads);
@@ -32,13 +31,13 @@ static void limits(vkl_model *m, unsigned threads, vkl_bench_report *r) {
     if (m->be->int8_peak && !m->be->int8_peak(m->dev, m->ctx, &r->compute_peak, &sequence)) {
         snprintf(r->compute_peak_kind, sizeof(r->compute_peak_kind), "int8: %s", sequence);
     } else if (m->be->compute_peaks && !m->be->compute_peaks(m->dev, m->ctx, &p)) {
-        const double best = p.coopmat > p.f16 && p.coopmat > p.f32 ? p.coopmat : p.f16 > p.f32 ? p.f16 : p.f32;
-        r->compute_peak = best;
-        if (best == p.coopmat)
+        const char *kind;
+        r->compute_peak = vkl_bench_gemm_peak(&p, &kind);
+        if (p.coopmat > 0)
             snprintf(r->compute_peak_kind, sizeof(r->compute_peak_kind), "cooperative matrix %s fp16 -> f32",
                      p.coopmat_shape);
         else
-            snprintf(r->compute_peak_kind, sizeof(r->compute_peak_kind), "%s FMA", best == p.f16 ? "fp16" : "f32");
+            snprintf(r->compute_peak_kind, sizeof(r->compute_peak_kind), "%s", kind);
     }
 }
 

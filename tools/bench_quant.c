@@ -318,9 +318,8 @@ static vkl_compute_peaks measure_peaks(vkl_context *ctx, const vkl_backend_vtabl
 static int bench_gemm(vkl_context *ctx, const vkl_backend_vtable *be, vkl_backend_device *dev,
                       const vkl_backend_caps *caps, const vkl_bench_quant_options *o, const char *math) {
     const vkl_compute_peaks p = measure_peaks(ctx, be, dev, caps, math);
-    const bool f16 = !strcmp(math, "f16");
-    const double peak = p.coopmat > 0 ? p.coopmat : f16 ? p.f16 : p.f32;
-    const char *kind = p.coopmat > 0 ? "coopmat" : f16 ? "fp16 FMA" : "f32 FMA";
+    const char *kind;
+    const double peak = vkl_bench_gemm_peak(&p, &kind);
     const int64_t M = (int64_t)o->gemm_rows;
     printf("%-8s %-28s %6s %6s %6s %-6s %-4s %11s %9s %9s %-8s %8s %8s\n", "backend", "device", "M", "K", "N",
            "format", "math", "latency ms", "TFLOP/s", "peak", "(kind)", "of peak", "vs int4");

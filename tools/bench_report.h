@@ -20,9 +20,8 @@ typedef struct vkl_bench_report {
     double copy_bw;      /* bytes read + written per second */
     bool device_bw;      /* measured by the backend on its device (else the host's) */
     /* The roof of a prefill: ops per second (2 per multiply-add) of the
-     * backend's fastest arithmetic as measured in this run (cpu: its GEMM's
-     * int8 sequence; vulkan: f32 FMA, fp16 FMA or the matrix units, the
-     * highest the device runs with these options); 0: not measured. */
+     * arithmetic the backend's GEMM runs on, measured in this run (cpu: its
+     * int8 sequence; vulkan: vkl_bench_gemm_peak); 0: not measured. */
     double compute_peak;
     char compute_peak_kind[128]; /* what it is: "int8 (vpmaddubsw ...)", "f32 FMA", ... */
     size_t weight_bytes, kv_row_bytes;

@@ -9,6 +9,11 @@
 #include "context.h"
 #include "pool.h"
 
+double vkl_bench_gemm_peak(const vkl_compute_peaks *p, const char **kind) {
+    *kind = p->coopmat > 0 ? "coopmat" : p->f16 > 0 ? "fp16 FMA" : "f32 FMA";
+    return p->coopmat > 0 ? p->coopmat : p->f16 > 0 ? p->f16 : p->f32;
+}
+
 double vkl_bench_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);

@@ -6,7 +6,14 @@
 
 #include <stddef.h>
 
+#include "backend.h"
 #include "context.h"
+
+/* The peak of the arithmetic a GPU's prefill GEMM runs on: the matrix
+ * units where measured (the GEMM uses them exactly when the backend
+ * measures them), else fp16 FMA where measured (fp16 math), else f32 FMA;
+ * *kind: "coopmat", "fp16 FMA" or "f32 FMA". 0 when none was measured. */
+double vkl_bench_gemm_peak(const vkl_compute_peaks *p, const char **kind);
 
 /* Seconds on a monotonic clock. */
 double vkl_bench_now(void);
