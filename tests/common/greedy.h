@@ -1,5 +1,5 @@
 /* Greedy generation through the public API for the whole-model tests
- * (tests/vulkan/test_vk_model.c, tests/cpu/test_cpu_model.c): the tokens a
+ * (tests/vulkan/test_vk_model.c, test_vk_pieces.c, tests/cpu/test_cpu_model.c): the tokens a
  * backend generates after a prompt, their agreement with ref's, and a
  * session started for counting what later decode steps do. Header-only;
  * its checks count in check.h's file-scope counters. */
@@ -110,6 +110,24 @@ static inline int greedy_check_vs_ref(vkl_context *ctx, const char *path, const 
     free(ref_first);
     free(first);
     return rc;
+}
+
+/* The start of a Vulkan model test's main (test_vk_model, test_vk_pieces):
+ * argv[1] is the model, whose greedy tokens after the prompt must be ref's
+ * (greedy_check_vs_ref). -1: go on, *ctx open; else the exit code (2 for
+ * usage, 77 without a Vulkan device, 1 when a run failed), *ctx closed. */
+static inline int greedy_vulkan_start(int argc, char **argv, const int32_t *prompt, size_t n_prompt, int n_gen,
+                                      vkl_context **ctx) {
+    if (argc != 2) {
+        fprintf(stderr, "usage: %s MODEL.vkm\n", argv[0]);
+        return 2;
+    }
+    CHECK(vkl_context_create(NULL, ctx) == VKL_OK);
+    const int rc = greedy_check_vs_ref(*ctx, argv[1], "vulkan", prompt, n_prompt, n_gen);
+    if (rc == 77) printf("skipped: no Vulkan device (%s)\n", vkl_context_error(*ctx));
+    if (!rc) return -1;
+    vkl_context_destroy(*ctx);
+    return rc == 77 ? 77 : 1;
 }
 
 #endif

@@ -80,18 +80,9 @@ static void count_decode_work(const char *path) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 2) {
-        fprintf(stderr, "usage: test_vk_model MODEL.vkm\n");
-        return 2;
-    }
     vkl_context *ctx;
-    CHECK(vkl_context_create(NULL, &ctx) == VKL_OK);
-    const int rc = greedy_check_vs_ref(ctx, argv[1], "vulkan", prompt, sizeof(prompt) / sizeof(prompt[0]), N_GEN);
-    if (rc == 77) {
-        printf("skipped: no Vulkan device (%s)\n", vkl_context_error(ctx));
-        return 77;
-    }
-    if (rc) return 1;
+    const int rc = greedy_vulkan_start(argc, argv, prompt, sizeof(prompt) / sizeof(prompt[0]), N_GEN, &ctx);
+    if (rc >= 0) return rc;
     vkl_context_destroy(ctx);
     if (!failures) count_decode_work(argv[1]);
     return failures ? 1 : 0;
