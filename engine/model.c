@@ -174,15 +174,13 @@ static vkl_status load(vkl_context *ctx, const char *path, const vkl_model_optio
     if (!st) st = find_roles(m);
     /* only where a session could run: other graphs load for inspection */
     if (!st && m->in_ids != VKL_NONE && m->vocab && m->sym_past != VKL_NO_SYMBOL &&
-        (st = vkl_plan_create(m->g, &m->plan)))
+        (st = vkl_plan_create(m->g, VKL_PLAN_REUSE, vkl_arena_alignment(&m->caps), &m->plan)))
         vkl_fail_prefix(ctx, st, "model: memory plan");
-    if (!st && m->plan) m->plan->align = vkl_arena_alignment(&m->caps);
     /* the one-row graph, planned now for the same reason (its plan interns
      * into the symbol table it shares with g) */
     if (!st && m->plan) st = vkl_logits_row_graph(m->g, m->out_logits, &m->g_row, &m->in_row);
-    if (!st && m->g_row && (st = vkl_plan_create(m->g_row, &m->plan_row)))
+    if (!st && m->g_row && (st = vkl_plan_create(m->g_row, VKL_PLAN_REUSE, vkl_arena_alignment(&m->caps), &m->plan_row)))
         vkl_fail_prefix(ctx, st, "model: memory plan of the one-row graph");
-    if (!st && m->plan_row) m->plan_row->align = vkl_arena_alignment(&m->caps);
     if (!st) st = warm_up(m);
     if (st) {
         vkl_model_free(m);

@@ -18,6 +18,7 @@ void vkl_plan_destroy(vkl_plan *p) {
     vkl_free(ctx, p->last);
     vkl_free(ctx, p->buffer_size);
     vkl_free(ctx, p->buffer_state);
+    vkl_free(ctx, p->buffer_tensor);
     vkl_free(ctx, p);
 }
 
@@ -82,7 +83,7 @@ static void live_ranges(vkl_plan *p) {
     }
 }
 
-static vkl_status add_buffer(vkl_plan *p, uint32_t *cap, vkl_expr size, bool state, uint32_t *id) {
+static vkl_status add_buffer(vkl_plan *p, uint32_t *cap, vkl_expr size, uint32_t tensor, uint32_t *id) {
     vkl_context *ctx = p->g->ctx;
     if (p->n_buffers == *cap) {
         uint32_t ncap = *cap ? *cap * 2 : 64;
@@ -92,10 +93,14 @@ static vkl_status add_buffer(vkl_plan *p, uint32_t *cap, vkl_expr size, bool sta
         bool *b = vkl_realloc_array(ctx, p->buffer_state, ncap, sizeof(bool));
         if (!b) return VKL_ERR_OUT_OF_MEMORY;
         p->buffer_state = b;
+        uint32_t *t = vkl_realloc_array(ctx, p->buffer_tensor, ncap, sizeof(uint32_t));
+        if (!t) return VKL_ERR_OUT_OF_MEMORY;
+        p->buffer_tensor = t;
         *cap = ncap;
     }
     p->buffer_size[p->n_buffers] = size;
-    p->buffer_state[p->n_buffers] = state;
+    p->buffer_state[p->n_buffers] = p->g->tensors[tensor].kind == VKL_TENSOR_STATE;
+    p->buffer_tensor[p->n_buffers] = tensor;
     *id = p->n_buffers++;
     return VKL_OK;
 }
@@ -124,7 +129,7 @@ static bool pinned(const vkl_tensor *t) {
     return t->kind == VKL_TENSOR_STATE || t->is_output || (t->value && t->producer == VKL_NONE);
 }
 
-static vkl_status assign(vkl_plan *p) {
+static vkl_status assign(vkl_plan *p, vkl_plan_mode mode) {
     const vkl_graph *g = p->g;
     vkl_context *ctx = g->ctx;
     uint32_t cap = 0;
@@ -156,7 +161,7 @@ static vkl_status assign(vkl_plan *p) {
         vkl_expr size;
         st = tensor_size(g, t, &size);
         if (st) break;
-        bool pin = pinned(tt);
+        bool pin = mode == VKL_PLAN_NO_REUSE || pinned(tt);
         uint32_t pick = VKL_NONE;
         for (uint32_t b = 0; !pin && b < p->n_buffers; b++) {
             if (p->buffer_state[b] || busy_until[b] == VKL_NONE || busy_until[b] >= p->first[t]) continue;
@@ -169,7 +174,7 @@ static vkl_status assign(vkl_plan *p) {
             if (pick == VKL_NONE) pick = b;
         }
         if (pick == VKL_NONE) {
-            st = add_buffer(p, &cap, size, tt->kind == VKL_TENSOR_STATE, &pick);
+            st = add_buffer(p, &cap, size, t, &pick);
             if (st) break;
         } else if (vkl_expr_compare(g->syms, p->buffer_size[pick], size) == VKL_SYM_LE ||
                    vkl_expr_compare(g->syms, p->buffer_size[pick], size) == VKL_SYM_LT) {
@@ -184,13 +189,13 @@ static vkl_status assign(vkl_plan *p) {
     return st;
 }
 
-vkl_status vkl_plan_create(const vkl_graph *g, vkl_plan **out) {
+vkl_status vkl_plan_create(const vkl_graph *g, vkl_plan_mode mode, size_t align, vkl_plan **out) {
     *out = NULL;
     vkl_context *ctx = g->ctx;
     vkl_plan *p = vkl_calloc(ctx, 1, sizeof(*p));
     if (!p) return VKL_ERR_OUT_OF_MEMORY;
     p->g = g;
-    p->align = VKL_ARENA_ALIGN;
+    p->align = align > VKL_ARENA_ALIGN ? align : VKL_ARENA_ALIGN;
     uint32_t nt = g->n_tensors ? g->n_tensors : 1;
     p->order = vkl_calloc(ctx, g->n_nodes ? g->n_nodes : 1, sizeof(uint32_t));
     p->buffer_of = vkl_calloc(ctx, nt, sizeof(uint32_t));
@@ -201,7 +206,7 @@ vkl_status vkl_plan_create(const vkl_graph *g, vkl_plan **out) {
     if (!st) st = vkl_graph_topo_order(ctx, g, p->order, &p->n_order);
     if (!st) {
         live_ranges(p);
-        st = assign(p);
+        st = assign(p, mode);
     }
     if (st) {
         vkl_plan_destroy(p);
@@ -226,19 +231,46 @@ static vkl_status eval_bytes(vkl_context *ctx, const vkl_plan *p, vkl_expr e, co
     return VKL_OK;
 }
 
-vkl_status vkl_plan_layout(vkl_context *ctx, const vkl_plan *p, const int64_t *values, const int64_t *state_values,
-                           size_t n_values, size_t *offsets, size_t *total) {
+/* Bytes a state buffer keeps for `rows` rows along the sequence (dim 0) of
+ * its state, the other dims evaluated under the step's binding. */
+static vkl_status state_bytes(vkl_context *ctx, const vkl_plan *p, uint32_t b, const vkl_layout_binding *lb,
+                              size_t *out) {
+    const vkl_graph *g = p->g;
+    uint32_t t = p->buffer_tensor[b];
+    const vkl_tensor *tt = &g->tensors[t];
+    int64_t dims[VKL_MAX_RANK], elements, per = 1;
+    size_t bytes, row;
+    *out = 0;
+    if (tt->shape.rank < 1) return vkl_fail(ctx, VKL_ERR_SHAPE, "plan: state '%s' has no sequence dimension", tt->name);
+    vkl_status st = vkl_tensor_eval(ctx, g, t, lb->values, lb->n_values, dims, &elements, &bytes);
+    if (st) return st;
+    if (dims[0] > lb->state_rows)
+        return vkl_fail(ctx, VKL_ERR_INVALID_ARGUMENT, "state '%s' needs %lld rows; %lld are kept", tt->name,
+                        (long long)dims[0], (long long)lb->state_rows);
+    for (uint32_t d = 1; d < tt->shape.rank; d++) per *= dims[d];
+    if (!vkl_tensor_bytes(tt->dtype, tt->group, per, &row) || !vkl_mul_size(row, (size_t)lb->state_rows, &bytes))
+        return vkl_fail(ctx, VKL_ERR_OVERFLOW, "plan: state '%s' of %lld rows overflows", tt->name,
+                        (long long)lb->state_rows);
+    *out = vkl_align_up(bytes, p->align);
+    return VKL_OK;
+}
+
+vkl_status vkl_plan_layout(vkl_context *ctx, const vkl_plan *p, const vkl_layout_binding *lb, size_t *offsets,
+                           size_t *total, size_t *states_end) {
     const vkl_graph *g = p->g;
     size_t *buf_off = vkl_calloc(ctx, p->n_buffers ? p->n_buffers : 1, sizeof(size_t));
     if (!buf_off) return VKL_ERR_OUT_OF_MEMORY;
     size_t end = 0;
     vkl_status st = VKL_OK;
     for (int pass = 0; pass < 2 && !st; pass++) {
+        if (pass == 1 && states_end) *states_end = end;
         for (uint32_t b = 0; b < p->n_buffers && !st; b++) {
             if (p->buffer_state[b] != (pass == 0)) continue;
             size_t bytes;
-            st = eval_bytes(ctx, p, p->buffer_size[b], pass == 0 && state_values ? state_values : values, n_values,
-                            &bytes);
+            if (pass == 0 && lb->state_rows > 0) st = state_bytes(ctx, p, b, lb, &bytes);
+            else
+                st = eval_bytes(ctx, p, p->buffer_size[b], pass == 0 && lb->state_values ? lb->state_values : lb->values,
+                                lb->n_values, &bytes);
             if (st) break;
             buf_off[b] = end;
             if (!vkl_add_size(end, bytes, &end)) st = vkl_fail(ctx, VKL_ERR_OVERFLOW, "plan: arena size overflows");
@@ -249,7 +281,7 @@ vkl_status vkl_plan_layout(vkl_context *ctx, const vkl_plan *p, const int64_t *v
     /* Views under this binding share their input's bytes (schedule order:
      * a view of a view takes the root's offset). */
     for (uint32_t k = 0; !st && k < p->n_order; k++) {
-        uint32_t src = vkl_node_view_input(ctx, g, p->order[k], values, n_values);
+        uint32_t src = vkl_node_view_input(ctx, g, p->order[k], lb->values, lb->n_values);
         uint32_t out = src == VKL_NONE ? VKL_NONE : g->nodes[p->order[k]].outputs[0];
         if (out != VKL_NONE && offsets[src] != SIZE_MAX && offsets[out] != SIZE_MAX) offsets[out] = offsets[src];
     }
@@ -291,7 +323,8 @@ vkl_status vkl_plan_verify(const vkl_plan *p, const int64_t *values, size_t n_va
     size_t *off = vkl_calloc(ctx, g->n_tensors ? g->n_tensors : 1, sizeof(size_t));
     size_t *len = vkl_calloc(ctx, g->n_tensors ? g->n_tensors : 1, sizeof(size_t));
     size_t total;
-    vkl_status st = (!off || !len) ? VKL_ERR_OUT_OF_MEMORY : vkl_plan_layout(ctx, p, values, NULL, n_values, off, &total);
+    vkl_layout_binding lb = {values, n_values, NULL, 0};
+    vkl_status st = (!off || !len) ? VKL_ERR_OUT_OF_MEMORY : vkl_plan_layout(ctx, p, &lb, off, &total, NULL);
     for (uint32_t t = 0; !st && t < g->n_tensors; t++) {
         if (p->buffer_of[t] == VKL_NONE) continue;
         vkl_expr e;

@@ -1,6 +1,6 @@
-/* vkl_runner: states first in the arena at fixed offsets, then one slot per
- * other tensor for the current binding; the arena grows (keeping the states)
- * when a step needs more. */
+/* vkl_runner: a no-reuse plan laid out afresh for every step's binding,
+ * states first at offsets no step moves; the arena grows (carrying the
+ * states) when a step needs more. */
 #include <string.h>
 
 #include "ops.h"
@@ -9,55 +9,51 @@
 struct vkl_runner {
     vkl_context *ctx;
     const vkl_backend_vtable *be;
-    const vkl_graph *g;
-    int64_t max_context;
     vkl_backend_device *dev;
+    bool own_device;
+    const vkl_graph *g;
+    vkl_plan *plan;
     vkl_backend_weights *w;
     vkl_backend_buffer *arena;
     size_t arena_size;
     size_t states_end;   /* bytes [0, states_end) hold the states */
-    size_t *offsets;     /* per tensor */
-    size_t *row_bytes;   /* per state tensor: bytes of one dim-0 row */
+    size_t *offsets;     /* per tensor, the last step's */
     int64_t *values;
     size_t n_values;
-    bool states_placed;
-    size_t align;        /* tensor placement in the arena (vkl_arena_alignment) */
+    int64_t state_rows;
+    bool stepped;        /* the states are placed (and zeroed) */
 };
-
 
 void vkl_runner_destroy(vkl_runner *r) {
     if (!r) return;
     if (r->arena) r->be->buffer_destroy(r->dev, r->ctx, r->arena);
     if (r->w) r->be->weights_release(r->dev, r->w);
-    if (r->dev) r->be->close(r->dev);
+    if (r->dev && r->own_device) r->be->close(r->dev);
+    vkl_plan_destroy(r->plan);
     vkl_free(r->ctx, r->offsets);
-    vkl_free(r->ctx, r->row_bytes);
     vkl_free(r->ctx, r->values);
     vkl_free(r->ctx, r);
 }
 
-vkl_status vkl_runner_create(vkl_context *ctx, const vkl_backend_vtable *be, const vkl_backend_options *opt,
-                             const vkl_graph *g, int64_t max_context, vkl_runner **out) {
+vkl_status vkl_runner_create_on(vkl_context *ctx, const vkl_backend_vtable *be, vkl_backend_device *dev,
+                                const vkl_graph *g, int64_t state_rows, vkl_runner **out) {
     *out = NULL;
-    if (max_context <= 0) return vkl_fail(ctx, VKL_ERR_INVALID_ARGUMENT, "runner: max_context must be positive");
+    if (state_rows < 0) return vkl_fail(ctx, VKL_ERR_INVALID_ARGUMENT, "runner: state rows must not be negative");
     vkl_runner *r = vkl_calloc(ctx, 1, sizeof(*r));
     if (!r) return VKL_ERR_OUT_OF_MEMORY;
     r->ctx = ctx;
     r->be = be;
+    r->dev = dev;
     r->g = g;
-    r->max_context = max_context;
+    r->state_rows = state_rows;
     r->n_values = vkl_symtab_symbol_count(g->syms);
     r->offsets = vkl_calloc(ctx, g->n_tensors ? g->n_tensors : 1, sizeof(size_t));
-    r->row_bytes = vkl_calloc(ctx, g->n_tensors ? g->n_tensors : 1, sizeof(size_t));
     r->values = vkl_calloc(ctx, r->n_values ? r->n_values : 1, sizeof(int64_t));
-    vkl_status st = (!r->offsets || !r->row_bytes || !r->values) ? VKL_ERR_OUT_OF_MEMORY : VKL_OK;
-    if (!st) st = be->open(ctx, opt, &r->dev);
-    if (!st) {
-        vkl_backend_caps caps;
-        be->caps(r->dev, &caps);
-        r->align = vkl_arena_alignment(&caps);
-    }
-    if (!st) st = be->weights_load(r->dev, g, &r->w);
+    vkl_status st = (!r->offsets || !r->values) ? VKL_ERR_OUT_OF_MEMORY : VKL_OK;
+    vkl_backend_caps caps;
+    if (!st) be->caps(dev, &caps);
+    if (!st) st = vkl_plan_create(g, VKL_PLAN_NO_REUSE, vkl_arena_alignment(&caps), &r->plan);
+    if (!st) st = be->weights_load(dev, g, &r->w);
     if (st) {
         vkl_runner_destroy(r);
         return st;
@@ -66,88 +62,36 @@ vkl_status vkl_runner_create(vkl_context *ctx, const vkl_backend_vtable *be, con
     return VKL_OK;
 }
 
-/* Bytes of tensor t under the current binding (dims to `dims`). */
-static vkl_status tensor_bytes(vkl_runner *r, uint32_t t, int64_t *dims, size_t *bytes) {
-    int64_t elements;
-    return vkl_tensor_eval(r->ctx, r->g, t, r->values, r->n_values, dims, &elements, bytes);
-}
-
-/* First step: states get max_context rows each at the start of the arena. */
-static vkl_status place_states(vkl_runner *r) {
-    size_t end = 0;
-    for (uint32_t t = 0; t < r->g->n_tensors; t++) {
-        r->offsets[t] = VKL_NO_OFFSET;
-        const vkl_tensor *tt = &r->g->tensors[t];
-        if (tt->kind != VKL_TENSOR_STATE) continue;
-        int64_t dims[VKL_MAX_RANK];
-        size_t bytes;
-        if (tt->shape.rank < 1)
-            return vkl_fail(r->ctx, VKL_ERR_SHAPE, "state '%s' has no sequence dimension", tt->name);
-        vkl_status st = tensor_bytes(r, t, dims, &bytes);
-        if (st) return st;
-        size_t row = dims[0] ? bytes / (size_t)dims[0] : 0;
-        if (!dims[0]) {
-            /* zero rows now: size one row from the other dims */
-            int64_t per = 1;
-            for (uint32_t d = 1; d < tt->shape.rank; d++) per *= dims[d];
-            if (!vkl_tensor_bytes(tt->dtype, tt->group, per, &row))
-                return vkl_fail(r->ctx, VKL_ERR_OVERFLOW, "state '%s' row size overflows", tt->name);
-        }
-        size_t total;
-        if (!vkl_mul_size(row, (size_t)r->max_context, &total))
-            return vkl_fail(r->ctx, VKL_ERR_OVERFLOW, "state '%s' at max context overflows", tt->name);
-        r->row_bytes[t] = row;
-        r->offsets[t] = end;
-        end += vkl_align_up(total, r->align);
+vkl_status vkl_runner_create(vkl_context *ctx, const vkl_backend_vtable *be, const vkl_backend_options *opt,
+                             const vkl_graph *g, int64_t max_context, vkl_runner **out) {
+    *out = NULL;
+    if (max_context <= 0) return vkl_fail(ctx, VKL_ERR_INVALID_ARGUMENT, "runner: max_context must be positive");
+    vkl_backend_device *dev;
+    vkl_status st = be->open(ctx, opt, &dev);
+    if (st) return st;
+    st = vkl_runner_create_on(ctx, be, dev, g, max_context, out);
+    if (st) {
+        be->close(dev);
+        return st;
     }
-    r->states_end = end;
-    r->states_placed = true;
+    (*out)->own_device = true;
     return VKL_OK;
 }
 
-/* Lay out every other tensor after the states; grow the arena if needed. */
-static vkl_status place_step(vkl_runner *r) {
-    const vkl_graph *g = r->g;
-    size_t end = r->states_end;
-    for (uint32_t t = 0; t < g->n_tensors; t++) {
-        const vkl_tensor *tt = &g->tensors[t];
-        if (tt->kind == VKL_TENSOR_STATE) {
-            int64_t dims[VKL_MAX_RANK];
-            size_t bytes;
-            vkl_status st = tensor_bytes(r, t, dims, &bytes);
-            if (st) return st;
-            if (dims[0] > r->max_context)
-                return vkl_fail(r->ctx, VKL_ERR_INVALID_ARGUMENT, "state '%s' needs %lld rows; max context is %lld",
-                                tt->name, (long long)dims[0], (long long)r->max_context);
-            continue;
-        }
-        r->offsets[t] = VKL_NO_OFFSET;
-        if (tt->kind == VKL_TENSOR_WEIGHT) continue;
-        int64_t dims[VKL_MAX_RANK];
-        size_t bytes;
-        if (tensor_bytes(r, t, dims, &bytes)) continue; /* unused tensors with unbound symbols */
-        r->offsets[t] = end;
-        end += vkl_align_up(bytes, r->align);
-    }
-    /* An in-place op's output is its input's memory (the KV cache). */
-    for (uint32_t i = 0; i < g->n_nodes; i++) {
-        uint32_t src = vkl_node_inplace_input(g, i);
-        if (src != VKL_NONE) r->offsets[g->nodes[i].outputs[0]] = r->offsets[src];
-    }
-    if (end <= r->arena_size && r->arena) return VKL_OK;
-    /* Grow, carrying the states over through the host. */
+/* Room for a step of `total` bytes: a bigger arena, the states carried over
+ * through the host (zeroed on the first step); every byte past the states
+ * poisoned, on every step, so no step reads what an earlier one left. */
+static vkl_status make_room(vkl_runner *r, size_t total) {
+    if (r->arena && total <= r->arena_size)
+        return vkl_arena_poison(r->ctx, r->be, r->dev, r->arena, r->states_end, r->arena_size);
     vkl_backend_buffer *bigger;
-    vkl_status st = r->be->buffer_create(r->dev, r->ctx, VKL_BUFFER_DEVICE, end, &bigger);
+    vkl_status st = vkl_arena_create(r->ctx, r->be, r->dev, total, r->states_end, true, &bigger);
     if (st) return st;
     if (r->arena && r->states_end) {
         void *tmp = vkl_malloc(r->ctx, r->states_end);
         st = tmp ? r->be->buffer_read(r->dev, r->ctx, r->arena, 0, tmp, r->states_end) : VKL_ERR_OUT_OF_MEMORY;
         if (!st) st = r->be->buffer_write(r->dev, r->ctx, bigger, 0, tmp, r->states_end);
         vkl_free(r->ctx, tmp);
-    } else if (r->states_end) {
-        void *zero = vkl_calloc(r->ctx, 1, r->states_end);
-        st = zero ? r->be->buffer_write(r->dev, r->ctx, bigger, 0, zero, r->states_end) : VKL_ERR_OUT_OF_MEMORY;
-        vkl_free(r->ctx, zero);
     }
     if (st) {
         r->be->buffer_destroy(r->dev, r->ctx, bigger);
@@ -155,7 +99,7 @@ static vkl_status place_step(vkl_runner *r) {
     }
     if (r->arena) r->be->buffer_destroy(r->dev, r->ctx, r->arena);
     r->arena = bigger;
-    r->arena_size = end;
+    r->arena_size = total;
     return VKL_OK;
 }
 
@@ -177,25 +121,23 @@ vkl_status vkl_runner_step(vkl_runner *r, const vkl_host_tensor *inputs, const v
     const vkl_graph *g = r->g;
     for (uint32_t k = 0; k < g->n_outputs; k++) outputs[k].data = NULL;
     vkl_status st = bind(r, inputs, extra, n_extra);
-    if (!st && !r->states_placed) st = place_states(r);
-    if (!st) st = place_step(r);
-    for (uint32_t k = 0; !st && k < g->n_inputs; k++) {
-        uint32_t t = g->inputs[k];
-        int64_t dims[VKL_MAX_RANK];
-        size_t bytes;
-        st = tensor_bytes(r, t, dims, &bytes);
-        if (!st && (inputs[k].dtype != g->tensors[t].dtype || inputs[k].nbytes != bytes))
-            st = vkl_fail(r->ctx, VKL_ERR_INVALID_ARGUMENT, "input '%s': got %s with %zu bytes, the graph needs %s with %zu",
-                          g->tensors[t].name, vkl_dtype_name(inputs[k].dtype), inputs[k].nbytes,
-                          vkl_dtype_name(g->tensors[t].dtype), bytes);
-        if (!st) st = r->be->buffer_write(r->dev, r->ctx, r->arena, r->offsets[t], inputs[k].data, bytes);
+    vkl_layout_binding lb = {r->values, r->n_values, NULL, r->state_rows};
+    size_t total = 0, states_end = 0;
+    if (!st) st = vkl_plan_layout(r->ctx, r->plan, &lb, r->offsets, &total, &states_end);
+    if (!st && r->stepped && states_end != r->states_end)
+        st = vkl_fail(r->ctx, VKL_ERR_INVALID_ARGUMENT, "runner: the states need %zu bytes now, %zu at the first "
+                      "step; give the runner state rows", states_end, r->states_end);
+    if (!st) {
+        r->states_end = states_end;
+        st = make_room(r, total);
     }
+    if (!st) r->stepped = true;
+    vkl_memory_map mem = {r->arena, r->offsets, g->n_tensors, NULL, 0, NULL, 0};
+    if (!st) st = vkl_write_inputs(r->ctx, r->be, r->dev, &mem, g, r->values, r->n_values, inputs);
     vkl_binding binding = {r->values, r->n_values};
-    vkl_memory_map mem = {r->arena, r->offsets, g->n_tensors};
     vkl_backend_exec *exec = NULL;
     if (!st) st = r->be->prepare(r->dev, r->ctx, g, r->w, &mem, &binding, &exec);
-    if (!st) st = r->be->execute(r->dev, r->ctx, exec, &binding);
-    if (!st) st = r->be->wait(r->dev, r->ctx, exec);
+    if (!st) st = vkl_exec_run(r->ctx, r->be, r->dev, exec, &binding, NULL);
     if (exec) r->be->exec_release(r->dev, r->ctx, exec);
     if (!st) st = vkl_read_outputs(r->ctx, r->be, r->dev, &mem, g, r->values, r->n_values, outputs);
     return st;
@@ -203,12 +145,22 @@ vkl_status vkl_runner_step(vkl_runner *r, const vkl_host_tensor *inputs, const v
 
 vkl_status vkl_runner_read_state(vkl_runner *r, uint32_t tensor, int64_t rows, void *dst, size_t cap,
                                  size_t *row_bytes) {
-    if (tensor >= r->g->n_tensors || r->g->tensors[tensor].kind != VKL_TENSOR_STATE || !r->states_placed)
+    const vkl_graph *g = r->g;
+    if (tensor >= g->n_tensors || g->tensors[tensor].kind != VKL_TENSOR_STATE || !r->stepped ||
+        r->offsets[tensor] == VKL_NO_OFFSET)
         return vkl_fail(r->ctx, VKL_ERR_INVALID_ARGUMENT, "runner: tensor %u is not a placed state", tensor);
-    if (rows < 0 || rows > r->max_context)
-        return vkl_fail(r->ctx, VKL_ERR_INVALID_ARGUMENT, "runner: %lld rows out of range", (long long)rows);
-    size_t bytes = (size_t)rows * r->row_bytes[tensor];
-    *row_bytes = r->row_bytes[tensor];
+    const vkl_tensor *tt = &g->tensors[tensor];
+    int64_t dims[VKL_MAX_RANK], elements, per = 1, kept = r->state_rows ? r->state_rows : 0;
+    size_t bytes;
+    vkl_status st = vkl_tensor_eval(r->ctx, g, tensor, r->values, r->n_values, dims, &elements, &bytes);
+    if (st) return st;
+    if (!kept) kept = dims[0];
+    if (rows < 0 || rows > kept)
+        return vkl_fail(r->ctx, VKL_ERR_INVALID_ARGUMENT, "runner: %lld rows out of range (%lld kept)", (long long)rows,
+                        (long long)kept);
+    for (uint32_t d = 1; d < tt->shape.rank; d++) per *= dims[d];
+    if (!vkl_tensor_bytes(tt->dtype, tt->group, per, row_bytes) || !vkl_mul_size(*row_bytes, (size_t)rows, &bytes))
+        return vkl_fail(r->ctx, VKL_ERR_OVERFLOW, "runner: state '%s' rows overflow", tt->name);
     if (bytes > cap) return vkl_fail(r->ctx, VKL_ERR_INVALID_ARGUMENT, "runner: %zu bytes do not fit in %zu", bytes, cap);
     return r->be->buffer_read(r->dev, r->ctx, r->arena, r->offsets[tensor], dst, bytes);
 }

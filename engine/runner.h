@@ -1,11 +1,13 @@
-/* Multi-step execution with persistent state: the KV cache (state tensors,
- * sequence dimension first) keeps fixed offsets across steps, sized for a
- * maximum context; every other tensor gets fresh memory per step (no reuse
- * yet). Used by `vkllm check` to run prefill then decode steps. */
+/* The check runner: a graph run step by step on one device, memory laid out
+ * by the planner with no reuse between tensors and poisoned (0xFF) before
+ * every step, states (the KV cache, sequence dimension first) zeroed once
+ * and kept at fixed offsets across steps. What `vkllm check`, the op-case
+ * runner and one-shot runs (engine/run_once.h) use; sessions plan memory
+ * with reuse and drive the backend through the same engine/executor.h. */
 #ifndef VKL_RUNNER_H
 #define VKL_RUNNER_H
 
-#include "run_once.h"
+#include "executor.h"
 
 typedef struct vkl_runner vkl_runner;
 
@@ -14,15 +16,22 @@ typedef struct vkl_sym_value {
     int64_t value;
 } vkl_sym_value;
 
-/* max_context: rows reserved along dim 0 of every state tensor; opt: the
- * backend's options (NULL: defaults). */
+/* Opens its own device. max_context: rows kept along dim 0 of every state
+ * tensor; opt: the backend's options (NULL: defaults). Makes the graph's
+ * plan, which interns expressions in its symbol table: no session may be
+ * reading the graph meanwhile. */
 vkl_status vkl_runner_create(vkl_context *ctx, const vkl_backend_vtable *be, const vkl_backend_options *opt,
                              const vkl_graph *g, int64_t max_context, vkl_runner **out);
+/* The same on a device the caller opened and closes. state_rows 0: states
+ * sized by each step's own binding (for a single step). */
+vkl_status vkl_runner_create_on(vkl_context *ctx, const vkl_backend_vtable *be, vkl_backend_device *dev,
+                                const vkl_graph *g, int64_t state_rows, vkl_runner **out);
 void vkl_runner_destroy(vkl_runner *r);
 
 /* One step: inputs in graph input order; symbols the inputs do not bind
  * (e.g. `past` once the KV cache is internal) come from `extra`. Outputs
- * as in vkl_run_once (allocated; the caller frees data with vkl_free). */
+ * as vkl_read_outputs gives them (allocated; the caller frees data with
+ * vkl_free). On failure none is allocated. */
 vkl_status vkl_runner_step(vkl_runner *r, const vkl_host_tensor *inputs, const vkl_sym_value *extra, size_t n_extra,
                            vkl_host_tensor *outputs);
 

@@ -30,6 +30,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "executor.h"
 #include "model.h"
 #include "nonfinite.h"
 #include "plan.h"
@@ -154,7 +155,8 @@ static vkl_status check_model(vkl_context *ctx, const vkl_model *m) {
  * same state binding) does: the two kinds of steps share the KV cache. */
 static vkl_status same_states(vkl_session *s, const size_t *full, size_t *row, size_t *bytes) {
     const vkl_graph *g = s->m->g;
-    vkl_status st = vkl_plan_layout(s->ctx, s->m->plan_row, s->max_values, s->max_values, s->n_values, row, bytes);
+    vkl_layout_binding lb = {s->max_values, s->n_values, s->max_values, 0};
+    vkl_status st = vkl_plan_layout(s->ctx, s->m->plan_row, &lb, row, bytes, NULL);
     for (uint32_t t = 0; !st && t < g->n_tensors; t++)
         if (g->tensors[t].kind == VKL_TENSOR_STATE && full[t] != row[t])
             st = vkl_fail(s->ctx, VKL_ERR_INTERNAL, "session: the one-row graph lays state '%s' at byte %zu, the "
@@ -176,15 +178,18 @@ static vkl_status allocate(vkl_session *s) {
         return VKL_ERR_OUT_OF_MEMORY;
     }
     const vkl_plan *plan = s->m->plan;
-    vkl_status st = vkl_plan_layout(ctx, plan, s->max_values, s->max_values, s->n_values, offsets, &s->arena_bytes);
+    vkl_layout_binding largest = {s->max_values, s->n_values, s->max_values, 0};
+    size_t states_end = 0;
+    vkl_status st = vkl_plan_layout(ctx, plan, &largest, offsets, &s->arena_bytes, &states_end);
     size_t decode_bytes = 0, row_bytes = 0;
     int64_t *tmp = s->values;
     bind(s, tmp, 1, maxc - 1, maxc);
-    if (!st) st = vkl_plan_layout(ctx, plan, tmp, s->max_values, s->n_values, offsets, &decode_bytes);
+    vkl_layout_binding decode = {tmp, s->n_values, s->max_values, 0};
+    if (!st) st = vkl_plan_layout(ctx, plan, &decode, offsets, &decode_bytes, NULL);
     if (decode_bytes > s->arena_bytes) s->arena_bytes = decode_bytes;
     if (!st && s->m->plan_row) st = same_states(s, offsets, row_offsets, &row_bytes);
     if (row_bytes > s->arena_bytes) s->arena_bytes = row_bytes;
-    if (!st) st = s->m->be->buffer_create(s->m->dev, ctx, VKL_BUFFER_DEVICE, s->arena_bytes, &s->arena);
+    if (!st) st = vkl_arena_create(ctx, s->m->be, s->m->dev, s->arena_bytes, states_end, false, &s->arena);
     /* ids and positions hold a chunk, the mask a whole context, the row one
      * value (i64 each) */
     s->io_at[0] = 0;
@@ -195,23 +200,13 @@ static vkl_status allocate(vkl_session *s) {
     if (!st)
         st = s->m->be->buffer_create(s->m->dev, ctx, VKL_BUFFER_READBACK, s->m->vocab * sizeof(float), &s->io_out);
     s->kv_bytes = 0;
-    size_t kv_end = 0; /* states come first in the layout, aligned: zero up to the last one's end */
     for (uint32_t t = 0; !st && t < g->n_tensors; t++)
         if (g->tensors[t].kind == VKL_TENSOR_STATE && plan->buffer_of[t] != VKL_NONE) {
             int64_t dims[VKL_MAX_RANK], n;
             size_t bytes;
             st = vkl_tensor_eval(ctx, g, t, s->max_values, s->n_values, dims, &n, &bytes);
-            if (st) break;
             s->kv_bytes += bytes;
-            if (offsets[t] + bytes > kv_end) kv_end = offsets[t] + bytes;
         }
-    /* zeroed: masked rows are read (an int8 key row needs a valid scale, and
-     * 0 weight x NaN would still be NaN) */
-    if (!st && kv_end) {
-        void *zero = vkl_calloc(ctx, 1, kv_end);
-        st = zero ? s->m->be->buffer_write(s->m->dev, ctx, s->arena, 0, zero, kv_end) : VKL_ERR_OUT_OF_MEMORY;
-        vkl_free(ctx, zero);
-    }
     vkl_free(ctx, offsets);
     vkl_free(ctx, row_offsets);
     return st;
@@ -280,8 +275,8 @@ static vkl_status prepare_slot(vkl_session *s, exec_slot *slot, int64_t seq, int
     vkl_model *m = s->m;
     const vkl_graph *g = graph_of(s, row);
     size_t total_bytes;
-    vkl_status st =
-        vkl_plan_layout(s->ctx, plan_of(s, row), s->values, s->max_values, s->n_values, slot->offsets, &total_bytes);
+    vkl_layout_binding lb = {s->values, s->n_values, s->max_values, 0};
+    vkl_status st = vkl_plan_layout(s->ctx, plan_of(s, row), &lb, slot->offsets, &total_bytes, NULL);
     if (!st && total_bytes > s->arena_bytes)
         st = vkl_fail(s->ctx, VKL_ERR_INTERNAL, "session: step needs %zu arena bytes, planned %zu", total_bytes,
                       s->arena_bytes);
@@ -435,9 +430,7 @@ static vkl_status step(vkl_session *s, const int32_t *tokens, size_t n, float *a
     if (!st && row) st = m->be->buffer_write(m->dev, s->ctx, s->io_in, s->io_at[3], &last_row, sizeof(last_row));
     vkl_binding actual = {s->values, s->n_values};
     vkl_nonfinite first = {0};
-    if (!st && s->opt.check_finite) st = m->be->execute_checked(m->dev, s->ctx, e->exec, &actual, &first);
-    else if (!st) st = m->be->execute(m->dev, s->ctx, e->exec, &actual);
-    if (!st) st = m->be->wait(m->dev, s->ctx, e->exec);
+    if (!st) st = vkl_exec_run(s->ctx, m->be, m->dev, e->exec, &actual, s->opt.check_finite ? &first : NULL);
     vkl_state_traffic traffic;
     if (!st && m->be->state_traffic && !m->be->state_traffic(m->dev, s->ctx, e->exec, &traffic)) {
         s->stats.kv_bytes_written += traffic.written;

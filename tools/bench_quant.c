@@ -49,6 +49,7 @@
 #include "backend.h"
 #include "bench_quant.h"
 #include "bench_util.h"
+#include "executor.h"
 #include "ops.h"
 #include "quant/quant.h"
 
@@ -169,8 +170,7 @@ static vkl_status load_case(vkl_context *ctx, const vkl_backend_vtable *be, vkl_
     if (!st) st = be->prepare(dev, ctx, g, L->w, &mem, b, &L->e);
     const double t0 = vkl_bench_now();
     for (int i = 0; !st && (i < WARMUP || (be->node_times && vkl_bench_now() - t0 < WARM_SECONDS)); i++) {
-        st = be->execute(dev, ctx, L->e, b);
-        if (!st) st = be->wait(dev, ctx, L->e);
+        st = vkl_exec_run(ctx, be, dev, L->e, b, NULL);
     }
     return st;
 }
@@ -233,8 +233,7 @@ static void run_case(vkl_context *ctx, const vkl_backend_vtable *be, vkl_backend
     if (!st) st = load_case(ctx, be, dev, g, offsets, y0, total, &b, &L);
     for (int r = 0; !st && r < reps; r++) {
         t0 = vkl_bench_now();
-        st = be->execute(dev, ctx, L.e, &b);
-        if (!st) st = be->wait(dev, ctx, L.e);
+        st = vkl_exec_run(ctx, be, dev, L.e, &b, NULL);
         if (!st && !chain_dev) chain[n_chain++] = (vkl_bench_now() - t0) * 1e3 / (double)copies;
         if (!st && timed) {
             size_t got = 0;
@@ -251,8 +250,7 @@ static void run_case(vkl_context *ctx, const vkl_backend_vtable *be, vkl_backend
         st = load_case(ctx, be, chain_dev, g, offsets, y0, total, &b, &C);
         for (int r = 0; !st && r < reps; r++) {
             t0 = vkl_bench_now();
-            st = be->execute(chain_dev, ctx, C.e, &b);
-            if (!st) st = be->wait(chain_dev, ctx, C.e);
+            st = vkl_exec_run(ctx, be, chain_dev, C.e, &b, NULL);
             if (!st) chain[n_chain++] = (vkl_bench_now() - t0) * 1e3 / (double)copies;
         }
         if (!st) st = be->buffer_read(chain_dev, ctx, C.arena, 0, y, total);

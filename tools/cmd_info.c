@@ -91,7 +91,7 @@ static void set_symbol(const vkl_graph *g, int64_t *values, const char *name, in
  * a full prefill at the given context. */
 static int print_plan(vkl_context *ctx, const vkl_graph *g, int64_t context) {
     vkl_plan *p;
-    vkl_status st = vkl_plan_create(g, &p);
+    vkl_status st = vkl_plan_create(g, VKL_PLAN_REUSE, 0, &p);
     if (st) return vkl_cli_fail(PROG, ctx, st);
     size_t n = vkl_symtab_symbol_count(g->syms);
     int64_t *values = vkl_calloc(ctx, n + 1, sizeof(int64_t));
@@ -104,7 +104,8 @@ static int print_plan(vkl_context *ctx, const vkl_graph *g, int64_t context) {
         set_symbol(g, values, "past", prefill ? 0 : context - 1);
         set_symbol(g, values, "total_seq", context);
         size_t planned, plain;
-        st = vkl_plan_layout(g->ctx, p, values, NULL, n, offsets, &planned);
+        vkl_layout_binding lb = {values, n, NULL, 0};
+        st = vkl_plan_layout(g->ctx, p, &lb, offsets, &planned, NULL);
         if (!st) st = vkl_plan_no_reuse_bytes(p, values, n, &plain);
         if (st) {
             rc = vkl_cli_fail(PROG, ctx, st);

@@ -43,6 +43,13 @@ uint32_t vkl_node_view_input(vkl_context *ctx, const vkl_graph *g, uint32_t node
     if (in->kind == VKL_TENSOR_WEIGHT || (in->value && in->producer == VKL_NONE) || in->dtype != out->dtype ||
         in->kind == VKL_TENSOR_STATE)
         return VKL_NONE;
+    /* under a binding, only if the element counts agree: a reshape that is
+     * wrong at run time runs its kernel, which names the error */
+    int64_t dims[VKL_MAX_RANK], in_elements, out_elements;
+    if (values && (vkl_shape_eval(ctx, g, &in->shape, values, count, dims, &in_elements) ||
+                   vkl_shape_eval(ctx, g, &out->shape, values, count, dims, &out_elements) ||
+                   in_elements != out_elements))
+        return VKL_NONE;
     switch (n->op) {
     case VKL_OP_RESHAPE: case VKL_OP_FLATTEN: case VKL_OP_SQUEEZE: case VKL_OP_UNSQUEEZE: case VKL_OP_IDENTITY:
         return n->inputs[0];

@@ -29,7 +29,7 @@ static void check_model(vkl_context *ctx, const char *name) {
     vkl_pipeline_report r;
     CHECK(vkl_pipeline_run(g, VKL_PASS_ALL, &r) == VKL_OK);
     vkl_plan *p = NULL;
-    CHECK(vkl_plan_create(g, &p) == VKL_OK);
+    CHECK(vkl_plan_create(g, VKL_PLAN_REUSE, 0, &p) == VKL_OK);
     if (!p) {
         vkl_onnx_close(m);
         return;
@@ -59,11 +59,33 @@ static void check_model(vkl_context *ctx, const char *name) {
     set(g, values, "past", 2047);
     set(g, values, "total_seq", 2048);
     size_t *off = calloc(g->n_tensors + 1, sizeof(size_t)), planned = 0, plain = 0;
-    CHECK(vkl_plan_layout(g->ctx, p, values, NULL, n, off, &planned) == VKL_OK);
+    vkl_layout_binding lb = {values, n, NULL, 0};
+    CHECK(vkl_plan_layout(g->ctx, p, &lb, off, &planned, NULL) == VKL_OK);
     CHECK(vkl_plan_no_reuse_bytes(p, values, n, &plain) == VKL_OK);
     printf("%-13s buffers %3u for %3u tensors; at ctx 2048: planned %zu bytes, no reuse %zu bytes\n", name, p->n_buffers,
            g->n_tensors, planned, plain);
     CHECK(planned < plain);
+    /* The check runner's plan: every tensor its own buffer (in-place outputs
+     * aside), so its arena is the no-reuse size; states keep the rows asked
+     * for, and a step that needs more is refused. */
+    vkl_plan *q = NULL;
+    CHECK(vkl_plan_create(g, VKL_PLAN_NO_REUSE, 0, &q) == VKL_OK);
+    if (q) {
+        size_t separate = 0, states_end = 0, kept_end = 0;
+        CHECK(vkl_plan_verify(q, values, n) == VKL_OK);
+        CHECK(vkl_plan_layout(g->ctx, q, &lb, off, &separate, &states_end) == VKL_OK);
+        CHECK(separate == plain);
+        for (uint32_t a = 0; a < g->n_tensors; a++)
+            for (uint32_t b = a + 1; b < g->n_tensors; b++)
+                if (q->buffer_of[a] != VKL_NONE && q->buffer_of[a] == q->buffer_of[b])
+                    CHECK(g->tensors[a].kind == VKL_TENSOR_STATE || g->tensors[b].kind == VKL_TENSOR_STATE);
+        vkl_layout_binding kept = {values, n, NULL, 4096};
+        CHECK(vkl_plan_layout(g->ctx, q, &kept, off, &separate, &kept_end) == VKL_OK);
+        CHECK(states_end == 0 || kept_end == 2 * states_end); /* 4096 rows where the step had 2048 */
+        kept.state_rows = 2047;
+        if (states_end) CHECK(vkl_plan_layout(g->ctx, q, &kept, off, &separate, &kept_end) == VKL_ERR_INVALID_ARGUMENT);
+        vkl_plan_destroy(q);
+    }
     free(off);
     free(values);
     vkl_plan_destroy(p);
@@ -91,7 +113,7 @@ static void check_paper_example(vkl_context *ctx) {
     uint32_t chain[6] = {x, a, b, c, d, e};
     for (int i = 0; i < 5; i++) CHECK(vkl_graph_add_node(g, VKL_OP_RELU, "r", &chain[i], 1, &chain[i + 1], 1, NULL, 0, NULL) == VKL_OK);
     vkl_plan *p = NULL;
-    CHECK(vkl_plan_create(g, &p) == VKL_OK);
+    CHECK(vkl_plan_create(g, VKL_PLAN_REUSE, 0, &p) == VKL_OK);
     if (p) {
         CHECK(p->buffer_of[c] == p->buffer_of[a]); /* N*32*128 == N*4096: reuse */
         CHECK(p->buffer_of[d] != p->buffer_of[b]); /* sumN*256 vs N*4096: unknown, no reuse */
