@@ -189,16 +189,22 @@ static void bind_qkvm(const attn *a, vkl_vk_dispatch *d) {
     d->n_bind = 5;
 }
 
+/* attn_prefill.comp's sK (rows of D rounded up to 4, plus 4), sV and sP */
 static size_t prefill_shared(const attn *a, int64_t br, int64_t bc) {
-    return a->es * (size_t)(br * (a->D + 1) + bc * (a->D + 1) + bc * a->DV + br * bc);
+    const int64_t d4 = (a->D + 3) / 4, dv4 = (a->DV + 3) / 4;
+    return a->es * (size_t)(bc * 4 * (d4 + 1) + bc * 4 * dv4 + br * bc);
 }
+
+/* Invocations of a prefill workgroup: 4 per query row, at least ATTN_WG. */
+static uint32_t prefill_wg(int64_t br) { return br * 4 > ATTN_WG ? (uint32_t)br * 4 : ATTN_WG; }
 
 static vkl_status record_prefill(const vkl_vk_node *nd, const attn *a, vkl_vk_dispatch *d) {
     const uint32_t smem = nd->dev->props.limits.maxComputeSharedMemorySize;
-    /* tiles: up to 16 query rows (fewer when S is small), 16 keys; halved
-     * (keys first) until K, V, Q and the scores fit in shared memory */
-    int64_t br = 1, bc = 16;
-    while (br < 16 && br < a->S) br *= 2;
+    /* tiles: up to attn_rows query rows (fewer when S is small), attn_keys
+     * keys; halved (keys first) until K, V and the scores fit in shared
+     * memory */
+    int64_t br = 1, bc = nd->dev->attn_keys;
+    while (br < nd->dev->attn_rows && br < a->S) br *= 2;
     while (prefill_shared(a, br, bc) > smem && (bc > 4 || br > 1)) {
         if (bc > 4) bc /= 2;
         else br /= 2;
@@ -212,7 +218,7 @@ static vkl_status record_prefill(const vkl_vk_node *nd, const attn *a, vkl_vk_di
         return vkl_vk_node_unsupported(nd, "S = %lld: %lld query tiles exceed the dispatch range", (long long)a->S,
                                        (long long)tiles);
     d->shader = a->f64 ? "attn_prefill_f64" : "attn_prefill";
-    const uint32_t spec[] = {ATTN_WG, (uint32_t)br, (uint32_t)bc, (uint32_t)a->D, (uint32_t)a->DV, a->dts,
+    const uint32_t spec[] = {prefill_wg(br), (uint32_t)br, (uint32_t)bc, (uint32_t)a->D, (uint32_t)a->DV, a->dts,
                              a->layout1 ? 1u : 0u};
     d->n_spec = (uint32_t)(sizeof(spec) / sizeof(spec[0]));
     memcpy(d->spec, spec, sizeof(spec));
@@ -334,6 +340,23 @@ vkl_status vkl_vk_attention_tuning(vkl_backend_device *dev, const vkl_vulkan_opt
     if (o->attention_target > 65535)
         return vkl_fail(dev->ctx, VKL_ERR_INVALID_ARGUMENT, "vulkan: option attention_target = %u: want 0..65535",
                         o->attention_target);
+    /* Prefill tiles: 64 query rows (256 invocations, K and V read once per
+     * 64 rows) x 16 keys unless asked (a power of two within the shader's
+     * reach and the workgroup limit). An H200's 1B prefill of 512 tokens:
+     * 23.5 ms at 64 x 16, 23.7 at 32 x 16, 24.5 at 64 x 32, 25.9 at 16 x 16,
+     * 29.5 at 16 x 32, 37.5 at 16 x 64. */
+    dev->attn_rows = 64;
+    dev->attn_keys = 16;
+    const uint32_t rows = o->attention_rows, keys = o->attention_keys;
+    if (rows && (rows > 64 || (rows & (rows - 1)) || prefill_wg(rows) > dev->props.limits.maxComputeWorkGroupInvocations ||
+                 prefill_wg(rows) > dev->props.limits.maxComputeWorkGroupSize[0]))
+        return vkl_fail(dev->ctx, VKL_ERR_INVALID_ARGUMENT, "vulkan: option attention_rows = %u: want a power of two "
+                        "1..64 whose %u invocations the device allows", rows, prefill_wg(rows));
+    if (keys && (keys < 4 || keys > 128 || (keys & (keys - 1))))
+        return vkl_fail(dev->ctx, VKL_ERR_INVALID_ARGUMENT, "vulkan: option attention_keys = %u: want a power of two "
+                        "4..128", keys);
+    if (rows) dev->attn_rows = rows;
+    if (keys) dev->attn_keys = keys;
     dev->attn_kernel = (uint32_t)o->attention; /* 0 auto, 1 prefill, 2 decode */
     dev->attn_splits = o->attention_splits;
     if (o->attention_target) dev->attn_target = o->attention_target;

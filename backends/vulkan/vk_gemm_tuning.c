@@ -95,7 +95,8 @@ static vkl_status option_range(vkl_context *ctx, const char *name, uint32_t x, u
 size_t vkl_vk_gemm_shared_bytes(const vkl_backend_device *dev, bool coopmat) {
     if (coopmat) {
         const size_t bm = (size_t)dev->cm_sg_m * dev->cm_fm * dev->cm_m, bn = (size_t)dev->cm_sg_n * dev->cm_fn * dev->cm_n;
-        return 2 * (bm + bn) * (32 + 8) + 4 * bm * bn + 4 * bn; /* quant_gemm_coopmat.glsl's As, Ws, Cs, ds */
+        const size_t staging = (size_t)dev->cm_sg_m * dev->cm_sg_n * dev->cm_m * dev->cm_n;
+        return 2 * (bm + bn) * (32 + 8) + 4 * staging; /* quant_gemm_coopmat.glsl's As, Ws, Cs */
     }
     const size_t bm = (size_t)dev->qmm_wy * dev->qmm_tm, bn = (size_t)dev->qmm_wx * dev->qmm_tn;
     return (dev->f16_math ? 2 : 4) * 32 * (bm + 1 + bn + 1) + 4 * bn; /* quant_gemm.glsl's As, Ws, ds */
@@ -129,26 +130,35 @@ vkl_status vkl_vk_gemm_tuning(vkl_backend_device *dev, const vkl_vulkan_options 
                       "device has %u", dev->qmm_tm, dev->qmm_tn, vkl_vk_gemm_shared_bytes(dev, false),
                       lim->maxComputeSharedMemorySize);
     if (st) return st;
-    /* Cooperative-matrix build: 2 x 2 subgroups of 2 x 2 fragments (64 x 64
-     * tiles at 16 x 16 fragments), where the device can (has_coopmat_nv),
-     * neither the options nor a quirk turned coopmat or fp16 off, and math =
-     * F16 asked for fp16 arithmetic: its operands are fp16 (A rounded once).
-     * Not by default: untuned, it ran an H100's 512-row GEMMs at 12-15
-     * TFLOP/s (3% of the 433 its matrix units reach in vkbench) where the
-     * tiled f32 build ran 18-19, and a 1B prefill at 7,043 tok/s against
-     * 7,860 (docs/perf.md, 2026-11-25); the default stays exact f32. */
+    /* Cooperative-matrix build, where the device can (has_coopmat_nv) and
+     * neither the options nor a quirk turned coopmat or fp16 off, unless
+     * math = F32 asks for exact f32 products (its operands are fp16: A and
+     * d * w rounded once each). 2 x 2 subgroups of 2 x 1 fragments (64 x 32
+     * tiles at 16 x 16 fragments): the kernel is bound by latency, not by
+     * its matrix units, so more workgroups win; an H200's 1B prefill of 512
+     * tokens took 25.1 ms with them, 25.9 with 1 x 2, 29.3 with 1 x 1, 45.6
+     * with 2 x 2, 50.4 with 1 x 4, 63.8 with 4 x 4 (2026-11-25, one run
+     * each); gemm_tile_m / gemm_tile_n set the fragments per subgroup instead
+     * (1..8). Each invocation loads an equal share of a K step's A (BM x 32)
+     * and W words (BN x 4 for 4-bit codes, BN x 8 for int8). */
     const uint32_t need = VKL_FEATURE_COOPMAT | VKL_FEATURE_FP16;
     dev->gemm_coopmat = dev->has_coopmat_nv && (dev->caps.features & need) == need && dev->subgroup_size &&
-                        o->math == VKL_VULKAN_MATH_F16;
-    dev->cm_sg_m = dev->cm_sg_n = dev->cm_fm = dev->cm_fn = 2;
+                        o->math != VKL_VULKAN_MATH_F32;
+    dev->cm_sg_m = dev->cm_sg_n = 2;
+    dev->cm_fm = 2;
+    dev->cm_fn = 1;
     if (dev->gemm_coopmat) {
+        st = option_range(ctx, "gemm_tile_m", o->gemm_tile_m, 1, 8, &dev->cm_fm);
+        if (!st) st = option_range(ctx, "gemm_tile_n", o->gemm_tile_n, 1, 8, &dev->cm_fn);
+        if (st) return st;
         const uint64_t wg = 4ull * dev->subgroup_size;
-        const uint64_t tile = 16ull * dev->cm_m * dev->cm_n; /* BM * BN */
+        const uint64_t bm = 2ull * dev->cm_fm * dev->cm_m, bn = 2ull * dev->cm_fn * dev->cm_n;
         dev->cm_wg = (uint32_t)wg;
-        if (wg > lim->maxComputeWorkGroupInvocations || wg > lim->maxComputeWorkGroupSize[0] || tile % wg ||
+        if (wg > lim->maxComputeWorkGroupInvocations || wg > lim->maxComputeWorkGroupSize[0] || bm * 32 % wg ||
+            bn * 4 % wg ||
             vkl_vk_gemm_shared_bytes(dev, true) > lim->maxComputeSharedMemorySize) {
-            vkl_log(ctx, VKL_LOG_INFO, "vulkan: cooperative-matrix GEMM off: %ux%ux%u fragments do not fit "
-                    "the device's workgroup or shared memory", dev->cm_m, dev->cm_n, dev->cm_k);
+            vkl_log(ctx, VKL_LOG_INFO, "vulkan: cooperative-matrix GEMM off: %ux%u fragments of %ux%ux%u do not fit "
+                    "the device's workgroup or shared memory", dev->cm_fm, dev->cm_fn, dev->cm_m, dev->cm_n, dev->cm_k);
             dev->gemm_coopmat = false;
         }
     }

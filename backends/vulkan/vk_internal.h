@@ -232,6 +232,7 @@ struct vkl_backend_device {
      * 2: split-K decoding wherever it applies), the split count (0: from
      * the KV length and attn_target, the workgroups a decode step aims at) */
     uint32_t attn_kernel, attn_splits, attn_target;
+    uint32_t attn_rows, attn_keys; /* prefill attention's largest tile: query rows, keys */
 };
 
 vkl_status vkl_vk_buffer_alloc(vkl_backend_device *dev, vkl_buffer_usage usage, size_t bytes, vkl_vk_buffer *out);
@@ -566,7 +567,7 @@ vkl_status vkl_vk_record_rope(const vkl_vk_node *node, vkl_vk_dispatch *out, uin
 vkl_status vkl_vk_record_attention(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
 vkl_status vkl_vk_record_kv_append(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
 /* The attention knobs of the device (options attention, attention_splits,
- * attention_target), read at open. */
+ * attention_target, attention_rows, attention_keys), read at open. */
 vkl_status vkl_vk_attention_tuning(vkl_backend_device *dev, const vkl_vulkan_options *o);
 
 /* ---- strided views (vk_view.c; shaders/vulkan/view.glsl) ----------------------------------------- */

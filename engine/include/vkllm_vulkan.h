@@ -138,6 +138,8 @@ typedef struct vkl_vulkan_options {
     vkl_vulkan_attention attention;
     uint32_t attention_splits;     /* split-K pieces of a decode step, 0: from the KV length */
     uint32_t attention_target;     /* workgroups a decode step aims at, 0: by device type */
+    uint32_t attention_rows;       /* prefill attention: query rows per workgroup, a power of two 1..64 */
+    uint32_t attention_keys;       /* and keys per shared-memory tile, a power of two 4..128 */
     /* Limits, lowered for tests (docs/vulkan.md, "Limits"); 0 (init): the
      * device's own. max_binding_bytes: a binding limit below
      * maxStorageBufferRange (at least 4096), so that small models exercise

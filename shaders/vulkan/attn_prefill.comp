@@ -12,7 +12,12 @@
 // Invocations: TPR = WG / BR per query row. A row's TPR invocations share
 // its scores (each computes BC / TPR of them into shared memory, then each
 // reads all BC to update m and l identically) and split its Dv outputs in
-// column pairs (a pair is one word of a 16-bit output).
+// runs of 4 columns. Each invocation holds its row of Q in registers and
+// reads K and V from shared memory 4 elements (one vec4) at a time, the
+// head dims zero-padded to multiples of 4: the products were bound by
+// shared-memory loads (two scalar loads per multiply-add with Q in shared
+// memory, an H200 at 4.2 TFLOP/s on a 1B prefill), now one vec4 load feeds
+// four.
 #include "kv_common.glsl"
 
 layout(local_size_x_id = 0) in;
@@ -26,9 +31,9 @@ layout(constant_id = 6) const uint FLAGS = 0;    // bit 0: kv_layout 1
 
 const uint QDT = DTS & 63u, KDT = (DTS >> 6) & 63u, VDT = (DTS >> 12) & 63u, MDT = (DTS >> 18) & 63u;
 const uint TPR = WG / BR;
-const uint NPAIR = (DV + 1u) / 2u;
-const uint PPT = (NPAIR + TPR - 1u) / TPR; // column pairs per invocation
-const uint KS = D + 1u;                    // padded row stride: rows start in different banks
+const uint D4 = (D + 3u) / 4u, DV4 = (DV + 3u) / 4u;
+const uint P4 = (DV4 + TPR - 1u) / TPR; // runs of 4 output columns per invocation
+const uint KS4 = D4 + 1u;               // padded K row stride (vec4s): rows start in different banks
 
 VKL_TENSOR_IN(Qb, 0)
 VKL_KV_IN(Kb, 1)
@@ -45,10 +50,17 @@ layout(push_constant) uniform Push {
     uint msb, msh, msi, msj;    // the mask's element strides over [B, Hq, S, T]
 } pc;
 
-shared REAL sQ[BR * KS];
-shared REAL sK[BC * KS];
-shared REAL sV[BC * DV];
+shared REAL4 sK[BC * KS4];
+shared REAL4 sV[BC * DV4];
 shared REAL sP[BR * BC];
+
+// Elements [4 c4, 4 c4 + 4) of a K (or V) row, zeros past its width n.
+#define KV_RUN(NAME, dt, row, n, c4, sc)                                                           \
+    ((n) % 4u == 0u ? NAME##_value4(dt, row, n, 4u * (c4), sc)                                     \
+                    : REAL4(4u * (c4) < (n) ? NAME##_value(dt, row, n, 4u * (c4), sc) : REAL(0),   \
+                            4u * (c4) + 1u < (n) ? NAME##_value(dt, row, n, 4u * (c4) + 1u, sc) : REAL(0), \
+                            4u * (c4) + 2u < (n) ? NAME##_value(dt, row, n, 4u * (c4) + 2u, sc) : REAL(0), \
+                            4u * (c4) + 3u < (n) ? NAME##_value(dt, row, n, 4u * (c4) + 3u, sc) : REAL(0)))
 
 void main() {
     const uint tid = gl_LocalInvocationID.x;
@@ -60,12 +72,17 @@ void main() {
 #else
     const float scale = uintBitsToFloat(pc.scale_lo);
 #endif
-    for (uint idx = tid; idx < BR * D; idx += WG) {
-        uint r = idx / D, d = idx % D, i = i0 + r;
-        sQ[r * KS + d] = i < pc.S ? VKL_REAL_AT(Qb, QDT, ((b * pc.Hq + h) * pc.S + i) * D + d) * scale : REAL(0);
-    }
     const uint r = tid / TPR, lane = tid % TPR, i = i0 + r;
     const bool row_ok = r < BR && i < pc.S;
+    REAL4 q[D4]; // this row of Q, scaled once
+    for (uint d4 = 0u; d4 < D4; d4++) {
+        REAL4 v = REAL4(0);
+        for (uint e = 0u; e < 4u; e++) {
+            const uint d = 4u * d4 + e;
+            if (row_ok && d < D) v[e] = VKL_REAL_AT(Qb, QDT, ((b * pc.Hq + h) * pc.S + i) * D + d) * scale;
+        }
+        q[d4] = v;
+    }
     const int p = int(i) + int(pc.T) - int(pc.S); // the query's position among the keys
     // keys any row of the tile may see: [lo, hi)
     const int pmin = int(i0) + int(pc.T) - int(pc.S), pmax = int(min(i0 + BR, pc.S)) - 1 + int(pc.T) - int(pc.S);
@@ -74,50 +91,49 @@ void main() {
 
     REAL m = REAL(0), l = REAL(0);
     bool seen = false; // some key of this row was visible so far (m is valid)
-    REAL o[2u * PPT];
-    for (uint k = 0u; k < 2u * PPT; k++) o[k] = REAL(0);
+    REAL4 o[P4];
+    for (uint k = 0u; k < P4; k++) o[k] = REAL4(0);
 
     for (int j0 = lo; j0 < hi; j0 += int(BC)) {
-        barrier(); // the previous tile's readers are done (and sQ is visible)
-        // K and V tiles, four elements per load where the head dim allows
-        // (one word of 1-byte codes); rows past hi are zeros
-        const uint KQ = D % 4u == 0u ? 4u : 1u, VQ = DV % 4u == 0u ? 4u : 1u;
-        for (uint idx = tid; idx < BC * D / KQ; idx += WG) {
-            uint jj = idx / (D / KQ), d = idx % (D / KQ) * KQ;
-            int j = j0 + int(jj);
+        barrier(); // the previous tile's readers are done
+        // K and V tiles, four elements per load (one word of 1-byte codes
+        // where the width allows); rows past hi are zeros
+        for (uint idx = tid; idx < BC * D4; idx += WG) {
+            const uint jj = idx / D4, c4 = idx % D4;
+            const int j = j0 + int(jj);
             REAL4 v = REAL4(0);
             if (j < hi) {
-                uint row = vkl_kv_row(layout1, pc.B, pc.Hkv, pc.T, b, g, uint(j));
-                float sc = Kb_scale(KDT, row, D);
-                v = KQ == 4u ? Kb_value4(KDT, row, D, d, sc) : REAL4(Kb_value(KDT, row, D, d, sc));
+                const uint row = vkl_kv_row(layout1, pc.B, pc.Hkv, pc.T, b, g, uint(j));
+                const float sc = Kb_scale(KDT, row, D);
+                v = KV_RUN(Kb, KDT, row, D, c4, sc);
             }
-            for (uint q = 0u; q < KQ; q++) sK[jj * KS + d + q] = v[q];
+            sK[jj * KS4 + c4] = v;
         }
-        for (uint idx = tid; idx < BC * DV / VQ; idx += WG) {
-            uint jj = idx / (DV / VQ), d = idx % (DV / VQ) * VQ;
-            int j = j0 + int(jj);
+        for (uint idx = tid; idx < BC * DV4; idx += WG) {
+            const uint jj = idx / DV4, c4 = idx % DV4;
+            const int j = j0 + int(jj);
             REAL4 v = REAL4(0);
             if (j < hi) {
-                uint row = vkl_kv_row(layout1, pc.B, pc.Hkv, pc.T, b, g, uint(j));
-                float sc = Vb_scale(VDT, row, DV);
-                v = VQ == 4u ? Vb_value4(VDT, row, DV, d, sc) : REAL4(Vb_value(VDT, row, DV, d, sc));
+                const uint row = vkl_kv_row(layout1, pc.B, pc.Hkv, pc.T, b, g, uint(j));
+                const float sc = Vb_scale(VDT, row, DV);
+                v = KV_RUN(Vb, VDT, row, DV, c4, sc);
             }
-            for (uint q = 0u; q < VQ; q++) sV[jj * DV + d + q] = v[q];
+            sV[jj * DV4 + c4] = v;
         }
         barrier();
         if (r < BR) {
             for (uint jj = lane; jj < BC; jj += TPR) {
-                int j = j0 + int(jj);
+                const int j = j0 + int(jj);
                 bool vis = row_ok && j < hi && (pc.causal == 0 || j <= p) && (pc.window <= 0 || p - j < pc.window);
                 REAL s = vkl_neg_inf();
                 if (vis && MDT == VKL_DT_BOOL)
                     vis = Mb_i(MDT, b * pc.msb + h * pc.msh + i * pc.msi + uint(j) * pc.msj) != 0;
                 if (vis) {
-                    REAL acc = REAL(0);
-                    for (uint d = 0u; d < D; d++) acc += sQ[r * KS + d] * sK[jj * KS + d];
+                    REAL4 acc = REAL4(0);
+                    for (uint d4 = 0u; d4 < D4; d4++) acc += q[d4] * sK[jj * KS4 + d4];
+                    s = (acc.x + acc.y) + (acc.z + acc.w);
                     if (MDT != 0u && MDT != VKL_DT_BOOL)
-                        acc += VKL_REAL_AT(Mb, MDT, b * pc.msb + h * pc.msh + i * pc.msi + uint(j) * pc.msj);
-                    s = acc;
+                        s += VKL_REAL_AT(Mb, MDT, b * pc.msb + h * pc.msh + i * pc.msi + uint(j) * pc.msj);
                 }
                 sP[r * BC + jj] = s;
             }
@@ -138,16 +154,15 @@ void main() {
                 REAL mn = seen ? max(m, mt) : mt;
                 REAL alpha = seen ? vkl_exp(m - mn) : REAL(0);
                 l *= alpha;
-                for (uint k = 0u; k < 2u * PPT; k++) o[k] *= alpha;
+                for (uint k = 0u; k < P4; k++) o[k] *= alpha;
                 for (uint jj = 0u; jj < BC; jj++) {
                     REAL s = sP[r * BC + jj];
                     if (vkl_is_neg_inf(s)) continue; // its V row may be anything, even NaN
                     REAL w = vkl_exp(s - mn);
                     l += w;
-                    for (uint k = 0u; k < PPT; k++) {
-                        uint c = 2u * (lane + k * TPR);
-                        if (c < DV) o[2u * k] += w * sV[jj * DV + c];
-                        if (c + 1u < DV) o[2u * k + 1u] += w * sV[jj * DV + c + 1u];
+                    for (uint k = 0u; k < P4; k++) {
+                        const uint c4 = lane + k * TPR;
+                        if (c4 < DV4) o[k] += w * sV[jj * DV4 + c4];
                     }
                 }
                 m = mn;
@@ -158,8 +173,9 @@ void main() {
     if (!row_ok) return;
     const REAL inv = seen ? REAL(1) / l : REAL(0); // no visible key: zeros
     const uint base = ((b * pc.Hq + h) * pc.S + i) * DV;
-    for (uint k = 0u; k < PPT; k++) {
-        uint c = 2u * (lane + k * TPR);
-        if (c < DV) Ob_store2(QDT, base + c, o[2u * k] * inv, o[2u * k + 1u] * inv, c + 1u < DV);
+    for (uint k = 0u; k < P4; k++) {
+        const uint c = 4u * (lane + k * TPR);
+        if (c < DV) Ob_store2(QDT, base + c, o[k].x * inv, o[k].y * inv, c + 1u < DV);
+        if (c + 2u < DV) Ob_store2(QDT, base + c + 2u, o[k].z * inv, o[k].w * inv, c + 3u < DV);
     }
 }
