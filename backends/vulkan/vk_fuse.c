@@ -17,12 +17,11 @@
  * fused dispatch reads A later than the QuantMatMul would have, so no node
  * between them may write A's bytes (the planner may hand A's memory on once
  * the QuantMatMul is its last reader), and the output must not share bytes
- * with A or R (one dispatch reads and writes them). An ADD whose output the
- * planner placed over A (A's memory is free again after the QuantMatMul, so
- * a decode step's o_proj + residual Add often lands there) moves its output
- * into the QuantMatMul output's memory, which fusion leaves unwritten, when
- * that is safe until the output's last reader (try_move). A pattern that
- * fails any of this is recorded unfused. Views between the nodes (Reshape,
+ * with A or R (one dispatch reads and writes them). An output the planner
+ * placed there (A's memory is free again after the QuantMatMul, so a decode
+ * step's o_proj + residual Add lands on it) is moved into a buffer of the
+ * executable's own when all its readers can follow (try_move). A pattern
+ * that fails any of this is recorded unfused. Views between the nodes (Reshape,
  * Transpose: vk_view.c) make the QuantMatMul's consumer the view, not the
  * Add, so such patterns are not matched. */
 #include <string.h>
