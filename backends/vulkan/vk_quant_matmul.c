@@ -190,8 +190,10 @@ bool vkl_vk_qmm_fusable(const vkl_vk_node *nd) {
     const vkl_vk_tensor *bias = nd->n_in > 2 && nd->in[2].id != VKL_NONE ? &nd->in[2] : NULL;
     qmm_shape s;
     qmm_path path;
+    /* one dispatch: no piece of W, and A's and Y's rows in one range (the
+     * fused builds index R like Y, from the start) */
     return !qmm_plan(nd, &s, &path) && path == QMM_MATVEC && nd->in[1].weight->n_pieces == 1 && !nd->in[0].pieced &&
-           !nd->out[0].pieced && !(bias && bias->pieced);
+           !nd->out[0].pieced && !(bias && bias->pieced) && dispatch_rows(nd->dev, s.M, s.N, s.K, s.N) >= s.M;
 }
 
 bool vkl_vk_qmm_glu_fits(const vkl_backend_device *dev) {
@@ -325,7 +327,10 @@ static vkl_status record_fused(const vkl_vk_node *nd, int fuse, vkl_vk_dispatch 
     qmm_path path;
     vkl_status st = qmm_plan(nd, &s, &path);
     if (!st && path != QMM_MATVEC) st = vkl_vk_node_unsupported(nd, "fused, yet not on the matvec path");
-    return st ? st : record_matvec(nd, &s, fuse, out, count);
+    if (!st) st = record_matvec(nd, &s, fuse, out, count);
+    /* R is indexed like a whole Y: a second dispatch would misplace it */
+    if (!st && *count != 1) st = vkl_vk_node_unsupported(nd, "fused, yet in %u dispatches", *count);
+    return st;
 }
 
 vkl_status vkl_vk_record_qmm_add(const vkl_vk_node *nd, vkl_vk_dispatch *out, uint32_t *count) {
