@@ -85,6 +85,21 @@ set(VKL_SHADER_VARIANTS
   "ew_binary:f64:VKL_F64=1"
   "ew_unary:f64:VKL_F64=1"
   "range:f64:VKL_F64=1")
+# The fused matvecs (backends/vulkan/vk_fuse.c): _add folds a residual Add
+# into the store, _glu computes gate and up rows and stores silu(gate) * up;
+# each in the four builds of the plain matvec.
+foreach(fmt e0m4 int4 int8)
+  foreach(fuse "add:VKL_FUSE_ADD=1" "glu:VKL_FUSE_GLU=1")
+    string(REPLACE ":" ";" fuse "${fuse}")
+    list(GET fuse 0 fsuffix)
+    list(GET fuse 1 fdef)
+    list(APPEND VKL_SHADER_VARIANTS
+      "quant_matvec_${fmt}:${fsuffix}:${fdef}"
+      "quant_matvec_${fmt}:sg_${fsuffix}:VKL_SUBGROUP=1,${fdef}"
+      "quant_matvec_${fmt}:f16_${fsuffix}:VKL_F16=1,${fdef}"
+      "quant_matvec_${fmt}:sg_f16_${fsuffix}:VKL_SUBGROUP=1,VKL_F16=1,${fdef}")
+  endforeach()
+endforeach()
 
 # Vulkan 1.1 / SPIR-V 1.3: the oldest target with subgroup operations.
 set(VKL_SHADER_TARGET_ENV vulkan1.1)

@@ -45,7 +45,9 @@ struct vkl_backend_exec {
     VkBufferCopy *io_region;
     size_t n_up, n_down;
     uint32_t n_dispatches, n_barriers; /* recorded (barriers between dispatches) */
+    uint32_t n_fused;      /* nodes recorded inside another's dispatch (vk_fuse.c) */
     vkl_vk_buffer scratch; /* vkl_vk_scratch ranges of every node (vk_internal.h) */
+    vkl_vk_buffer moved;   /* fused outputs moved off their planned memory (vk_fuse.c) */
     bool pending;          /* submitted, not yet waited for */
     bool ran;              /* an execute has completed: timestamps are valid */
 };
@@ -172,6 +174,7 @@ static void exec_free(vkl_backend_device *dev, vkl_backend_exec *e) {
     vkl_free(dev->ctx, e->io_buf);
     vkl_free(dev->ctx, e->io_region);
     vkl_vk_buffer_free(dev, &e->scratch);
+    vkl_vk_buffer_free(dev, &e->moved);
     vkl_free(dev->ctx, e);
 }
 
@@ -183,7 +186,7 @@ static void vk_exec_release(vkl_backend_device *dev, vkl_context *ctx, vkl_backe
 }
 
 /* Tensor t as node inputs/outputs see it: concrete shape, device range. */
-static vkl_status bind_tensor(vkl_backend_device *dev, const vkl_graph *g, const vkl_backend_weights *w,
+vkl_status vkl_vk_bind_tensor(vkl_backend_device *dev, const vkl_graph *g, const vkl_backend_weights *w,
                               const vkl_memory_map *mem, const vkl_binding *b, uint32_t t, vkl_vk_tensor *v) {
     memset(v, 0, sizeof(*v));
     v->id = t;
@@ -229,6 +232,14 @@ static vkl_status bind_tensor(vkl_backend_device *dev, const vkl_graph *g, const
     return VKL_OK;
 }
 
+vkl_status vkl_vk_bind_moved(vkl_backend_device *dev, const vkl_graph *g, const vkl_backend_weights *w,
+                             const vkl_memory_map *mem, const vkl_binding *b, const VkDescriptorBufferInfo *moved,
+                             uint32_t t, vkl_vk_tensor *v) {
+    vkl_status st = vkl_vk_bind_tensor(dev, g, w, mem, b, t, v);
+    if (!st && t != VKL_NONE && moved[t].range) v->at = moved[t];
+    return st;
+}
+
 static bool same_range(const VkDescriptorBufferInfo *a, const VkDescriptorBufferInfo *b) {
     return a->buffer == b->buffer && a->offset == b->offset && a->range == b->range;
 }
@@ -271,14 +282,14 @@ typedef struct touched {
     size_t n, cap;
 } touched;
 
-static bool overlaps(const VkDescriptorBufferInfo *a, const VkDescriptorBufferInfo *b) {
+bool vkl_vk_overlaps(const VkDescriptorBufferInfo *a, const VkDescriptorBufferInfo *b) {
     return a->buffer == b->buffer && a->offset < b->offset + b->range && b->offset < a->offset + a->range;
 }
 
 static bool needs_barrier(const touched *t, const vkl_vk_dispatch *d, uint32_t writes) {
     for (uint32_t j = 0; j < d->n_bind; j++)
         for (size_t k = 0; k < t->n; k++)
-            if ((t->written[k] || (writes >> j & 1u)) && overlaps(&t->r[k], &d->bind[j])) return true;
+            if ((t->written[k] || (writes >> j & 1u)) && vkl_vk_overlaps(&t->r[k], &d->bind[j])) return true;
     return false;
 }
 
@@ -293,6 +304,8 @@ typedef struct plan {
     VkDescriptorSet *set;  /* per dispatch */
     vkl_vk_tensor *views;  /* scratch: one node's inputs then outputs */
     vkl_vk_dispatch *tmp;  /* scratch: VKL_VK_MAX_DISPATCHES, one node's as its recorder writes them */
+    vkl_vk_fusion *fused;  /* per node: what its position records (vk_fuse.c) */
+    VkDescriptorBufferInfo *moved; /* per tensor: where fusion moved it (vkl_vk_fuse_plan) */
 } plan;
 
 static void plan_free(vkl_context *ctx, plan *p) {
@@ -304,6 +317,8 @@ static void plan_free(vkl_context *ctx, plan *p) {
     vkl_free(ctx, p->set);
     vkl_free(ctx, p->views);
     vkl_free(ctx, p->writes);
+    vkl_free(ctx, p->fused);
+    vkl_free(ctx, p->moved);
 }
 
 /* Every live node has a recorder, or the graph is refused before anything is made. */
@@ -335,7 +350,7 @@ static vkl_status check_pieces(const vkl_vk_node *nd, uint32_t op) {
 static vkl_status plan_nodes(vkl_backend_device *dev, const vkl_graph *g, const vkl_backend_weights *w,
                              const vkl_memory_map *mem, const vkl_binding *b, vkl_backend_exec *e, plan *p) {
     vkl_context *ctx = dev->ctx;
-    uint32_t max_io = 1;
+    uint32_t max_io = 5; /* a fused node: A, W, bias, R or Wu, output */
     for (uint32_t k = 0; k < e->n_nodes; k++) {
         const vkl_node *n = &g->nodes[e->nodes[k]];
         if (n->n_inputs + n->n_outputs > max_io) max_io = n->n_inputs + n->n_outputs;
@@ -345,19 +360,32 @@ static vkl_status plan_nodes(vkl_backend_device *dev, const vkl_graph *g, const 
     p->count = vkl_calloc(ctx, nodes, sizeof(*p->count));
     p->views = vkl_calloc(ctx, max_io, sizeof(*p->views));
     p->tmp = vkl_calloc(ctx, VKL_VK_MAX_DISPATCHES, sizeof(*p->tmp));
-    if (!p->first || !p->count || !p->views || !p->tmp) return VKL_ERR_OUT_OF_MEMORY;
-    vkl_status st = VKL_OK;
+    p->fused = vkl_calloc(ctx, nodes, sizeof(*p->fused));
+    p->moved = vkl_calloc(ctx, g->n_tensors ? g->n_tensors : 1, sizeof(*p->moved));
+    if (!p->first || !p->count || !p->views || !p->tmp || !p->fused || !p->moved) return VKL_ERR_OUT_OF_MEMORY;
+    vkl_status st =
+        vkl_vk_fuse_plan(dev, g, w, mem, b, e->nodes, e->n_nodes, p->fused, p->moved, &e->moved, &e->n_fused);
     for (uint32_t k = 0; !st && k < e->n_nodes; k++) {
         const vkl_node *n = &g->nodes[e->nodes[k]];
-        for (uint32_t j = 0; !st && j < n->n_inputs + n->n_outputs; j++)
-            st = bind_tensor(dev, g, w, mem, b, j < n->n_inputs ? n->inputs[j] : n->outputs[j - n->n_inputs],
-                             &p->views[j]);
-        vkl_vk_node node = {dev, g, e->nodes[k], p->views, p->views + n->n_inputs, n->n_inputs, n->n_outputs, b, w};
-        if (!st) st = check_pieces(&node, n->op);
-        /* a view the planner gave its input's memory: nothing to dispatch */
-        const bool viewed = !st && n->n_outputs && same_range(&p->views[0].at, &p->views[n->n_inputs].at) &&
-                            vkl_node_view_input(dev->ctx, g, e->nodes[k], b->values, b->count) != VKL_NONE;
-        if (!st && !viewed) st = vkl_vk_recorder_for(n->op)(&node, p->tmp, &p->count[k]);
+        const vkl_vk_fusion *f = &p->fused[k];
+        vkl_vk_node node = {dev, g, e->nodes[k], p->views, p->views, 0, 0, b, w};
+        vkl_vk_recorder record = NULL;
+        bool viewed = false;
+        if (f->kind == VKL_VK_FUSE_ADD || f->kind == VKL_VK_FUSE_GLU) {
+            st = vkl_vk_fuse_node(dev, g, w, mem, b, p->moved, f, e->nodes[k], p->views, &node, &record);
+        } else if (f->kind == VKL_VK_FUSE_NONE) {
+            for (uint32_t j = 0; !st && j < n->n_inputs + n->n_outputs; j++)
+                st = vkl_vk_bind_moved(dev, g, w, mem, b, p->moved,
+                                       j < n->n_inputs ? n->inputs[j] : n->outputs[j - n->n_inputs], &p->views[j]);
+            node = (vkl_vk_node){dev, g, e->nodes[k], p->views, p->views + n->n_inputs, n->n_inputs, n->n_outputs,
+                                 b, w};
+            if (!st) st = check_pieces(&node, n->op);
+            /* a view the planner gave its input's memory: nothing to dispatch */
+            viewed = !st && n->n_outputs && same_range(&p->views[0].at, &p->views[n->n_inputs].at) &&
+                     vkl_node_view_input(dev->ctx, g, e->nodes[k], b->values, b->count) != VKL_NONE;
+            record = vkl_vk_recorder_for(n->op);
+        } /* VKL_VK_FUSE_GONE: a later position's dispatch computes it */
+        if (!st && record && !viewed) st = record(&node, p->tmp, &p->count[k]);
         if (!st && p->n + p->count[k] > p->cap) {
             const size_t cap = (p->n + p->count[k]) * 2 + 64;
             vkl_vk_dispatch *d = vkl_realloc_array(ctx, p->d, cap, sizeof(*d));
@@ -607,8 +635,9 @@ static vkl_status record(vkl_backend_device *dev, vkl_backend_exec *e, const pla
         record_io(dev, e, mem->arena->b.buf, true, cmd);
         vkl_vk_barrier_all(dev, cmd);
     }
-    vkl_log(dev->ctx, VKL_LOG_DEBUG, "vulkan: executable of %u nodes: %u dispatches, %u barriers between them",
-            e->n_nodes, e->n_dispatches, e->n_barriers);
+    vkl_log(dev->ctx, VKL_LOG_DEBUG,
+            "vulkan: executable of %u nodes: %u dispatches, %u barriers between them, %u nodes fused into others",
+            e->n_nodes, e->n_dispatches, e->n_barriers, e->n_fused);
     return VKL_VKD(dev, vkEndCommandBuffer, (cmd));
 }
 
@@ -754,6 +783,10 @@ uint32_t vkl_vk_validation_messages(const vkl_backend_device *dev) {
 }
 
 bool vkl_vk_f16_math(const vkl_backend_device *dev) { return dev && dev->f16_math; }
+
+void vkl_vk_exec_stats_get(const vkl_backend_exec *e, vkl_vk_exec_stats *out) {
+    *out = (vkl_vk_exec_stats){e->n_dispatches, e->n_barriers, e->n_fused};
+}
 
 void vkl_vk_get_host_work(const vkl_backend_device *dev, vkl_vk_host_work *out) {
     if (dev) {

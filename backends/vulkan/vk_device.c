@@ -324,6 +324,7 @@ static vkl_status describe(vkl_backend_device *dev, const vkl_backend_options *o
     dev->has_ext_priority = !dev->external && has_extension(ext, n_ext, "VK_EXT_global_priority");
     if (dev->has_khr_priority || dev->has_ext_priority) f |= VKL_FEATURE_PRIORITY;
     if (dev->timestamp_bits && dev->props.limits.timestampPeriod > 0) f |= VKL_FEATURE_TIMESTAMPS;
+    f |= VKL_FEATURE_FUSION; /* vk_fuse.c's patterns need nothing of the device */
     /* the heap's budget, for the check at load (vk_limits.c): enabled on our
      * own device when present, used on the app's only if it enabled it */
     dev->has_memory_budget = EXT("VK_EXT_memory_budget");
@@ -349,6 +350,8 @@ static vkl_status describe(vkl_backend_device *dev, const vkl_backend_options *o
                           (sub.supportedOperations & VK_SUBGROUP_FEATURE_BASIC_BIT) &&
                           (sub.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) && !o->no_subgroup_ops;
     vkl_vk_apply_quirks(dev);
+    /* after the quirks: one may turn fusion off for a driver */
+    dev->fuse = (c->features & VKL_FEATURE_FUSION) && !o->no_fusion;
     return VKL_OK;
 }
 

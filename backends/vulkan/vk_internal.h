@@ -13,6 +13,7 @@
  *   vk_ops.c           op -> recorder table; node views for recorders
  *   vk_quant_matmul.c  QuantMatMul's recorder (matvec for decode, GEMM for prefill)
  *   vk_gemm_tuning.c   the GEMM's kernel choice at open: coopmat shape, tiles, threshold
+ *   vk_fuse.c          fusion at prepare: which QuantMatMul + Add / SiluMul patterns run as one dispatch
  *   vk_copy.c          grids, strided-view and plain copies shared by the movement recorders
  *   vk_movement.c      Transpose, Expand, Tile, Slice, Trilu
  *   vk_reshape.c       Reshape, Squeeze, Unsqueeze, Flatten
@@ -233,6 +234,9 @@ struct vkl_backend_device {
      * the KV length and attn_target, the workgroups a decode step aims at) */
     uint32_t attn_kernel, attn_splits, attn_target;
     uint32_t attn_rows, attn_keys; /* prefill attention's largest tile: query rows, keys */
+    /* prepare fuses node patterns into one dispatch (vk_fuse.c): the device
+     * has VKL_FEATURE_FUSION (not disabled, no quirk) and no_fusion is off */
+    bool fuse;
 };
 
 vkl_status vkl_vk_buffer_alloc(vkl_backend_device *dev, vkl_buffer_usage usage, size_t bytes, vkl_vk_buffer *out);
@@ -455,6 +459,64 @@ typedef vkl_status (*vkl_vk_recorder)(const vkl_vk_node *node, vkl_vk_dispatch *
 /* NULL: the op has no Vulkan kernel yet. */
 vkl_vk_recorder vkl_vk_recorder_for(uint32_t op);
 vkl_status vkl_vk_record_quant_mat_mul(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
+/* Whether a QuantMatMul node runs the quantized matvec in one dispatch
+ * (f32 A, a fast format, fewer rows than the GEMM's threshold, nothing in
+ * pieces): what the fused builds below take. False for anything its
+ * recorder would refuse. */
+bool vkl_vk_qmm_fusable(const vkl_vk_node *node);
+/* Whether the gate/up build (twice the rows' sums) fits the device's shared
+ * memory under the matvec tuning (a tuning knob may make it too large). */
+bool vkl_vk_qmm_glu_fits(const vkl_backend_device *dev);
+/* The fused matvecs (vk_fuse.c): node is the QuantMatMul's (A, W, bias or
+ * absent) with in[3] the residual R (qmm_add: Y = A W^T (+ bias) + R) or the
+ * up weight Wu (qmm_glu: Y = silu(A W^T) * (A Wu^T)) and out[0] the fused
+ * output (the Add's or the SiluMul's). */
+vkl_status vkl_vk_record_qmm_add(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
+vkl_status vkl_vk_record_qmm_glu(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
+
+/* ---- fusion (vk_fuse.c) ----------------------------------------------------------------------------- */
+
+/* What prepare records at each position of its node order. */
+typedef enum vkl_vk_fuse_kind {
+    VKL_VK_FUSE_NONE = 0, /* the node on its own */
+    VKL_VK_FUSE_GONE,     /* a QuantMatMul that a later position's fused dispatch computes: nothing here */
+    VKL_VK_FUSE_ADD,      /* an Add(QuantMatMul(A, W), R): vkl_vk_record_qmm_add */
+    VKL_VK_FUSE_GLU       /* a SiluMul(QuantMatMul(A, Wg), QuantMatMul(A, Wu)): vkl_vk_record_qmm_glu */
+} vkl_vk_fuse_kind;
+
+typedef struct vkl_vk_fusion {
+    vkl_vk_fuse_kind kind;
+    uint32_t qmm;   /* ADD, GLU: the (gate) QuantMatMul's node index */
+    uint32_t extra; /* ADD: the residual tensor; GLU: the up QuantMatMul's node index */
+} vkl_vk_fusion;
+
+/* A tensor as prepare binds it for the memory map and binding (vk_backend.c). */
+vkl_status vkl_vk_bind_tensor(vkl_backend_device *dev, const vkl_graph *g, const vkl_backend_weights *w,
+                              const vkl_memory_map *mem, const vkl_binding *b, uint32_t t, vkl_vk_tensor *v);
+/* The same, then the range fusion moved t to instead (moved[t], when its
+ * range is not 0; vkl_vk_fuse_plan). */
+vkl_status vkl_vk_bind_moved(vkl_backend_device *dev, const vkl_graph *g, const vkl_backend_weights *w,
+                             const vkl_memory_map *mem, const vkl_binding *b, const VkDescriptorBufferInfo *moved,
+                             uint32_t t, vkl_vk_tensor *v);
+/* Whether two bindings share bytes. */
+bool vkl_vk_overlaps(const VkDescriptorBufferInfo *a, const VkDescriptorBufferInfo *b);
+/* For the live nodes order[0..n) of an executable: fused[k] says what
+ * position k records (all NONE when dev->fuse is off); moved[t] (per
+ * tensor) the range a fused output lives in instead of its planned one,
+ * in *moved_mem (allocated here, the executable's to free; range 0: not
+ * moved), which every binding of t must use; *n_fused counts the nodes
+ * that lost their own dispatches. Logs the count at debug level. */
+vkl_status vkl_vk_fuse_plan(vkl_backend_device *dev, const vkl_graph *g, const vkl_backend_weights *w,
+                            const vkl_memory_map *mem, const vkl_binding *b, const uint32_t *order, uint32_t n,
+                            vkl_vk_fusion *fused, VkDescriptorBufferInfo *moved, vkl_vk_buffer *moved_mem,
+                            uint32_t *n_fused);
+/* Position k's fused node (ADD or GLU) bound into views[0..5) (A, W, bias,
+ * R or Wu, the output), as vkl_vk_record_qmm_add/glu and the barriers read
+ * it; *record is the recorder. */
+vkl_status vkl_vk_fuse_node(vkl_backend_device *dev, const vkl_graph *g, const vkl_backend_weights *w,
+                            const vkl_memory_map *mem, const vkl_binding *b, const VkDescriptorBufferInfo *moved,
+                            const vkl_vk_fusion *f, uint32_t head, vkl_vk_tensor *views, vkl_vk_node *node,
+                            vkl_vk_recorder *record);
 /* vk_movement.c: strided views (copy_view.comp) and Trilu (trilu.comp) */
 vkl_status vkl_vk_record_transpose(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
 vkl_status vkl_vk_record_expand(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);

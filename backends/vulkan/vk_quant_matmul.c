@@ -129,11 +129,20 @@ static vkl_status record_gemm(const vkl_vk_node *nd, vkl_dtype wt, int64_t M, in
     return VKL_OK;
 }
 
-vkl_status vkl_vk_record_quant_mat_mul(const vkl_vk_node *nd, vkl_vk_dispatch *out, uint32_t *count) {
+/* What the node runs: checks dtypes and shapes (failing as ref would, naming
+ * the node) and picks the path; the matvec's shader family and the elements
+ * of W per 16-byte load come back for the fast paths. */
+typedef enum qmm_path { QMM_GENERAL, QMM_EMPTY, QMM_GEMM, QMM_MATVEC } qmm_path;
+typedef struct qmm_shape {
+    int64_t M, N, K;
+    uint32_t chunk; /* elements of W per 16-byte load */
+    int format;     /* 0 E0M4, 1 int4, 2 int8 (fast paths) */
+} qmm_shape;
+
+static vkl_status qmm_plan(const vkl_vk_node *nd, qmm_shape *s, qmm_path *path) {
     const vkl_backend_device *dev = nd->dev;
     const vkl_vk_tensor *A = &nd->in[0], *W = &nd->in[1], *Y = &nd->out[0];
     const vkl_vk_tensor *bias = nd->n_in > 2 && nd->in[2].id != VKL_NONE ? &nd->in[2] : NULL;
-    *count = 0;
     if (!vkl_vk_dtype_float(A->dtype) || Y->dtype != A->dtype)
         return vkl_vk_node_unsupported(nd, "A is %s and Y %s; a float A and Y of its dtype expected",
                                        vkl_dtype_name(A->dtype), vkl_dtype_name(Y->dtype));
@@ -142,49 +151,88 @@ vkl_status vkl_vk_record_quant_mat_mul(const vkl_vk_node *nd, vkl_vk_dispatch *o
                                        vkl_dtype_name(A->dtype));
     if (!W->weight)
         return vkl_vk_node_unsupported(nd, "W is computed by the graph; the Vulkan kernels read a loaded weight");
-    /* [subgroup reduction][fp16 math]: the variant names of cmake/shaders.cmake;
-     * dev->f16_math is vk_device.c's choose_math (the one rule). */
-    static const char *const e0m4[2][2] = {{"quant_matvec_e0m4", "quant_matvec_e0m4_f16"},
-                                           {"quant_matvec_e0m4_sg", "quant_matvec_e0m4_sg_f16"}};
-    static const char *const int4[2][2] = {{"quant_matvec_int4", "quant_matvec_int4_f16"},
-                                           {"quant_matvec_int4_sg", "quant_matvec_int4_sg_f16"}};
-    static const char *const int8[2][2] = {{"quant_matvec_int8", "quant_matvec_int8_f16"},
-                                           {"quant_matvec_int8_sg", "quant_matvec_int8_sg_f16"}};
-    const int sg = dev->subgroup_arith, h = dev->f16_math;
-    const char *shader;
-    uint32_t chunk; /* elements of W per 16-byte load */
+    bool fast = true;
     switch (W->dtype) {
-    case VKL_DTYPE_Q_E0M4: shader = e0m4[sg][h]; chunk = 32; break;
-    case VKL_DTYPE_Q_INT4: shader = int4[sg][h]; chunk = 32; break;
-    case VKL_DTYPE_Q_INT8: shader = int8[sg][h]; chunk = 16; break;
-    case VKL_DTYPE_F32: case VKL_DTYPE_F16: case VKL_DTYPE_BF16: shader = NULL; chunk = 1; break;
+    case VKL_DTYPE_Q_E0M4: s->format = 0; s->chunk = 32; break;
+    case VKL_DTYPE_Q_INT4: s->format = 1; s->chunk = 32; break;
+    case VKL_DTYPE_Q_INT8: s->format = 2; s->chunk = 16; break;
+    case VKL_DTYPE_F32: case VKL_DTYPE_F16: case VKL_DTYPE_BF16: fast = false; s->chunk = 1; break;
     default:
         return vkl_vk_node_unsupported(nd, "W is %s; the Vulkan kernels take E0M4, int4, int8, f32, f16 and bf16",
                                        vkl_dtype_name(W->dtype));
     }
     if (A->rank < 1 || W->rank != 2)
         return vkl_vk_node_fail(nd, VKL_ERR_SHAPE, "A has rank %u and W rank %u", A->rank, W->rank);
-    const int64_t K = A->dims[A->rank - 1], N = W->dims[0];
-    int64_t M = 1;
-    for (uint32_t d = 0; d + 1 < A->rank; d++) M *= A->dims[d];
-    if (W->dims[1] != K)
-        return vkl_vk_node_fail(nd, VKL_ERR_SHAPE, "A's K = %lld, W's K = %lld", (long long)K, (long long)W->dims[1]);
-    if (Y->count != M * N)
+    s->K = A->dims[A->rank - 1];
+    s->N = W->dims[0];
+    s->M = 1;
+    for (uint32_t d = 0; d + 1 < A->rank; d++) s->M *= A->dims[d];
+    if (W->dims[1] != s->K)
+        return vkl_vk_node_fail(nd, VKL_ERR_SHAPE, "A's K = %lld, W's K = %lld", (long long)s->K,
+                                (long long)W->dims[1]);
+    if (Y->count != s->M * s->N)
         return vkl_vk_node_fail(nd, VKL_ERR_SHAPE, "Y has %lld elements, want %lld", (long long)Y->count,
-                                (long long)(M * N));
-    if (bias && bias->count != N)
+                                (long long)(s->M * s->N));
+    if (bias && bias->count != s->N)
         return vkl_vk_node_fail(nd, VKL_ERR_SHAPE, "bias has %lld elements, want %lld", (long long)bias->count,
-                                (long long)N);
+                                (long long)s->N);
     /* the fast kernels' conditions; anything else the general path */
-    if (!shader || A->dtype != VKL_DTYPE_F32 || K % chunk || W->group % chunk)
-        return record_general(nd, M, K, out, count);
-    if (!M || !N) return VKL_OK; /* nothing to compute: no dispatch */
-    if (M >= dev->qmm_min_rows && K % 32 == 0 && W->group % 32 == 0 && W->weight->n_pieces == 1 && !A->pieced &&
-        !Y->pieced && !(bias && bias->pieced)) {
-        vkl_status st = record_gemm(nd, W->dtype, M, N, K, &out[0]);
-        if (!st) *count = 1;
-        return st;
-    }
+    if (!fast || A->dtype != VKL_DTYPE_F32 || s->K % s->chunk || W->group % s->chunk) *path = QMM_GENERAL;
+    else if (!s->M || !s->N) *path = QMM_EMPTY;
+    else if (s->M >= dev->qmm_min_rows && s->K % 32 == 0 && W->group % 32 == 0 && W->weight->n_pieces == 1 &&
+             !A->pieced && !Y->pieced && !(bias && bias->pieced))
+        *path = QMM_GEMM;
+    else *path = QMM_MATVEC;
+    return VKL_OK;
+}
+
+bool vkl_vk_qmm_fusable(const vkl_vk_node *nd) {
+    const vkl_vk_tensor *bias = nd->n_in > 2 && nd->in[2].id != VKL_NONE ? &nd->in[2] : NULL;
+    qmm_shape s;
+    qmm_path path;
+    /* one dispatch: no piece of W, and A's and Y's rows in one range (the
+     * fused builds index R like Y, from the start) */
+    return !qmm_plan(nd, &s, &path) && path == QMM_MATVEC && nd->in[1].weight->n_pieces == 1 && !nd->in[0].pieced &&
+           !nd->out[0].pieced && !(bias && bias->pieced) && dispatch_rows(nd->dev, s.M, s.N, s.K, s.N) >= s.M;
+}
+
+bool vkl_vk_qmm_glu_fits(const vkl_backend_device *dev) {
+    /* vk_device.c's matvec budget with twice the rows' partial sums, and the
+     * 2 ROWS sums the gate and up rows meet in */
+    const size_t shared = (size_t)dev->qmv_wg * ((dev->qmv_stage ? 9 * 16 * dev->qmv_unroll : 0) +
+                                                 4 * 2 * dev->qmv_rows) + 4 * 2 * dev->qmv_rows;
+    return shared <= dev->props.limits.maxComputeSharedMemorySize;
+}
+
+/* The matvec: one dispatch per W piece and range of rows (one for a whole W,
+ * A and Y, which the fused builds require). fuse: 0 plain, 1 _add (R =
+ * nd->in[3]), 2 _glu (Wu = nd->in[3]). */
+static vkl_status record_matvec(const vkl_vk_node *nd, const qmm_shape *s, int fuse, vkl_vk_dispatch *out,
+                                uint32_t *count) {
+    const vkl_backend_device *dev = nd->dev;
+    const vkl_vk_tensor *A = &nd->in[0], *W = &nd->in[1], *Y = &nd->out[0];
+    const vkl_vk_tensor *bias = nd->n_in > 2 && nd->in[2].id != VKL_NONE ? &nd->in[2] : NULL;
+    const int64_t M = s->M, N = s->N, K = s->K;
+    const uint32_t chunk = s->chunk;
+    /* [format][fuse][subgroup reduction][fp16 math]: the variant names of
+     * cmake/shaders.cmake; dev->f16_math is vk_device.c's choose_math (the one rule). */
+    static const char *const names[3][3][2][2] = {
+        {{{"quant_matvec_e0m4", "quant_matvec_e0m4_f16"}, {"quant_matvec_e0m4_sg", "quant_matvec_e0m4_sg_f16"}},
+         {{"quant_matvec_e0m4_add", "quant_matvec_e0m4_f16_add"},
+          {"quant_matvec_e0m4_sg_add", "quant_matvec_e0m4_sg_f16_add"}},
+         {{"quant_matvec_e0m4_glu", "quant_matvec_e0m4_f16_glu"},
+          {"quant_matvec_e0m4_sg_glu", "quant_matvec_e0m4_sg_f16_glu"}}},
+        {{{"quant_matvec_int4", "quant_matvec_int4_f16"}, {"quant_matvec_int4_sg", "quant_matvec_int4_sg_f16"}},
+         {{"quant_matvec_int4_add", "quant_matvec_int4_f16_add"},
+          {"quant_matvec_int4_sg_add", "quant_matvec_int4_sg_f16_add"}},
+         {{"quant_matvec_int4_glu", "quant_matvec_int4_f16_glu"},
+          {"quant_matvec_int4_sg_glu", "quant_matvec_int4_sg_f16_glu"}}},
+        {{{"quant_matvec_int8", "quant_matvec_int8_f16"}, {"quant_matvec_int8_sg", "quant_matvec_int8_sg_f16"}},
+         {{"quant_matvec_int8_add", "quant_matvec_int8_f16_add"},
+          {"quant_matvec_int8_sg_add", "quant_matvec_int8_sg_f16_add"}},
+         {{"quant_matvec_int8_glu", "quant_matvec_int8_f16_glu"},
+          {"quant_matvec_int8_sg_glu", "quant_matvec_int8_sg_f16_glu"}}}};
+    const char *shader = names[s->format][fuse][dev->subgroup_arith][dev->f16_math];
     const uint32_t rows = dev->qmv_rows;
     const int64_t blocks = (N + rows - 1) / rows;
     const VkPhysicalDeviceLimits *lim = &dev->props.limits;
@@ -227,6 +275,14 @@ vkl_status vkl_vk_record_quant_mat_mul(const vkl_vk_node *nd, vkl_vk_dispatch *o
             d->bind[2] = p->params;
             d->bind[4] = bias ? bias->at : A->at; /* any buffer: has_bias = 0 never reads it */
             d->n_bind = 5;
+            if (fuse == 1) {
+                d->bind[5] = nd->in[3].at; /* R: Y's shape, bound whole as Y is */
+                d->n_bind = 6;
+            } else if (fuse == 2) {
+                d->bind[5] = nd->in[3].weight->piece[0].qs;
+                d->bind[6] = nd->in[3].weight->piece[0].params;
+                d->n_bind = 7;
+            }
             d->push[0] = (uint32_t)mc;
             d->push[1] = (uint32_t)p->rows;
             d->push[2] = (uint32_t)K;
@@ -243,4 +299,44 @@ vkl_status vkl_vk_record_quant_mat_mul(const vkl_vk_node *nd, vkl_vk_dispatch *o
         }
     }
     return VKL_OK;
+}
+
+vkl_status vkl_vk_record_quant_mat_mul(const vkl_vk_node *nd, vkl_vk_dispatch *out, uint32_t *count) {
+    *count = 0;
+    qmm_shape s;
+    qmm_path path;
+    vkl_status st = qmm_plan(nd, &s, &path);
+    if (st) return st;
+    switch (path) {
+    case QMM_GENERAL: return record_general(nd, s.M, s.K, out, count);
+    case QMM_EMPTY: return VKL_OK; /* nothing to compute: no dispatch */
+    case QMM_GEMM:
+        st = record_gemm(nd, nd->in[1].dtype, s.M, s.N, s.K, &out[0]);
+        if (!st) *count = 1;
+        return st;
+    default: return record_matvec(nd, &s, 0, out, count);
+    }
+}
+
+/* The fused matvecs: nd as a QuantMatMul node (A, W, bias) with in[3] the
+ * residual R or the up weight Wu and out[0] the fused node's output;
+ * vk_fuse.c checked vkl_vk_qmm_fusable (and Wu against W) first. */
+static vkl_status record_fused(const vkl_vk_node *nd, int fuse, vkl_vk_dispatch *out, uint32_t *count) {
+    *count = 0;
+    qmm_shape s;
+    qmm_path path;
+    vkl_status st = qmm_plan(nd, &s, &path);
+    if (!st && path != QMM_MATVEC) st = vkl_vk_node_unsupported(nd, "fused, yet not on the matvec path");
+    if (!st) st = record_matvec(nd, &s, fuse, out, count);
+    /* R is indexed like a whole Y: a second dispatch would misplace it */
+    if (!st && *count != 1) st = vkl_vk_node_unsupported(nd, "fused, yet in %u dispatches", *count);
+    return st;
+}
+
+vkl_status vkl_vk_record_qmm_add(const vkl_vk_node *nd, vkl_vk_dispatch *out, uint32_t *count) {
+    return record_fused(nd, 1, out, count);
+}
+
+vkl_status vkl_vk_record_qmm_glu(const vkl_vk_node *nd, vkl_vk_dispatch *out, uint32_t *count) {
+    return record_fused(nd, 2, out, count);
 }

@@ -38,6 +38,15 @@ bool vkl_vk_f16_math(const vkl_backend_device *dev);
  * matvecs' arithmetic. */
 void vkl_vk_gemm_describe(const vkl_backend_device *dev, char *buf, size_t cap);
 
+/* What an executable of this backend recorded: compute dispatches, the
+ * barriers between them, and the nodes whose work another node's fused
+ * dispatch does (backends/vulkan/vk_fuse.c; 0 with VKL_VK_NO_FUSE=1). For
+ * tests and tools that prepare through the vtable. */
+typedef struct vkl_vk_exec_stats {
+    uint32_t dispatches, barriers, fused;
+} vkl_vk_exec_stats;
+void vkl_vk_exec_stats_get(const vkl_backend_exec *e, vkl_vk_exec_stats *out);
+
 /* Host work this device has done since open, counted at each call: the
  * per-step budget a decode step must keep (tests/vulkan/test_vk_model.c:
  * no allocations, recordings, pipelines or descriptor writes; one submit and

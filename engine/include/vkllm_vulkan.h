@@ -123,6 +123,9 @@ typedef struct vkl_vulkan_options {
      * use shared-memory reductions / refuse f64 tensors. */
     bool no_subgroup_ops;
     bool no_f64;
+    /* Fused dispatches off (docs/vulkan.md, "Fusion"): every node recorded
+     * on its own, as with VKL_FEATURE_FUSION in disable_features. */
+    bool no_fusion;
     vkl_vulkan_math math;
     /* Tuning for a new device; 0 (init) is the backend's choice for the
      * probed device (docs/vulkan.md, "Tuning"). */

@@ -40,6 +40,16 @@
 // those rows. a_off, y_off and bias_off (in vec4s, floats and floats) say
 // where this dispatch's first element lies in its binding, y_stride is Y's
 // full row; a whole W and Y have a_off = y_off = bias_off = 0, y_stride = N.
+//
+// Fused builds (backends/vulkan/vk_fuse.c decides; docs/vulkan.md, "Fusion"),
+// whole W, A and Y only:
+//   VKL_FUSE_ADD (_add): Y = (A W^T (+ bias)) + R, R [M, N] at binding 5: a
+//     residual Add folded into the store, summed in the order the Add
+//     kernel would (ew_binary.comp), so the result is the unfused one.
+//   VKL_FUSE_GLU (_glu): Y = silu(A Wg^T) * (A Wu^T), Wg at bindings 1 and
+//     2, Wu (same format, shape and group) at 5 and 6: each workgroup
+//     computes ROWS rows of both (NR = 2 ROWS sums), so A is read once for
+//     both and the SiluMul is the store (ew_binary.comp's formula).
 
 #ifdef VKL_F16
 #define QV_X f16vec4
@@ -59,6 +69,13 @@ layout(set = 0, binding = 1, std430) readonly buffer BufQ { uvec4 qs[]; };     /
 layout(set = 0, binding = 2, std430) readonly buffer BufP { uint params[]; };  // [N, K / group]
 layout(set = 0, binding = 3, std430) writeonly buffer BufY { float y[]; };     // [M, y_stride]
 layout(set = 0, binding = 4, std430) readonly buffer BufB { float bias[]; };   // [N] if has_bias
+#if defined(VKL_FUSE_ADD)
+layout(set = 0, binding = 5, std430) readonly buffer BufR { float res[]; };    // [M, N]
+#elif defined(VKL_FUSE_GLU)
+#include "ew_math.glsl"
+layout(set = 0, binding = 5, std430) readonly buffer BufQU { uvec4 qs_up[]; };
+layout(set = 0, binding = 6, std430) readonly buffer BufPU { uint params_up[]; };
+#endif
 
 layout(push_constant) uniform Push {
     uint M, N, K;
@@ -70,8 +87,20 @@ layout(push_constant) uniform Push {
 const uint VEC = QV_CHUNK / 4u;  // vec4s of activations per step
 const uint PAD = VEC + 1u;       // their stride in shared memory
 const uint BLOCK = WG * UNROLL;  // steps per block
+#ifdef VKL_FUSE_GLU
+const uint NR = 2u * ROWS;  // sums per workgroup: ROWS gate rows, then the same ROWS rows of up
+uvec4 qv_load(uint r, uint i) { return r < ROWS ? qs[i] : qs_up[i]; }
+uint qv_param(uint r, uint i) { return r < ROWS ? params[i] : params_up[i]; }
+#define QV_ROW(r) ((r) < ROWS ? (r) : (r) - ROWS)
+shared float glu_sums[NR];
+#else
+const uint NR = ROWS;
+uvec4 qv_load(uint r, uint i) { return qs[i]; }
+uint qv_param(uint r, uint i) { return params[i]; }
+#define QV_ROW(r) (r)
+#endif
 shared QV_X xs[STAGE_X ? BLOCK * PAD : 1u];
-shared float partial[ROWS * WG];
+shared float partial[NR * WG];
 
 void main() {
     const uint tid = gl_LocalInvocationID.x;
@@ -81,20 +110,20 @@ void main() {
     const uint groups = steps / pc.steps_per_group;     // params per row of W
     const uint a0 = pc.a_off + m * (pc.K / 4u);
 
-    float acc[ROWS];
-    for (uint r = 0u; r < ROWS; r++) acc[r] = 0.0;
+    float acc[NR];
+    for (uint r = 0u; r < NR; r++) acc[r] = 0.0;
 
     for (uint base = 0u; base < steps; base += BLOCK) {
         // This block's weights first: their loads fly while A is staged.
-        uvec4 w[UNROLL * ROWS];
-        uint p[UNROLL * ROWS];
+        uvec4 w[UNROLL * NR];
+        uint p[UNROLL * NR];
         for (uint u = 0u; u < UNROLL; u++) {
             const uint c = base + u * WG + tid;
             const uint g = c / pc.steps_per_group;
-            for (uint r = 0u; r < ROWS; r++) {
-                const uint n = min(n0 + r, pc.N - 1u);  // rows past N reread row N - 1, never written
-                w[u * ROWS + r] = c < steps ? qs[n * steps + c] : uvec4(0u);
-                p[u * ROWS + r] = c < steps ? params[n * groups + g] : 0u;
+            for (uint r = 0u; r < NR; r++) {
+                const uint n = min(n0 + QV_ROW(r), pc.N - 1u);  // rows past N reread row N - 1, never written
+                w[u * NR + r] = c < steps ? qv_load(r, n * steps + c) : uvec4(0u);
+                p[u * NR + r] = c < steps ? qv_param(r, n * groups + g) : 0u;
             }
         }
         if (STAGE_X) {
@@ -115,33 +144,50 @@ void main() {
                 const vec4 xf = vec4(x[i]);  // f32 math: x[i] itself
                 sum_x += (xf.x + xf.y) + (xf.z + xf.w);
             }
-            for (uint r = 0u; r < ROWS; r++) acc[r] += qv_chunk(w[u * ROWS + r], x, sum_x, p[u * ROWS + r]);
+            for (uint r = 0u; r < NR; r++) acc[r] += qv_chunk(w[u * NR + r], x, sum_x, p[u * NR + r]);
         }
         if (STAGE_X) barrier();  // xs is rewritten by the next block
     }
 
 #ifdef VKL_SUBGROUP
-    for (uint r = 0u; r < ROWS; r++) {
+    for (uint r = 0u; r < NR; r++) {
         const float v = subgroupAdd(acc[r]);
         if (subgroupElect()) partial[r * WG + gl_SubgroupID] = v;
     }
     barrier();
-    if (tid < ROWS) {
+    if (tid < NR) {
         float s = 0.0;
         for (uint i = 0u; i < gl_NumSubgroups; i++) s += partial[tid * WG + i];
         acc[0] = s;
     }
 #else
-    for (uint r = 0u; r < ROWS; r++) partial[r * WG + tid] = acc[r];
+    for (uint r = 0u; r < NR; r++) partial[r * WG + tid] = acc[r];
     barrier();
     for (uint h = WG / 2u; h > 0u; h >>= 1) {
         if (tid < h)
-            for (uint r = 0u; r < ROWS; r++) partial[r * WG + tid] += partial[r * WG + tid + h];
+            for (uint r = 0u; r < NR; r++) partial[r * WG + tid] += partial[r * WG + tid + h];
         barrier();
     }
-    if (tid < ROWS) acc[0] = partial[tid * WG];
+    if (tid < NR) acc[0] = partial[tid * WG];
 #endif
     const uint n = n0 + tid;
-    if (tid < ROWS && n < pc.N)
-        y[pc.y_off + m * pc.y_stride + n] = acc[0] + (pc.has_bias != 0u ? bias[pc.bias_off + n] : 0.0);
+    const uint at = pc.y_off + m * pc.y_stride + n;
+#ifdef VKL_FUSE_GLU
+    // invocation r holds row r's sum (r < NR <= WG): gate r and up r meet in shared memory
+    if (tid < NR) glu_sums[tid] = acc[0];
+    barrier();
+    if (tid < ROWS && n < pc.N) {
+        const float g = glu_sums[tid], u = glu_sums[ROWS + tid];
+        y[at] = g / (1.0 + vkl_exp(-g)) * u;
+    }
+#else
+    if (tid < ROWS && n < pc.N) {
+        const float v = acc[0] + (pc.has_bias != 0u ? bias[pc.bias_off + n] : 0.0);
+#ifdef VKL_FUSE_ADD
+        y[at] = v + res[at];
+#else
+        y[at] = v;
+#endif
+    }
+#endif
 }

@@ -1,0 +1,396 @@
+/* Fusion in the Vulkan backend (backends/vulkan/vk_fuse.c) against the ref
+ * backend, which never fuses:
+ *  (a) Add(QuantMatMul(A, W[, bias]), R), both operand orders, and
+ *  (b) SiluMul(QuantMatMul(A, Wg), QuantMatMul(A, Wu)), each for E0M4,
+ *      int4 and int8 weights, N not a multiple of the matvec's rows per
+ *      workgroup, M = 1 and M = 3: the fused executable (fewer dispatches,
+ *      the nodes counted as fused) agrees with ref within the quantized
+ *      matvec's bound (relative L2 1e-5; 1e-4 with at most 10 outputs, as
+ *      in test_vk_quant), outputs poisoned with NaN first, and the same
+ *      graph with VKL_VK_NO_FUSE=1 records every node on its own;
+ *  (c) an Add whose output the layout puts over A's memory (the planner
+ *      may: A is dead after the QuantMatMul), where one dispatch would read
+ *      A while writing it: fused with the output moved to memory of its
+ *      own when its readers can follow, and right; not fused when the
+ *      output is a graph output (it must stay where the caller reads it),
+ *      and right; nor when the QuantMatMul's output has a second reader;
+ *  (d) the bundled model's decode step, prepared as a session prepares it:
+ *      fewer dispatches and fewer barriers with fusion than with
+ *      VKL_VK_NO_FUSE=1, and some nodes fused.
+ * The bundled model's greedy text on Vulkan (fusion on) against ref is
+ * vulkan.model's. Validation on (any message fails). No Vulkan: exit 77.
+ * Usage: test_vk_fuse MODEL.vkm */
+#define _POSIX_C_SOURCE 200809L /* setenv */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../backends/vulkan/vulkan_backend.h"
+#include "check.h"
+#include "context.h"
+#include "graph.h"
+#include "model.h"
+#include "ops.h"
+#include "plan.h"
+#include "quant/quant.h"
+#include "run_once.h"
+#include "test_rng.h"
+#include "vulkan_start.h"
+
+static int validation_messages;
+
+static void on_log(void *user, vkl_log_level level, const char *message) {
+    (void)user;
+    if (strstr(message, "vulkan validation")) validation_messages++;
+    if (level <= VKL_LOG_WARN) fprintf(stderr, "log: %s\n", message);
+}
+
+/* ---- small graphs ------------------------------------------------------------------------------------ */
+
+static vkl_expr cexpr(vkl_graph *g, int64_t v) {
+    vkl_expr e;
+    memset(&e, 0, sizeof(e));
+    CHECK_OK(g->ctx, vkl_expr_const(g->syms, v, &e));
+    return e;
+}
+
+static uint32_t add_f32(vkl_graph *g, const char *name, vkl_tensor_kind kind, int64_t d0, int64_t d1,
+                        vkl_status *st) {
+    vkl_shape s = {.rank = 2};
+    s.dims[0] = cexpr(g, d0);
+    s.dims[1] = cexpr(g, d1);
+    uint32_t t = VKL_NONE;
+    if (!*st) *st = vkl_graph_add_tensor(g, name, VKL_DTYPE_F32, kind, kind == VKL_TENSOR_ACTIVATION ? NULL : &s, &t);
+    if (!*st && kind == VKL_TENSOR_INPUT) *st = vkl_graph_add_input(g, t);
+    return t;
+}
+
+typedef struct fmt {
+    vkl_dtype dtype;
+    const char *name;
+} fmt;
+
+static const fmt formats[] = {{VKL_DTYPE_Q_E0M4, "e0m4"}, {VKL_DTYPE_Q_INT4, "int4"}, {VKL_DTYPE_Q_INT8, "int8"}};
+
+/* A random [N, K] weight quantized in format f, group 32, into g. */
+static uint32_t add_weight(vkl_graph *g, rng *r, const fmt *f, const char *name, int64_t N, int64_t K,
+                           vkl_status *st) {
+    const uint32_t group = 32;
+    float *w = malloc((size_t)(N * K) * sizeof(float));
+    for (int64_t i = 0; i < N * K; i++) w[i] = 0.05f * rnd_gauss(r);
+    size_t bytes = 0;
+    uint8_t *q = NULL;
+    vkl_quant_spec spec;
+    vkl_quant_spec_init(&spec, f->dtype);
+    spec.group = group;
+    if (!*st) *st = vkl_quant_canonical_bytes(g->ctx, f->dtype, group, N, K, &bytes);
+    if (!*st && !(q = malloc(bytes))) *st = VKL_ERR_OUT_OF_MEMORY;
+    if (!*st) *st = vkl_quant_quantize(g->ctx, &spec, w, N, K, q, bytes);
+    vkl_shape s = {.rank = 2};
+    s.dims[0] = cexpr(g, N);
+    s.dims[1] = cexpr(g, K);
+    uint32_t t = VKL_NONE;
+    if (!*st) *st = vkl_graph_add_tensor(g, name, f->dtype, VKL_TENSOR_WEIGHT, &s, &t);
+    if (!*st) {
+        g->tensors[t].group = group;
+        *st = vkl_graph_set_data(g, t, q, bytes, true);
+    }
+    free(w);
+    free(q);
+    return t;
+}
+
+static void add_node(vkl_graph *g, vkl_op op, const char *name, const uint32_t *in, uint32_t n_in, uint32_t out,
+                     vkl_status *st) {
+    if (!*st) *st = vkl_graph_add_node(g, op, name, in, n_in, &out, 1, NULL, 0, NULL);
+}
+
+/* The pattern graphs. Inputs A [M, K] (and R [M, N] for the Adds). */
+typedef enum pattern {
+    P_ADD,        /* Add(R, QMM(A, W)) */
+    P_ADD_BIAS,   /* Add(QMM(A, W, bias), R): the other operand order */
+    P_GLU,        /* SiluMul(QMM(A, Wg), QMM(A, Wu)) */
+    P_TWO_USES,   /* Add(R, y) and Mul(y, R), y = QMM(A, W): y has two readers */
+    P_ADD_READ,   /* Mul(Add(R, QMM(A, W)), R): the Add's output is read, not a graph output */
+} pattern;
+
+static const char *const pattern_names[] = {"QuantMatMul+Add", "QuantMatMul(+bias)+Add (y, R)",
+                                            "gate/up QuantMatMul+SiluMul", "QuantMatMul read twice",
+                                            "QuantMatMul+Add, then Mul"};
+
+static vkl_graph *pattern_graph(vkl_context *ctx, rng *r, pattern p, const fmt *f, int64_t M, int64_t K, int64_t N) {
+    vkl_graph *g = NULL;
+    vkl_status st = vkl_graph_create(ctx, &g);
+    if (st) return NULL;
+    const uint32_t a = add_f32(g, "A", VKL_TENSOR_INPUT, M, K, &st);
+    const uint32_t res = p == P_GLU ? VKL_NONE : add_f32(g, "R", VKL_TENSOR_INPUT, M, N, &st);
+    const uint32_t w = add_weight(g, r, f, "W", N, K, &st);
+    const uint32_t y = add_f32(g, "y", VKL_TENSOR_ACTIVATION, 0, 0, &st);
+    const uint32_t out = add_f32(g, "out", VKL_TENSOR_ACTIVATION, 0, 0, &st);
+    uint32_t bias = VKL_NONE;
+    if (p == P_ADD_BIAS) {
+        vkl_shape s = {.rank = 1};
+        s.dims[0] = cexpr(g, N);
+        float *b = malloc((size_t)N * sizeof(float));
+        for (int64_t i = 0; i < N; i++) b[i] = rnd_gauss(r);
+        if (!st) st = vkl_graph_add_tensor(g, "bias", VKL_DTYPE_F32, VKL_TENSOR_WEIGHT, &s, &bias);
+        if (!st) st = vkl_graph_set_data(g, bias, b, (size_t)N * sizeof(float), true);
+        free(b);
+    }
+    const uint32_t qin[3] = {a, w, bias};
+    add_node(g, VKL_OP_QUANT_MAT_MUL, "qmm", qin, bias == VKL_NONE ? 2 : 3, y, &st);
+    if (p == P_GLU) {
+        const uint32_t wu = add_weight(g, r, f, "Wu", N, K, &st);
+        const uint32_t up = add_f32(g, "up", VKL_TENSOR_ACTIVATION, 0, 0, &st);
+        const uint32_t uin[2] = {a, wu}, gu[2] = {y, up};
+        add_node(g, VKL_OP_QUANT_MAT_MUL, "qmm_up", uin, 2, up, &st);
+        add_node(g, VKL_OP_SILU_MUL, "silu_mul", gu, 2, out, &st);
+    } else {
+        const uint32_t ops[2] = {p == P_ADD_BIAS ? y : res, p == P_ADD_BIAS ? res : y};
+        add_node(g, VKL_OP_ADD, "add", ops, 2, out, &st);
+    }
+    if (p == P_ADD_READ) {
+        const uint32_t fin = add_f32(g, "final", VKL_TENSOR_ACTIVATION, 0, 0, &st);
+        const uint32_t ops[2] = {out, res};
+        add_node(g, VKL_OP_MUL, "mul", ops, 2, fin, &st);
+        if (!st) st = vkl_graph_add_output(g, fin);
+    } else if (!st) {
+        st = vkl_graph_add_output(g, out);
+    }
+    if (p == P_TWO_USES) {
+        const uint32_t out2 = add_f32(g, "out2", VKL_TENSOR_ACTIVATION, 0, 0, &st);
+        const uint32_t ops[2] = {y, res};
+        add_node(g, VKL_OP_MUL, "mul", ops, 2, out2, &st);
+        if (!st) st = vkl_graph_add_output(g, out2);
+    }
+    if (!st) st = vkl_graph_validate(g);
+    if (!st) st = vkl_graph_infer_shapes(g);
+    CHECK_OK(ctx, st);
+    if (st) {
+        vkl_graph_destroy(g);
+        return NULL;
+    }
+    return g;
+}
+
+/* ---- running by hand ------------------------------------------------------------------------------- */
+
+/* g on a Vulkan device opened with the environment as it is: every tensor
+ * at its own 256-byte aligned offset, but `over` (when not VKL_NONE) placed
+ * at `under`'s offset; the arena poisoned with NaN bits, the inputs written,
+ * one execute, every output read into outs[] (allocated: free). The
+ * executable's stats into *stats. False when a call failed. */
+static bool run_vulkan(vkl_context *ctx, const vkl_graph *g, const vkl_host_tensor *ins, uint32_t over,
+                       uint32_t under, float **outs, vkl_vk_exec_stats *stats) {
+    const vkl_backend_vtable *be = vkl_backend_find("vulkan");
+    vkl_backend_device *dev = NULL;
+    vkl_backend_weights *w = NULL;
+    vkl_backend_buffer *arena = NULL;
+    vkl_backend_exec *e = NULL;
+    size_t *offsets = calloc(g->n_tensors, sizeof(size_t)), *bytes = calloc(g->n_tensors, sizeof(size_t));
+    size_t total = 0;
+    vkl_status st = VKL_OK;
+    for (uint32_t t = 0; t < g->n_tensors; t++) {
+        offsets[t] = VKL_NO_OFFSET;
+        if (g->tensors[t].kind == VKL_TENSOR_WEIGHT) continue;
+        int64_t dims[VKL_MAX_RANK], count;
+        if (!st) st = vkl_tensor_eval(ctx, g, t, NULL, 0, dims, &count, &bytes[t]);
+        offsets[t] = total;
+        total += (bytes[t] + 255) / 256 * 256;
+    }
+    if (over != VKL_NONE) offsets[over] = offsets[under];
+    unsigned char *poison = malloc(total);
+    memset(poison, 0xFF, total);
+    vkl_memory_map mem = {NULL, offsets, g->n_tensors};
+    vkl_binding b = {NULL, 0};
+    if (!st) st = test_open_env(ctx, be, 0, false, &dev);
+    if (!st) st = be->weights_load(dev, g, &w);
+    if (!st) st = be->buffer_create(dev, ctx, VKL_BUFFER_DEVICE, total, &arena);
+    if (!st) st = be->buffer_write(dev, ctx, arena, 0, poison, total);
+    for (uint32_t i = 0; !st && i < g->n_inputs; i++)
+        st = be->buffer_write(dev, ctx, arena, offsets[g->inputs[i]], ins[i].data, ins[i].nbytes);
+    mem.arena = arena;
+    if (!st) st = be->prepare(dev, ctx, g, w, &mem, &b, &e);
+    if (!st) st = be->execute(dev, ctx, e, &b);
+    if (!st) st = be->wait(dev, ctx, e);
+    for (uint32_t o = 0; !st && o < g->n_outputs; o++) {
+        const uint32_t t = g->outputs[o];
+        outs[o] = malloc(bytes[t]);
+        st = be->buffer_read(dev, ctx, arena, offsets[t], outs[o], bytes[t]);
+    }
+    if (!st) vkl_vk_exec_stats_get(e, stats);
+    CHECK_OK(ctx, st);
+    if (e) be->exec_release(dev, ctx, e);
+    if (arena) be->buffer_destroy(dev, ctx, arena);
+    if (w) be->weights_release(dev, w);
+    if (dev) be->close(dev);
+    free(offsets);
+    free(bytes);
+    free(poison);
+    return st == VKL_OK;
+}
+
+/* Relative L2 error of got against want (n floats); NaN anywhere: infinity. */
+static double rel_l2(const float *got, const float *want, size_t n) {
+    double err = 0, norm = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!isfinite(got[i])) return INFINITY;
+        err += ((double)got[i] - want[i]) * ((double)got[i] - want[i]);
+        norm += (double)want[i] * want[i];
+    }
+    return sqrt(err) / (norm > 0 ? sqrt(norm) : 1.0);
+}
+
+/* One pattern, format and shape: ref, then Vulkan fused and not (or, for
+ * the cases that must not fuse, only as it comes). */
+static void test_pattern(vkl_context *ctx, rng *r, pattern p, const fmt *f, int64_t M, int64_t K, int64_t N,
+                         bool output_over_a) {
+    vkl_graph *g = pattern_graph(ctx, r, p, f, M, K, N);
+    if (!g) return;
+    vkl_host_tensor ins[2] = {{0}, {0}};
+    const int64_t cols[2] = {K, N};
+    for (uint32_t i = 0; i < g->n_inputs; i++) {
+        ins[i].dtype = VKL_DTYPE_F32;
+        ins[i].rank = 2;
+        ins[i].dims[0] = M;
+        ins[i].dims[1] = cols[i];
+        ins[i].nbytes = (size_t)(M * cols[i]) * sizeof(float);
+        float *x = malloc(ins[i].nbytes);
+        for (int64_t j = 0; j < M * cols[i]; j++) x[j] = rnd_gauss(r);
+        ins[i].data = x;
+    }
+    vkl_host_tensor want[2] = {{0}, {0}};
+    CHECK_OK(ctx, vkl_run_once(ctx, vkl_backend_find("ref"), g, ins, want));
+    const bool must_not = p == P_TWO_USES || (output_over_a && p != P_ADD_READ);
+    /* the Add's output over A's memory: the planner's reuse after A's last reader */
+    uint32_t over = VKL_NONE, under = VKL_NONE;
+    if (output_over_a) {
+        CHECK_OK(ctx, vkl_graph_find_tensor(g, "out", &over));
+        under = g->inputs[0];
+    }
+    const uint32_t expect_fused = must_not ? 0 : p == P_GLU ? 3 : 2;
+    for (int off = 0; off < (must_not ? 1 : 2); off++) {
+        setenv("VKL_VK_NO_FUSE", off ? "1" : "0", 1); /* whatever the environment said */
+        float *outs[2] = {NULL, NULL};
+        vkl_vk_exec_stats stats = {0, 0, 0};
+        if (want[0].data && run_vulkan(ctx, g, ins, over, under, outs, &stats)) {
+            const size_t n = (size_t)(M * N);
+            const double bound = n <= 10 ? 1e-4 : 1e-5;
+            double worst = 0;
+            for (uint32_t o = 0; o < g->n_outputs; o++) {
+                const double e = rel_l2(outs[o], want[o].data, n);
+                worst = e > worst ? e : worst;
+            }
+            const uint32_t want_fused = off ? 0 : expect_fused;
+            CHECKF(worst <= bound && stats.fused == want_fused,
+                   "%s %s M=%lld K=%lld N=%lld%s%s: relative L2 error %.3g (bound %g), %u nodes fused (want %u)",
+                   pattern_names[p], f->name, (long long)M, (long long)K, (long long)N,
+                   output_over_a ? ", output over A" : "", off ? ", VKL_VK_NO_FUSE=1" : "", worst, bound,
+                   stats.fused, want_fused);
+            printf("  %-30s %-4s M=%lld K=%4lld N=%3lld%-16s%-18s rel L2 %.2e, %u dispatches, %u nodes fused\n",
+                   pattern_names[p], f->name, (long long)M, (long long)K, (long long)N,
+                   output_over_a ? " (out over A)" : "", off ? " VKL_VK_NO_FUSE=1" : "", worst, stats.dispatches,
+                   stats.fused);
+        }
+        for (uint32_t o = 0; o < 2; o++) free(outs[o]);
+    }
+    unsetenv("VKL_VK_NO_FUSE");
+    for (uint32_t o = 0; o < 2; o++) vkl_free(ctx, want[o].data);
+    for (uint32_t i = 0; i < 2; i++) free(ins[i].data);
+    vkl_graph_destroy(g);
+}
+
+/* ---- (d) the bundled model's decode step ---------------------------------------------------------- */
+
+/* The decode step a session prepares after `past` tokens (engine/session.c:
+ * unnamed symbols 1, seq 1, total past + 1), laid out by the model's plan
+ * for a context of `context`; its stats into *out. */
+static bool decode_stats(vkl_context *ctx, const char *path, int64_t past, int64_t context, vkl_vk_exec_stats *out) {
+    vkl_model_options mo;
+    vkl_model_options_init(&mo);
+    mo.backend = "vulkan";
+    vkl_model *m = NULL;
+    vkl_status st = vkl_env_model_load(ctx, path, &mo, &m);
+    CHECK_OK(ctx, st);
+    if (st) return false;
+    const size_t n = vkl_symtab_symbol_count(m->g->syms);
+    int64_t *values = calloc(n + 1, sizeof(int64_t)), *max_values = calloc(n + 1, sizeof(int64_t));
+    size_t *offsets = calloc(m->g->n_tensors + 1, sizeof(size_t));
+    for (size_t i = 0; i < n; i++) values[i] = max_values[i] = 1;
+    if (m->sym_seq != VKL_NO_SYMBOL) values[m->sym_seq] = max_values[m->sym_seq] = 1;
+    if (m->sym_past != VKL_NO_SYMBOL) values[m->sym_past] = past, max_values[m->sym_past] = context - 1;
+    if (m->sym_total != VKL_NO_SYMBOL) values[m->sym_total] = past + 1, max_values[m->sym_total] = context;
+    size_t bytes = 0;
+    vkl_backend_buffer *arena = NULL;
+    vkl_backend_exec *e = NULL;
+    st = vkl_plan_layout(ctx, m->plan, values, max_values, n, offsets, &bytes);
+    if (!st) st = m->be->buffer_create(m->dev, ctx, VKL_BUFFER_DEVICE, bytes, &arena);
+    vkl_memory_map mem = {arena, offsets, m->g->n_tensors};
+    vkl_binding b = {values, n};
+    if (!st) st = m->be->prepare(m->dev, ctx, m->g, m->weights, &mem, &b, &e);
+    if (!st) vkl_vk_exec_stats_get(e, out);
+    CHECK_OK(ctx, st);
+    if (e) m->be->exec_release(m->dev, ctx, e);
+    if (arena) m->be->buffer_destroy(m->dev, ctx, arena);
+    free(values);
+    free(max_values);
+    free(offsets);
+    vkl_model_free(m);
+    return st == VKL_OK;
+}
+
+static void test_decode_counts(vkl_context *ctx, const char *path) {
+    vkl_vk_exec_stats on, off;
+    setenv("VKL_VK_NO_FUSE", "0", 1);
+    const bool ok_on = decode_stats(ctx, path, 63, 128, &on);
+    setenv("VKL_VK_NO_FUSE", "1", 1);
+    const bool ok_off = decode_stats(ctx, path, 63, 128, &off);
+    unsetenv("VKL_VK_NO_FUSE");
+    if (!ok_on || !ok_off) return;
+    printf("bundled model, one decode step (past 63, context 128): fused %u dispatches, %u barriers, %u nodes "
+           "fused; VKL_VK_NO_FUSE=1 %u dispatches, %u barriers\n",
+           on.dispatches, on.barriers, on.fused, off.dispatches, off.barriers);
+    CHECK(on.fused > 0 && off.fused == 0);
+    CHECK(on.dispatches < off.dispatches && on.barriers < off.barriers);
+}
+
+int main(int argc, char **argv) {
+    if (argc != 2) {
+        fprintf(stderr, "usage: test_vk_fuse MODEL.vkm\n");
+        return 2;
+    }
+    vkl_context_options o;
+    vkl_context_options_init(&o);
+    o.log = on_log;
+    vkl_context *ctx;
+    if (vkl_context_create(&o, &ctx)) return 2;
+    const vkl_backend_vtable *vk;
+    vkl_backend_caps caps;
+    vkl_status st = test_vulkan_start(ctx, "test_vk_fuse", &vk, NULL, &caps);
+    if (st == VKL_ERR_NOT_FOUND) {
+        vkl_context_destroy(ctx);
+        return 77;
+    }
+    CHECK_OK(ctx, st);
+    if (!st) {
+        printf("test_vk_fuse: %s (%s)\n", caps.device_name, caps.driver);
+        rng r = {0x5DEECE66Dull};
+        /* K a multiple of the formats' 16-byte steps (32 codes), N not a
+         * multiple of the rows per workgroup (4 or 8), M = 1 (decode) and 3 */
+        static const int64_t shapes[][3] = {{1, 64, 5}, {1, 256, 130}, {3, 96, 33}};
+        for (size_t fi = 0; fi < VKL_ARRAY_LEN(formats); fi++)
+            for (size_t si = 0; si < VKL_ARRAY_LEN(shapes); si++)
+                for (int p = P_ADD; p <= P_GLU; p++)
+                    test_pattern(ctx, &r, (pattern)p, &formats[fi], shapes[si][0], shapes[si][1], shapes[si][2],
+                                 false);
+        test_pattern(ctx, &r, P_TWO_USES, &formats[0], 1, 128, 37, false);
+        test_pattern(ctx, &r, P_ADD, &formats[1], 1, 96, 96, true);
+        test_pattern(ctx, &r, P_ADD_READ, &formats[1], 1, 96, 96, true);
+        test_pattern(ctx, &r, P_ADD_READ, &formats[0], 3, 64, 64, true);
+        test_decode_counts(ctx, argv[1]);
+    }
+    CHECKF(validation_messages == 0, "%d validation messages", validation_messages);
+    vkl_context_destroy(ctx);
+    return check_finish("test_vk_fuse");
+}
