@@ -324,7 +324,8 @@ static bool decode_stats(vkl_context *ctx, const char *path, int64_t past, int64
     size_t bytes = 0;
     vkl_backend_buffer *arena = NULL;
     vkl_backend_exec *e = NULL;
-    st = vkl_plan_layout(ctx, m->plan, values, max_values, n, offsets, &bytes);
+    vkl_layout_binding lb = {values, n, max_values, 0};
+    st = vkl_plan_layout(ctx, m->plan, &lb, offsets, &bytes, NULL);
     if (!st) st = m->be->buffer_create(m->dev, ctx, VKL_BUFFER_DEVICE, bytes, &arena);
     vkl_memory_map mem = {arena, offsets, m->g->n_tensors};
     vkl_binding b = {values, n};
