@@ -207,6 +207,8 @@ int vkl_model_metadata(const vkl_model *m, const char *key, const void **data, s
 
 const char *vkl_model_backend_name(const vkl_model *m) { return m ? m->be->name : ""; }
 
+uint32_t vkl_model_features(const vkl_model *m) { return m ? m->caps.features : 0u; }
+
 const char *vkl_model_backend_reason(const vkl_model *m) { return m ? m->reason : ""; }
 
 size_t vkl_model_weight_bytes(const vkl_model *m) {

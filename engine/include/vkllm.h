@@ -176,6 +176,11 @@ VKLLM_API size_t vkl_model_vocab_size(const vkl_model *model);
  * ...): its bytes, valid while the model is loaded. 0 if absent. */
 VKLLM_API int vkl_model_metadata(const vkl_model *model, const char *key, const void **data, size_t *size);
 VKLLM_API const char *vkl_model_backend_name(const vkl_model *model);
+/* VKL_FEATURE_* the model's device runs with: what it has, less what the
+ * options, kill switches and driver quirks turned off (0 for NULL). On
+ * Vulkan, VKL_FEATURE_COOPMAT means prefill's products run on the matrix
+ * units with fp16 operands unless the math is f32 (docs/vulkan.md). */
+VKLLM_API uint32_t vkl_model_features(const vkl_model *model);
 /* Why that backend runs the model, one line: "asked for by name", or the
  * automatic choice's reason ("NVIDIA H100 80GB HBM3: a discrete GPU";
  * "no GPU: lavapipe is a CPU-type Vulkan device"). */
