@@ -238,7 +238,8 @@ static void test_float(const vkl_cpu_dot *d, const char *what) {
 
 /* Attention's loops over keys a stride apart (dots, wsum) against double
  * arithmetic: head sizes with and without a multiple of 8 and above the 64
- * floats wsum keeps in registers, key counts off the 4-key rounds; a key of
+ * floats wsum keeps in registers, key counts off the 8- and 4-key rounds
+ * (an 8-key round's scores = two 4-key rounds', bit for bit); a key of
  * weight 0 whose row is NaN is left unread. */
 static void test_keys(const vkl_cpu_dot *d, const char *what) {
     enum { MAX_K = 136, MAX_N = 23, STRIDE = 150 };
@@ -254,6 +255,12 @@ static void test_keys(const vkl_cpu_dot *d, const char *what) {
             d->wsum(rows, STRIDE, w, K, n, y);
             for (size_t t = 2; t < n; t += 5) rows[t * STRIDE] = 0.5f;
             d->dots(rows, STRIDE, q, K, n, out);
+            if (K % 8 == 0 && n >= 8) { /* the first 8 keys as two 4-key calls: the same bits */
+                float four[8];
+                d->dots(rows, STRIDE, q, K, 4, four);
+                d->dots(rows + 4 * STRIDE, STRIDE, q, K, 4, four + 4);
+                CHECKF(!memcmp(four, out, sizeof(four)), "%s dots K %zu: 8 keys a call differ from 4", what, K);
+            }
             for (size_t t = 0; t < n; t++) {
                 double s = 0, mag = 1e-30;
                 for (size_t k = 0; k < K; k++) {
