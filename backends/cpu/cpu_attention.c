@@ -22,10 +22,18 @@ typedef struct attn_job {
     unsigned char *scratch; /* per worker: s->scratch_bytes */
 } attn_job;
 
-/* Below this, expf's result is +0 (e^-104 is under half the smallest
- * subnormal): returned directly, since glibc takes a slow path for it, and
- * a long prompt's distant keys land there often. */
-#define EXP_ZERO_BELOW -104.0f
+/* The softmax weights where the instruction set has no vector exp: libm's
+ * expf, skipped below VKL_CPU_EXP_ZERO_BELOW (glibc takes a slow path there,
+ * and a long prompt's distant keys land there often). */
+static float softmax_exp(float *x, size_t n, float max) {
+    float sum = 0;
+    for (size_t t = 0; t < n; t++) {
+        const float d = x[t] - max;
+        x[t] = d < VKL_CPU_EXP_ZERO_BELOW ? 0.0f : expf(d);
+        sum += x[t];
+    }
+    return sum;
+}
 
 /* Row `row` in f32: scores of the visible keys (mask added; -inf skips a
  * key), softmax with the max subtracted, the weighted sum of V's rows, or
@@ -51,7 +59,7 @@ static void f32_row(const attn_job *j, int64_t row, float *scores, float *acc) {
     const size_t kstride = (size_t)(vkl_ref_attn_kv_offset(s, at.b, at.g, at.lo + 1, s->D) - k0);
     const size_t vstride = (size_t)(vkl_ref_attn_kv_offset(s, at.b, at.g, at.lo + 1, s->Dv) - v0);
     if (n) j->dot->dots(k + k0, kstride, q, (size_t)s->D, n, scores);
-    float max = -INFINITY, sum = 0;
+    float max = -INFINITY;
     bool any = false;
     for (size_t t = 0; t < n; t++) {
         float m = 0;
@@ -69,11 +77,7 @@ static void f32_row(const attn_job *j, int64_t row, float *scores, float *acc) {
     }
     /* the weights in place of the scores; a skipped key (-inf) weighs 0, so
      * wsum leaves its row unread */
-    for (size_t t = 0; t < n; t++) {
-        const float x = scores[t] - max;
-        scores[t] = x < EXP_ZERO_BELOW ? 0.0f : expf(x);
-        sum += scores[t];
-    }
+    const float sum = j->dot->softmax_exp ? j->dot->softmax_exp(scores, n, max) : softmax_exp(scores, n, max);
     j->dot->wsum(v + v0, vstride, scores, (size_t)s->Dv, n, acc);
     for (int64_t d = 0; d < s->Dv; d++) out[d] = acc[d] / sum;
 }

@@ -86,7 +86,16 @@ typedef struct vkl_cpu_dot {
      * max|x| below 1e-30 (127 / max|x| would overflow): codes 0. Every
      * implementation gives the same bytes. */
     void (*quantize)(const float *x, size_t K, size_t G, int8_t *q, float *d, int32_t *s);
+    /* Attention's softmax weights in place: x[t] = e^(x[t] - max) for t < n,
+     * +0 where x[t] - max < VKL_CPU_EXP_ZERO_BELOW (-inf included), NaN kept;
+     * returns their sum. Within 2 ulp of e^x (not expf's bits; the sum in
+     * another order). NULL: cpu_attention.c's loop over libm's expf. */
+    float (*softmax_exp)(float *x, size_t n, float max);
 } vkl_cpu_dot;
+
+/* Below this, e^x is +0 in f32 (e^-104 is under half the smallest
+ * subnormal): softmax weights there are 0 without computing them. */
+#define VKL_CPU_EXP_ZERO_BELOW -104.0f
 
 /* The int8 instruction sequence of an instruction set's GEMM kernel in a
  * register-only loop: its peak, measured by cpu_peak.c. */

@@ -252,6 +252,59 @@ static void wsum(const float *v, size_t stride, const float *w, size_t K, size_t
         if (w[t] != 0.0f) axpy(y + k0, w[t], v + t * stride + k0, K - k0);
 }
 
+/* e^d for d <= 0 in 8 lanes, within 2 ulp: d = n ln2 + r with n an integer
+ * and |r| <= ln2 / 2 (ln2 in two parts, so r is nearly exact), e^r as
+ * 1 + r + r^2 P(r) with P of degree 5 (Cephes' expf coefficients), times
+ * 2^n built in the exponent bits. n reaches -151 where e^d is subnormal, so
+ * 2^n is applied as two normal halves and the result rounds once. Below
+ * VKL_CPU_EXP_ZERO_BELOW (-inf included): +0; NaN stays NaN. */
+static inline __m256 exp_nonpositive(__m256 d) {
+    const __m256 x = _mm256_max_ps(d, _mm256_set1_ps(VKL_CPU_EXP_ZERO_BELOW)); /* NaN: becomes the bound, fixed below */
+    const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+    p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+    const __m256i ni = _mm256_cvtps_epi32(n), n1 = _mm256_srai_epi32(ni, 1), n2 = _mm256_sub_epi32(ni, n1);
+    const __m256i bias = _mm256_set1_epi32(127);
+    const __m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n1, bias), 23));
+    const __m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, bias), 23));
+    const __m256 e = _mm256_mul_ps(_mm256_mul_ps(p, s1), s2);
+    const __m256 zero = _mm256_cmp_ps(d, _mm256_set1_ps(VKL_CPU_EXP_ZERO_BELOW), _CMP_LT_OQ);
+    const __m256 nan = _mm256_cmp_ps(d, d, _CMP_UNORD_Q);
+    return _mm256_blendv_ps(_mm256_andnot_ps(zero, e), d, nan);
+}
+
+/* cpu_dot.h's softmax_exp: 8 weights a round, 8 running sums. */
+static float softmax_exp(float *x, size_t n, float max) {
+    const __m256 m = _mm256_set1_ps(max);
+    __m256 acc = _mm256_setzero_ps();
+    size_t t = 0;
+    for (; t + 8 <= n; t += 8) {
+        const __m256 e = exp_nonpositive(_mm256_sub_ps(_mm256_loadu_ps(x + t), m));
+        _mm256_storeu_ps(x + t, e);
+        acc = _mm256_add_ps(acc, e);
+    }
+    float lanes[8], sum = 0;
+    if (t < n) { /* the last 1..7 through a padded copy (pad: -inf, weight 0) */
+        float tail[8];
+        for (size_t i = 0; i < 8; i++) tail[i] = t + i < n ? x[t + i] : -INFINITY;
+        const __m256 e = exp_nonpositive(_mm256_sub_ps(_mm256_loadu_ps(tail), m));
+        _mm256_storeu_ps(tail, e);
+        for (size_t i = 0; t + i < n; i++) x[t + i] = tail[i];
+        acc = _mm256_add_ps(acc, e);
+    }
+    _mm256_storeu_ps(lanes, acc);
+    for (int i = 0; i < 8; i++) sum += lanes[i];
+    return sum;
+}
+
 /* cpu_dot.h's quantizer, 32 values a round: the same f32 operations as the
  * portable code in each lane (|x|, max, x * inv, + copysign(0.5), truncate),
  * so the same bytes; a NaN or inf fails the <= FLT_MAX compare. */
@@ -295,4 +348,5 @@ static void quantize(const float *x, size_t K, size_t G, int8_t *q, float *d, in
     }
 }
 
-const vkl_cpu_dot vkl_cpu_dot_avx2 = {"avx2", q4, vkl_cpu_q4_tile_avx2, q8, f32, f16, bf16, axpy, dots, wsum, quantize};
+const vkl_cpu_dot vkl_cpu_dot_avx2 = {"avx2", q4,   vkl_cpu_q4_tile_avx2, q8,       f32,     f16, bf16,
+                                      axpy,   dots, wsum,                 quantize, softmax_exp};
