@@ -17,9 +17,10 @@
 #define TASK_WEIGHT_BYTES (128u << 10)
 /* ... and K is cut into slices (whole groups) of at most this many bytes of
  * a panel, so the slice every block of a task reads stays in the 32 KiB L1
- * beside the weights streaming through it (a 6-row panel of the 1B model's
- * FFN down projection, K 8192, is 48 KiB: one-core tile rate 85 against 93
- * GMAC/s at K 2048) */
+ * beside the weights streaming through it. A 6-row panel of the 1B model's
+ * FFN down projection (K 8192) is 48 KiB; there the one-core tile ran at 85
+ * GMAC/s against 93 at K 2048. On the whole model under load 8-10 the
+ * slices' effect stayed within the noise (docs/perf.md, 2026-11-25). */
 #define PANEL_SLICE_BYTES (16u << 10)
 
 typedef struct gemm_job {
