@@ -82,16 +82,31 @@ static void f32_row(const attn_job *j, int64_t row, float *scores, float *acc) {
     for (int64_t d = 0; d < s->Dv; d++) out[d] = acc[d] / sum;
 }
 
-static void row_task(void *user, size_t row, unsigned worker) {
+/* Task t's output row, ordered (b, KV head g, position i, query head of the
+ * group): the R query heads that share a KV head run one after another at
+ * each position, so they read one mask row (a [1, 1, S, T] f32 mask is 1 MiB
+ * at 512 tokens: in the row order it streamed from L3 once per head, and the
+ * load of it was a quarter of this file's time), while K and V of head g
+ * stay in L2 across the positions. Every row is written by its own task, so
+ * the order changes no bits. */
+static int64_t task_row(const vkl_ref_attn *s, size_t task) {
+    const int64_t t = (int64_t)task, R = s->Hq / s->Hkv;
+    const int64_t r = t % R, i = t / R % s->S, bg = t / R / s->S;
+    const int64_t b = bg / s->Hkv, g = bg % s->Hkv;
+    return (b * s->Hq + g * R + r) * s->S + i;
+}
+
+static void row_task(void *user, size_t task, unsigned worker) {
     const attn_job *j = user;
+    const int64_t row = task_row(j->s, task);
     unsigned char *scratch = j->scratch + (size_t)worker * j->s->scratch_bytes;
     if (j->f32) {
         /* scratch_bytes holds T + D + Dv + 1 doubles: T + Dv floats fit */
-        f32_row(j, (int64_t)row, (float *)(void *)scratch, (float *)(void *)scratch + j->s->T);
+        f32_row(j, row, (float *)(void *)scratch, (float *)(void *)scratch + j->s->T);
         return;
     }
     /* plain float K and V: a row cannot fail (attention.h) */
-    (void)vkl_ref_attention_row(j->a, j->s, (int64_t)row, scratch);
+    (void)vkl_ref_attention_row(j->a, j->s, row, scratch);
 }
 
 vkl_status vkl_cpu_attention(const vkl_ref_args *a) {
