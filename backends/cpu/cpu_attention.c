@@ -22,10 +22,18 @@ typedef struct attn_job {
     unsigned char *scratch; /* per worker: s->scratch_bytes */
 } attn_job;
 
-/* Below this, expf's result is +0 (e^-104 is under half the smallest
- * subnormal): returned directly, since glibc takes a slow path for it, and
- * a long prompt's distant keys land there often. */
-#define EXP_ZERO_BELOW -104.0f
+/* The softmax weights where the instruction set has no vector exp: libm's
+ * expf, skipped below VKL_CPU_EXP_ZERO_BELOW (glibc takes a slow path there,
+ * and a long prompt's distant keys land there often). */
+static float softmax_exp(float *x, size_t n, float max) {
+    float sum = 0;
+    for (size_t t = 0; t < n; t++) {
+        const float d = x[t] - max;
+        x[t] = d < VKL_CPU_EXP_ZERO_BELOW ? 0.0f : expf(d);
+        sum += x[t];
+    }
+    return sum;
+}
 
 /* Row `row` in f32: scores of the visible keys (mask added; -inf skips a
  * key), softmax with the max subtracted, the weighted sum of V's rows, or
@@ -51,7 +59,7 @@ static void f32_row(const attn_job *j, int64_t row, float *scores, float *acc) {
     const size_t kstride = (size_t)(vkl_ref_attn_kv_offset(s, at.b, at.g, at.lo + 1, s->D) - k0);
     const size_t vstride = (size_t)(vkl_ref_attn_kv_offset(s, at.b, at.g, at.lo + 1, s->Dv) - v0);
     if (n) j->dot->dots(k + k0, kstride, q, (size_t)s->D, n, scores);
-    float max = -INFINITY, sum = 0;
+    float max = -INFINITY;
     bool any = false;
     for (size_t t = 0; t < n; t++) {
         float m = 0;
@@ -69,25 +77,36 @@ static void f32_row(const attn_job *j, int64_t row, float *scores, float *acc) {
     }
     /* the weights in place of the scores; a skipped key (-inf) weighs 0, so
      * wsum leaves its row unread */
-    for (size_t t = 0; t < n; t++) {
-        const float x = scores[t] - max;
-        scores[t] = x < EXP_ZERO_BELOW ? 0.0f : expf(x);
-        sum += scores[t];
-    }
+    const float sum = j->dot->softmax_exp ? j->dot->softmax_exp(scores, n, max) : softmax_exp(scores, n, max);
     j->dot->wsum(v + v0, vstride, scores, (size_t)s->Dv, n, acc);
     for (int64_t d = 0; d < s->Dv; d++) out[d] = acc[d] / sum;
 }
 
-static void row_task(void *user, size_t row, unsigned worker) {
+/* Task t's output row, ordered (b, KV head g, position i, query head of the
+ * group): the R query heads that share a KV head run one after another at
+ * each position, so they read one mask row (a [1, 1, S, T] f32 mask is 1 MiB
+ * at 512 tokens: in the row order it streamed from L3 once per head, and the
+ * load of it was a quarter of this file's time), while K and V of head g
+ * stay in L2 across the positions. Every row is written by its own task, so
+ * the order changes no bits. */
+static int64_t task_row(const vkl_ref_attn *s, size_t task) {
+    const int64_t t = (int64_t)task, R = s->Hq / s->Hkv;
+    const int64_t r = t % R, i = t / R % s->S, bg = t / R / s->S;
+    const int64_t b = bg / s->Hkv, g = bg % s->Hkv;
+    return (b * s->Hq + g * R + r) * s->S + i;
+}
+
+static void row_task(void *user, size_t task, unsigned worker) {
     const attn_job *j = user;
+    const int64_t row = task_row(j->s, task);
     unsigned char *scratch = j->scratch + (size_t)worker * j->s->scratch_bytes;
     if (j->f32) {
         /* scratch_bytes holds T + D + Dv + 1 doubles: T + Dv floats fit */
-        f32_row(j, (int64_t)row, (float *)(void *)scratch, (float *)(void *)scratch + j->s->T);
+        f32_row(j, row, (float *)(void *)scratch, (float *)(void *)scratch + j->s->T);
         return;
     }
     /* plain float K and V: a row cannot fail (attention.h) */
-    (void)vkl_ref_attention_row(j->a, j->s, (int64_t)row, scratch);
+    (void)vkl_ref_attention_row(j->a, j->s, row, scratch);
 }
 
 vkl_status vkl_cpu_attention(const vkl_ref_args *a) {

@@ -1,7 +1,8 @@
 /* The cpu backend's vtable: the shared host executor (backends/ref/
  * host_exec.h) running this backend's kernels where it has them (the matrix
- * products, on weights repacked at load; attention's rows on all threads)
- * and ref's for every other op. */
+ * products, on weights repacked at load; attention's rows on all threads),
+ * ref's kernels on slices over all threads for the elementwise ops and RoPE
+ * (cpu_split.c), and ref's for every other op. */
 #include "../ref/host_exec.h"
 #include "cpu_backend.h"
 
@@ -10,6 +11,12 @@ static const vkl_ref_kernel cpu_kernels[VKL_OP_COUNT_] = {
     [VKL_OP_MAT_MUL] = vkl_cpu_mat_mul,
     [VKL_OP_ATTENTION] = vkl_cpu_attention,
     [VKL_OP_RMS_NORM] = vkl_cpu_rms_norm,
+    [VKL_OP_ADD] = vkl_cpu_add,
+    [VKL_OP_SUB] = vkl_cpu_sub,
+    [VKL_OP_MUL] = vkl_cpu_mul,
+    [VKL_OP_DIV] = vkl_cpu_div,
+    [VKL_OP_SILU_MUL] = vkl_cpu_silu_mul,
+    [VKL_OP_ROPE] = vkl_cpu_rope,
 };
 
 static vkl_status cpu_prepare(vkl_backend_device *dev, vkl_context *ctx, const vkl_graph *g, vkl_backend_weights *w,

@@ -57,6 +57,13 @@ vkl_status vkl_cpu_quant_mat_mul(const vkl_ref_args *a);
 vkl_status vkl_cpu_mat_mul(const vkl_ref_args *a);
 vkl_status vkl_cpu_attention(const vkl_ref_args *a);
 vkl_status vkl_cpu_rms_norm(const vkl_ref_args *a);
+/* cpu_split.c: ref's kernels for these ops, on slices spread over the pool */
+vkl_status vkl_cpu_add(const vkl_ref_args *a);
+vkl_status vkl_cpu_sub(const vkl_ref_args *a);
+vkl_status vkl_cpu_mul(const vkl_ref_args *a);
+vkl_status vkl_cpu_div(const vkl_ref_args *a);
+vkl_status vkl_cpu_silu_mul(const vkl_ref_args *a);
+vkl_status vkl_cpu_rope(const vkl_ref_args *a);
 
 /* Y[m, n] = bias[n] + sum_k X[m, k] * W(n, k) for a repacked W, split over
  * the pool by output rows. X: M rows of K f32; Y: M rows of N f32. */

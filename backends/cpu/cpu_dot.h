@@ -18,10 +18,12 @@
 #define VKL_CPU_LP 32 /* elements per tile row */
 #define VKL_CPU_MR 4  /* activation rows per inner-product call, at most */
 /* Activation rows of a GEMM panel (q4_tile), from the AVX2 register count:
- * 2 weight registers (two rows each), 1 activation, 2 int16 accumulators
- * a row, 1 product and the nibble mask: 4 + 2 * 4 = 12 of 16 ymm, and at 6
- * rows 16 with nothing left for the product. */
-#define VKL_CPU_GEMM_MR 4
+ * 2 int16 accumulators a row, 2 weight registers (two rows each), the nibble
+ * mask and 1 product register: 2 * 6 + 4 = 16 of 16 ymm, the activation
+ * read as a broadcast load. Each unpacked weight half then meets 6 rows (at
+ * 4 rows: 12 registers, the unpacking a third more per product; 8 rows
+ * spill). Even: the f32 step takes rows in pairs. */
+#define VKL_CPU_GEMM_MR 6
 
 /* Per group g of one activation row: its codes' scale and their sum. */
 typedef struct vkl_cpu_act {
@@ -84,7 +86,16 @@ typedef struct vkl_cpu_dot {
      * max|x| below 1e-30 (127 / max|x| would overflow): codes 0. Every
      * implementation gives the same bytes. */
     void (*quantize)(const float *x, size_t K, size_t G, int8_t *q, float *d, int32_t *s);
+    /* Attention's softmax weights in place: x[t] = e^(x[t] - max) for t < n,
+     * +0 where x[t] - max < VKL_CPU_EXP_ZERO_BELOW (-inf included), NaN kept;
+     * returns their sum. Within 2 ulp of e^x (not expf's bits; the sum in
+     * another order). NULL: cpu_attention.c's loop over libm's expf. */
+    float (*softmax_exp)(float *x, size_t n, float max);
 } vkl_cpu_dot;
+
+/* Below this, e^x is +0 in f32 (e^-104 is under half the smallest
+ * subnormal): softmax weights there are 0 without computing them. */
+#define VKL_CPU_EXP_ZERO_BELOW -104.0f
 
 /* The int8 instruction sequence of an instruction set's GEMM kernel in a
  * register-only loop: its peak, measured by cpu_peak.c. */

@@ -15,6 +15,13 @@
  * once per panel of X, so a task holds at most this many bytes of them
  * (they stay in the 512 KiB L2 of the cores seen here, beside X's panel) */
 #define TASK_WEIGHT_BYTES (128u << 10)
+/* ... and K is cut into slices (whole groups) of at most this many bytes of
+ * a panel, so the slice every block of a task reads stays in the 32 KiB L1
+ * beside the weights streaming through it. A 6-row panel of the 1B model's
+ * FFN down projection (K 8192) is 48 KiB; there the one-core tile ran at 85
+ * GMAC/s against 93 at K 2048. On the whole model under load 8-10 the
+ * slices' effect stayed within the noise (docs/perf.md, 2026-11-25). */
+#define PANEL_SLICE_BYTES (16u << 10)
 
 typedef struct gemm_job {
     const vkl_cpu_weight *w;
@@ -76,6 +83,21 @@ static inline void store(const gemm_job *j, int64_t m, int64_t n0, const float *
         j->Y[m * N + n0 + i] = acc[i] + (j->bias ? j->bias[n0 + i] : 0.0f);
 }
 
+/* Between K slices a tile's sums wait in Y, bias not yet added (an f32
+ * round trip: exact). */
+static inline void keep(const gemm_job *j, int64_t m, int64_t n0, const float *acc) {
+    const int64_t N = j->w->N;
+    for (int64_t i = 0; i < VKL_CPU_HP && n0 + i < N; i++) j->Y[m * N + n0 + i] = acc[i];
+}
+
+/* A tile's starting sums: 0 for the first K slice, else what keep() left.
+ * Element by element, not `= {0}`: gcc made that a `rep stos`, 15% of the
+ * GEMM's time outside the tile. */
+static inline void resume(const gemm_job *j, bool first, int64_t m, int64_t n0, float *acc) {
+    const int64_t N = j->w->N;
+    for (int64_t i = 0; i < VKL_CPU_HP; i++) acc[i] = !first && n0 + i < N ? j->Y[m * N + n0 + i] : 0.0f;
+}
+
 /* One block of 4 weight rows against every row of X, VKL_CPU_MR rows of X a
  * call: the block's tiles stay in cache while the rows of X stream past,
  * and each tile is unpacked once for MR rows (the GEMM's blocking). */
@@ -120,22 +142,34 @@ static void float_block(const gemm_job *j, int64_t b) {
 }
 
 /* The GEMM's register tile over a task's blocks b0..b1-1, panel after panel
- * (the blocks stay in L2 while the panels pass), then the rows after the
- * last full panel with the row kernel. */
+ * (the blocks stay in L2 while the panels pass), one K slice at a time
+ * (PANEL_SLICE_BYTES; each group's f32 step still runs in group order), then
+ * the rows after the last full panel with the row kernel. */
 static void tile_blocks(const gemm_job *j, int64_t b0, int64_t b1) {
     const vkl_cpu_weight *w = j->w;
-    const int64_t K = w->K, ng = K / w->lay.group;
+    const int64_t K = w->K, ng = K / w->lay.group, mr = VKL_CPU_GEMM_MR;
     const uint32_t chunks = w->lay.group / VKL_CPU_LP;
     const size_t tile = VKL_CPU_HP * VKL_CPU_LP / 2;
     const float *params = (const float *)(const void *)(w->data + w->lay.params_offset);
-    for (int64_t p = 0; p < j->panels; p++) {
-        const vkl_cpu_panel x = panel_at(j, p);
-        for (int64_t b = b0; b < b1; b++) {
-            float acc[VKL_CPU_GEMM_MR * VKL_CPU_HP] = {0};
-            j->dot->q4_tile(w->data + (size_t)b * (size_t)(K / VKL_CPU_LP) * tile, params + (size_t)(b * ng) * 8, &x,
-                            chunks, (uint32_t)ng, acc);
-            for (int64_t r = 0; r < VKL_CPU_GEMM_MR; r++)
-                store(j, p * VKL_CPU_GEMM_MR + r, b * VKL_CPU_HP, acc + VKL_CPU_HP * r);
+    const int64_t slices = (K * mr + PANEL_SLICE_BYTES - 1) / PANEL_SLICE_BYTES;
+    const int64_t per = (ng + slices - 1) / slices;
+    for (int64_t g0 = 0; g0 < ng; g0 += per) {
+        const int64_t gn = ng - g0 < per ? ng - g0 : per;
+        const size_t skip = (size_t)g0 * chunks; /* tiles before the slice */
+        for (int64_t p = 0; p < j->panels; p++) {
+            vkl_cpu_panel x = panel_at(j, p);
+            x.q += skip * VKL_CPU_LP * (size_t)mr;
+            x.d += g0 * mr;
+            x.s += g0 * mr;
+            for (int64_t b = b0; b < b1; b++) {
+                float acc[VKL_CPU_GEMM_MR * VKL_CPU_HP];
+                for (int64_t r = 0; r < mr; r++) resume(j, g0 == 0, p * mr + r, b * VKL_CPU_HP, acc + VKL_CPU_HP * r);
+                j->dot->q4_tile(w->data + ((size_t)b * (size_t)(K / VKL_CPU_LP) + skip) * tile,
+                                params + (size_t)(b * ng + g0) * 8, &x, chunks, (uint32_t)gn, acc);
+                for (int64_t r = 0; r < mr; r++)
+                    if (g0 + gn == ng) store(j, p * mr + r, b * VKL_CPU_HP, acc + VKL_CPU_HP * r);
+                    else keep(j, p * mr + r, b * VKL_CPU_HP, acc + VKL_CPU_HP * r);
+            }
         }
     }
     for (int64_t b = b0; b < b1; b++) quant_block(j, b, j->panels * VKL_CPU_GEMM_MR);

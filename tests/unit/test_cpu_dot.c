@@ -238,7 +238,8 @@ static void test_float(const vkl_cpu_dot *d, const char *what) {
 
 /* Attention's loops over keys a stride apart (dots, wsum) against double
  * arithmetic: head sizes with and without a multiple of 8 and above the 64
- * floats wsum keeps in registers, key counts off the 4-key rounds; a key of
+ * floats wsum keeps in registers, key counts off the 8- and 4-key rounds
+ * (an 8-key round's scores = two 4-key rounds', bit for bit); a key of
  * weight 0 whose row is NaN is left unread. */
 static void test_keys(const vkl_cpu_dot *d, const char *what) {
     enum { MAX_K = 136, MAX_N = 23, STRIDE = 150 };
@@ -254,6 +255,12 @@ static void test_keys(const vkl_cpu_dot *d, const char *what) {
             d->wsum(rows, STRIDE, w, K, n, y);
             for (size_t t = 2; t < n; t += 5) rows[t * STRIDE] = 0.5f;
             d->dots(rows, STRIDE, q, K, n, out);
+            if (K % 8 == 0 && n >= 8) { /* the first 8 keys as two 4-key calls: the same bits */
+                float four[8];
+                d->dots(rows, STRIDE, q, K, 4, four);
+                d->dots(rows + 4 * STRIDE, STRIDE, q, K, 4, four + 4);
+                CHECKF(!memcmp(four, out, sizeof(four)), "%s dots K %zu: 8 keys a call differ from 4", what, K);
+            }
             for (size_t t = 0; t < n; t++) {
                 double s = 0, mag = 1e-30;
                 for (size_t k = 0; k < K; k++) {
@@ -272,6 +279,47 @@ static void test_keys(const vkl_cpu_dot *d, const char *what) {
                        y[k], s);
             }
         }
+}
+
+/* Attention's softmax weights (softmax_exp, where a table has one) against
+ * double exp: within 2 ulp (or 2 units of the smallest subnormal), +0 below
+ * VKL_CPU_EXP_ZERO_BELOW and for -inf, NaN kept, every length 1..40 (the
+ * 8-lane rounds and their tails), the sum within 1e-6 of the double sum. */
+static void test_softmax_exp(const vkl_cpu_dot *d, const char *what) {
+    enum { MAX_N = 40 };
+    float x[MAX_N], in[MAX_N];
+    int cases = 0;
+    for (size_t n = 1; n <= MAX_N; n++) {
+        const float max = (float)((int)(next() % 2001) - 1000) / 100.0f;
+        for (size_t t = 0; t < n; t++) in[t] = max - (float)(next() % 1100000) / 10000.0f; /* max - [0, 110) */
+        if (n > 3) in[1] = max, in[2] = -INFINITY;             /* weight 1; a masked key */
+        if (n > 5) in[3] = max - 87.5f, in[4] = max - 103.9f;  /* subnormal results */
+        if (n > 6) in[5] = max + VKL_CPU_EXP_ZERO_BELOW - 0.01f; /* just below the cut */
+        if (n == 17) in[9] = NAN;
+        memcpy(x, in, n * sizeof(float));
+        const float sum = d->softmax_exp(x, n, max);
+        double want_sum = 0;
+        for (size_t t = 0; t < n; t++) {
+            const double e = exp((double)in[t] - (double)max);
+            if (isnan(in[t])) {
+                CHECKF(isnan(x[t]), "%s softmax_exp: NaN in, %g out", what, x[t]);
+                continue;
+            }
+            /* d = in - max rounds once in f32 first, as the kernel sees it */
+            const double dd = (double)(in[t] - max), ef = exp(dd);
+            if (dd < VKL_CPU_EXP_ZERO_BELOW) {
+                CHECKF(x[t] == 0.0f && !signbit(x[t]), "%s softmax_exp: %g below the cut gave %g", what, dd, x[t]);
+                continue;
+            }
+            const double ulp = ef < 1.1754943508222875e-38 ? 1.401298464324817e-45 : ef * 1.1920928955078125e-07;
+            CHECKF(fabs((double)x[t] - ef) <= 2 * ulp, "%s softmax_exp: e^%.9g = %.9g, kernel %.9g", what, dd, ef, x[t]);
+            want_sum += e;
+        }
+        if (n != 17) CHECKF(fabs(sum - want_sum) <= 1e-6 * want_sum, "%s softmax_exp: sum %.9g of %.9g", what, sum, want_sum);
+        else CHECKF(isnan(sum), "%s softmax_exp: a NaN weight, sum %g", what, sum);
+        cases++;
+    }
+    printf("%s: softmax_exp within 2 ulp of exp in %d rows\n", what, cases);
 }
 
 /* The quantizer on random rows, rows with exact halves (max |x| = 127:
@@ -313,6 +361,8 @@ static void test_table(const vkl_cpu_dot *d, int present) {
     test_quantize(d, d->name);
     test_float(d, d->name);
     test_keys(d, d->name);
+    if (d->softmax_exp) test_softmax_exp(d, d->name);
+    else printf("%s: no softmax_exp (attention takes libm's expf)\n", d->name);
 }
 
 int main(void) {

@@ -12,8 +12,10 @@
  *    portable code, the cooperative-matrix feature off is i8mm off;
  *  - the prefill GEMM (4-bit W, M >= VKL_CPU_GEMM_MR: panels of rows, the
  *    rest by the row kernel) gives every row the bits it gets alone
- *    (M = 1), at M 4..37 with odd tails, groups of 1, 4 and 8 tiles, on
- *    AVX2 with 1 and 2 threads and on portable C with 3. */
+ *    (M = 1), at M 4..37: below one panel, exactly one and two panels (6,
+ *    12) and odd tails, groups of 1, 2, 4 and 8 tiles, K in one slice and
+ *    cut into two (even and not), on AVX2 with 1 and 2 threads and on
+ *    portable C with 3. */
 #include <math.h>
 
 #include "backend.h"
@@ -221,7 +223,10 @@ int main(void) {
     const mm_case gemm[] = {
         {VKL_DTYPE_Q_E0M4, 128, 1, 4, 13, 256}, {VKL_DTYPE_Q_E0M4, 128, 2, 13, 30, 384},
         {VKL_DTYPE_Q_INT4, 32, 0, 8, 9, 96},    {VKL_DTYPE_Q_INT4, 256, 0, 37, 21, 512},
-        {VKL_DTYPE_Q_E0M4, 128, 1, 5, 130, 128},
+        {VKL_DTYPE_Q_E0M4, 128, 1, 5, 130, 128}, {VKL_DTYPE_Q_E0M4, 128, 1, 6, 7, 256},
+        {VKL_DTYPE_Q_INT4, 64, 0, 12, 10, 192},  {VKL_DTYPE_Q_E0M4, 128, 2, 17, 33, 640},
+        /* K cut into slices (cpu_gemm.c's PANEL_SLICE_BYTES): 2 of 12 groups; 33 + 32 groups of 64 */
+        {VKL_DTYPE_Q_E0M4, 128, 1, 13, 9, 3072}, {VKL_DTYPE_Q_INT4, 64, 0, 7, 6, 4160},
     };
     for (size_t i = 0; i < sizeof(gemm) / sizeof(gemm[0]); i++) test_gemm_rows(ctx, cpu, gemm_devs, 3, &gemm[i]);
     cpu->close(gemm_devs[1]);

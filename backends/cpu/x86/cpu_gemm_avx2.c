@@ -8,6 +8,7 @@
 #include "../cpu_dot.h"
 
 #define MR VKL_CPU_GEMM_MR
+_Static_assert(MR % 2 == 0, "apply2 takes the panel rows in pairs");
 
 /* The int16 sums of `n` (1..4) tiles into p01 / p23, then widened and added
  * into the int32 sums s01 / s23. A lane adds 2 pair sums a
