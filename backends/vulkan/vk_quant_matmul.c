@@ -1,6 +1,11 @@
 /* QuantMatMul on Vulkan: Y [..., N] = A [..., K] times W [N, K], plus an
  * optional bias. The fast paths: f32 A and Y, W of E0M4, int4 or int8 blocks
  * in the GPU packed layout with K and group multiples of the 16-byte step.
+ * A K that is not a multiple of the group (a short last group, stored whole
+ * in the packed layout as zero-weight codes): the matvec at every M, reading
+ * A's rows only up to K (quant_matvec.glsl), with K a multiple of 4; the
+ * GEMMs (tiled and cooperative-matrix) never see such a W, so their tile
+ * loaders need no bound on K.
  * Fewer than qmm_min_rows rows of A (decode): the quant_matvec_* shaders,
  * one dispatch of (ceil(N / rows), M) workgroups, each row of A rereading
  * W. From qmm_min_rows rows (prefill), with K and group multiples of 32:
@@ -175,12 +180,16 @@ vkl_status vkl_vk_record_quant_mat_mul(const vkl_vk_node *nd, vkl_vk_dispatch *o
     if (bias && bias->count != N)
         return vkl_vk_node_fail(nd, VKL_ERR_SHAPE, "bias has %lld elements, want %lld", (long long)bias->count,
                                 (long long)N);
-    /* the fast kernels' conditions; anything else the general path */
-    if (!shader || A->dtype != VKL_DTYPE_F32 || K % chunk || W->group % chunk)
+    /* the fast kernels' conditions; anything else the general path. A short
+     * last group needs A's rows in whole vec4s (K % 4); whole groups make K
+     * a multiple of the chunk, as before. */
+    const bool whole_groups = K % W->group == 0;
+    if (!shader || A->dtype != VKL_DTYPE_F32 || (whole_groups ? K % chunk : K % 4) || W->group % chunk)
         return record_general(nd, M, K, out, count);
     if (!M || !N) return VKL_OK; /* nothing to compute: no dispatch */
-    if (M >= dev->qmm_min_rows && K % 32 == 0 && W->group % 32 == 0 && W->weight->n_pieces == 1 && !A->pieced &&
-        !Y->pieced && !(bias && bias->pieced)) {
+    const int64_t KQ = W->weight->lay.cols; /* W's rows: whole groups */
+    if (M >= dev->qmm_min_rows && whole_groups && K % 32 == 0 && W->group % 32 == 0 && W->weight->n_pieces == 1 &&
+        !A->pieced && !Y->pieced && !(bias && bias->pieced)) {
         vkl_status st = record_gemm(nd, W->dtype, M, N, K, &out[0]);
         if (!st) *count = 1;
         return st;
@@ -190,7 +199,7 @@ vkl_status vkl_vk_record_quant_mat_mul(const vkl_vk_node *nd, vkl_vk_dispatch *o
     const VkPhysicalDeviceLimits *lim = &dev->props.limits;
     /* The shaders index in 32 bits. */
     if (blocks > lim->maxComputeWorkGroupCount[0] || M > lim->maxComputeWorkGroupCount[1] || M * K >= (1ll << 32) ||
-        M * N >= (1ll << 32) || N * (K / chunk) >= (1ll << 32))
+        M * N >= (1ll << 32) || N * (KQ / chunk) >= (1ll << 32))
         return vkl_vk_node_unsupported(nd, "M = %lld, N = %lld, K = %lld exceed the matvec's dispatch or index range",
                                        (long long)M, (long long)N, (long long)K);
     if (bias && bias->pieced)
@@ -207,7 +216,7 @@ vkl_status vkl_vk_record_quant_mat_mul(const vkl_vk_node *nd, vkl_vk_dispatch *o
                                                VKL_VK_MAX_DISPATCHES, (unsigned long long)dev->bind_limit);
             vkl_vk_dispatch *d = &out[(*count)++];
             uint32_t a_skip = 0, y_skip = 0;
-            /* A's rows: 16-byte multiples (K % chunk == 0) from a 64-byte aligned start */
+            /* A's rows: 16-byte multiples (K % 4 == 0) from a 64-byte aligned start */
             if (!vkl_vk_sub_range(dev, A->at, (VkDeviceSize)(m0 * K * 4), (VkDeviceSize)(mc * K * 4), &d->bind[0],
                                   &a_skip) ||
                 a_skip % 4 ||
@@ -236,7 +245,8 @@ vkl_status vkl_vk_record_quant_mat_mul(const vkl_vk_node *nd, vkl_vk_dispatch *o
             d->push[6] = y_skip;
             d->push[7] = (uint32_t)N;
             d->push[8] = (uint32_t)p->row0;
-            d->n_push = 9;
+            d->push[9] = (uint32_t)KQ;
+            d->n_push = 10;
             d->groups[0] = (uint32_t)((p->rows + rows - 1) / rows);
             d->groups[1] = (uint32_t)mc;
             d->groups[2] = 1;
