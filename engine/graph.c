@@ -577,10 +577,14 @@ bool vkl_tensor_bytes(vkl_dtype dtype, uint32_t group, int64_t elements, size_t 
 }
 
 bool vkl_tensor_bytes_shaped(vkl_dtype dtype, uint32_t group, int64_t elements, int64_t cols, size_t *bytes) {
-    if (!vkl_dtype_is_quantized(dtype) || (elements == 0 && cols == 0) || (cols > 0 && cols % group == 0))
-        return vkl_tensor_bytes(dtype, group, elements, bytes);
+    if (!vkl_dtype_is_quantized(dtype)) return vkl_tensor_bytes(dtype, group, elements, bytes);
+    /* rows of cols, each ceil(cols / group) blocks (whole groups: elements / group) */
     size_t per = vkl_quant_block_bytes(dtype, group), row;
-    if (!per || cols <= 0 || elements < 0 || elements % cols) return false;
+    if (!per || elements < 0 || cols < 0 || (cols ? elements % cols != 0 : elements != 0)) return false;
+    if (!cols) {
+        *bytes = 0;
+        return true;
+    }
     return vkl_mul_size((size_t)vkl_quant_row_groups(cols, group), per, &row) &&
            vkl_mul_size((size_t)(elements / cols), row, bytes);
 }

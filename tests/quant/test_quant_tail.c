@@ -184,6 +184,9 @@ static void test_sizes(vkl_context *ctx) {
     CHECK(vkl_tensor_bytes_shaped(VKL_DTYPE_F32, 0, 10, 5, &b) && b == 40);
     CHECK(!vkl_tensor_bytes_shaped(VKL_DTYPE_Q_E0M4, 128, 100, 48, &b)); /* not whole rows */
     CHECK(!vkl_tensor_bytes_shaped(VKL_DTYPE_Q_E0M4, 48, 96, 96, &b));   /* 4-bit groups: multiples of 32 */
+    CHECK(!vkl_tensor_bytes_shaped(VKL_DTYPE_Q_INT8, 0, 40, 40, &b));    /* no group: refused, not a division */
+    CHECK(vkl_tensor_bytes_shaped(VKL_DTYPE_Q_INT8, 32, 0, 0, &b) && b == 0);
+    CHECK(vkl_tensor_bytes_shaped(VKL_DTYPE_Q_INT8, 32, 0, 40, &b) && b == 0);
     CHECK(vkl_quant_canonical_bytes(ctx, VKL_DTYPE_Q_E0M4, 64, 1, 96, &b) == VKL_OK && b == 2 * 36);
     CHECK(vkl_quant_canonical_bytes(ctx, VKL_DTYPE_Q_INT4, 32, 2, 0, &b) == VKL_ERR_SHAPE);
 }
