@@ -212,6 +212,9 @@ int main(void) {
         {VKL_DTYPE_Q_INT8, 16, 0, 2, 5, 48},     {VKL_DTYPE_F32, 0, 0, 1, 9, 100},
         {VKL_DTYPE_F16, 0, 0, 4, 6, 72},         {VKL_DTYPE_BF16, 0, 0, 1, 10, 40},
         {VKL_DTYPE_Q_E0M4, 32, 1, 2, 8, 64, 1e-38f},
+        /* K not a multiple of the group: a short last group (the bundled model's K = 688) */
+        {VKL_DTYPE_Q_E0M4, 128, 1, 3, 13, 688},  {VKL_DTYPE_Q_INT4, 64, 0, 2, 9, 100},
+        {VKL_DTYPE_Q_INT8, 32, 0, 5, 7, 40},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) test_case(ctx, ref, dref, cpu, dcpu, 4, &cases[i]);
     const vkl_backend_options one_thread = {.threads = 1}, two_threads = {.threads = 2};
@@ -222,6 +225,7 @@ int main(void) {
         {VKL_DTYPE_Q_E0M4, 128, 1, 4, 13, 256}, {VKL_DTYPE_Q_E0M4, 128, 2, 13, 30, 384},
         {VKL_DTYPE_Q_INT4, 32, 0, 8, 9, 96},    {VKL_DTYPE_Q_INT4, 256, 0, 37, 21, 512},
         {VKL_DTYPE_Q_E0M4, 128, 1, 5, 130, 128},
+        {VKL_DTYPE_Q_E0M4, 128, 1, 9, 21, 688}, {VKL_DTYPE_Q_INT4, 32, 0, 37, 9, 688}, /* short last groups */
     };
     for (size_t i = 0; i < sizeof(gemm) / sizeof(gemm[0]); i++) test_gemm_rows(ctx, cpu, gemm_devs, 3, &gemm[i]);
     cpu->close(gemm_devs[1]);
