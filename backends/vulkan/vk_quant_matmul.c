@@ -2,10 +2,11 @@
  * optional bias. The fast paths: f32 A and Y, W of E0M4, int4 or int8 blocks
  * in the GPU packed layout with K and group multiples of the 16-byte step.
  * A K that is not a multiple of the group (a short last group, stored whole
- * in the packed layout as zero-weight codes): the matvec at every M, reading
- * A's rows only up to K (quant_matvec.glsl), with K a multiple of 4; the
- * GEMMs (tiled and cooperative-matrix) never see such a W, so their tile
- * loaders need no bound on K.
+ * in the packed layout as zero-weight codes), K a multiple of 4: the matvec
+ * and the tiled GEMM walk W's padded rows (KQ) and read A only up to K
+ * (quant_matvec.glsl, quant_gemm.glsl); the cooperative-matrix GEMM is never
+ * given such a W — on a device that has it, the tiled build runs instead —
+ * so its tile loader needs no bound on K.
  * Fewer than qmm_min_rows rows of A (decode): the quant_matvec_* shaders,
  * one dispatch of (ceil(N / rows), M) workgroups, each row of A rereading
  * W. From qmm_min_rows rows (prefill), with K and group multiples of 32:
@@ -79,8 +80,9 @@ static int64_t dispatch_rows(const vkl_backend_device *dev, int64_t M, int64_t N
     return m > 0 ? m : 1; /* a row that does not fit fails at its binding, naming it */
 }
 
-/* The GEMM: workgroups of a BM x BN tile of Y, K in steps of 32 codes. */
-static vkl_status record_gemm(const vkl_vk_node *nd, vkl_dtype wt, int64_t M, int64_t N, int64_t K,
+/* The GEMM: workgroups of a BM x BN tile of Y, K in steps of 32 codes (to
+ * KQ, W's row length in whole groups). */
+static vkl_status record_gemm(const vkl_vk_node *nd, vkl_dtype wt, int64_t M, int64_t N, int64_t K, int64_t KQ,
                               vkl_vk_dispatch *d) {
     const vkl_backend_device *dev = nd->dev;
     const vkl_vk_tensor *A = &nd->in[0], *W = &nd->in[1], *Y = &nd->out[0];
@@ -89,10 +91,11 @@ static vkl_status record_gemm(const vkl_vk_node *nd, vkl_dtype wt, int64_t M, in
     static const char *const e0m4[3] = {"quant_gemm_e0m4", "quant_gemm_e0m4_f16", "quant_gemm_e0m4_cm"};
     static const char *const int4[3] = {"quant_gemm_int4", "quant_gemm_int4_f16", "quant_gemm_int4_cm"};
     static const char *const int8[3] = {"quant_gemm_int8", "quant_gemm_int8_f16", "quant_gemm_int8_cm"};
-    const int build = dev->gemm_coopmat ? 2 : dev->f16_math;
+    const bool coopmat = dev->gemm_coopmat && KQ == K; /* a short last group: the tiled build */
+    const int build = coopmat ? 2 : dev->f16_math;
     d->shader = wt == VKL_DTYPE_Q_E0M4 ? e0m4[build] : wt == VKL_DTYPE_Q_INT4 ? int4[build] : int8[build];
     int64_t bm, bn;
-    if (dev->gemm_coopmat) {
+    if (coopmat) {
         const uint32_t spec[8] = {dev->cm_wg, dev->cm_sg_m, dev->cm_sg_n, dev->cm_fm,
                                   dev->cm_fn, dev->cm_m,   dev->cm_n,   dev->cm_k};
         memcpy(d->spec, spec, sizeof(spec));
@@ -112,7 +115,7 @@ static vkl_status record_gemm(const vkl_vk_node *nd, vkl_dtype wt, int64_t M, in
     const VkPhysicalDeviceLimits *lim = &dev->props.limits;
     /* The shaders index in 32 bits. */
     if (gx > lim->maxComputeWorkGroupCount[0] || gy > lim->maxComputeWorkGroupCount[1] || M * K >= (1ll << 32) ||
-        M * N >= (1ll << 32) || N * K >= (1ll << 32))
+        M * N >= (1ll << 32) || N * KQ >= (1ll << 32))
         return vkl_vk_node_unsupported(nd, "M = %lld, N = %lld, K = %lld exceed the GEMM's dispatch or index range",
                                        (long long)M, (long long)N, (long long)K);
     const vkl_vk_weight *w = W->weight;
@@ -127,7 +130,8 @@ static vkl_status record_gemm(const vkl_vk_node *nd, vkl_dtype wt, int64_t M, in
     d->push[2] = (uint32_t)K;
     d->push[3] = W->group;
     d->push[4] = bias ? 1u : 0u;
-    d->n_push = 5;
+    d->push[5] = (uint32_t)KQ;
+    d->n_push = 6;
     d->groups[0] = (uint32_t)gx;
     d->groups[1] = (uint32_t)gy;
     d->groups[2] = 1;
@@ -188,9 +192,9 @@ vkl_status vkl_vk_record_quant_mat_mul(const vkl_vk_node *nd, vkl_vk_dispatch *o
         return record_general(nd, M, K, out, count);
     if (!M || !N) return VKL_OK; /* nothing to compute: no dispatch */
     const int64_t KQ = W->weight->lay.cols; /* W's rows: whole groups */
-    if (M >= dev->qmm_min_rows && whole_groups && K % 32 == 0 && W->group % 32 == 0 && W->weight->n_pieces == 1 &&
-        !A->pieced && !Y->pieced && !(bias && bias->pieced)) {
-        vkl_status st = record_gemm(nd, W->dtype, M, N, K, &out[0]);
+    if (M >= dev->qmm_min_rows && KQ % 32 == 0 && W->group % 32 == 0 && W->weight->n_pieces == 1 && !A->pieced &&
+        !Y->pieced && !(bias && bias->pieced)) {
+        vkl_status st = record_gemm(nd, W->dtype, M, N, K, KQ, &out[0]);
         if (!st) *count = 1;
         return st;
     }

@@ -270,6 +270,9 @@ for f in ("e0m4", "int4", "int8"):
 quant_case("e0m4_short_k42_g32", "e0m4", 32, [2, 42], 3)
 quant_case("int8_short_k50_g32_sym", "int8", 32, [2, 3, 50], 4, sym=["batch", "seq", 50])
 quant_case("int4_short_k72_g64_f16_act", "int4", 64, [2, 72], 3, a_dt="f16")
+# the Vulkan tiled GEMM (from 16 rows under ops.vulkan.gemm) over several row
+# tiles with K % 32 = 4: the A slice zero-filled mid-step
+quant_case("e0m4_short_k100_g64_gemm_m70", "e0m4", 64, [70, 100], 37, bias=True, rtol=GEMM_RTOL)
 rng.bit_generator.state = before_short
 
 cases.write("quant")
