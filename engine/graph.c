@@ -393,16 +393,15 @@ static vkl_status validate_weight(const vkl_graph *g, uint32_t ti) {
         return vkl_fail(g->ctx, VKL_ERR_FORMAT, "tensor '%s' is %s with group %u", t->name, vkl_dtype_name(t->dtype),
                         t->group);
     if (t->kind != VKL_TENSOR_WEIGHT) return VKL_OK;
-    int64_t elements = 1;
+    int64_t elements = 1, last = 1;
     for (uint32_t d = 0; d < t->shape.rank; d++) {
-        int64_t v;
-        if (!vkl_expr_is_const(g->syms, t->shape.dims[d], &v) || v < 0)
+        if (!vkl_expr_is_const(g->syms, t->shape.dims[d], &last) || last < 0)
             return vkl_fail(g->ctx, VKL_ERR_FORMAT, "weight '%s' has a non-constant or negative dim %u", t->name, d);
-        if (!vkl_mul_i64(elements, v, &elements))
+        if (!vkl_mul_i64(elements, last, &elements))
             return vkl_fail(g->ctx, VKL_ERR_OVERFLOW, "weight '%s' element count overflows", t->name);
     }
     size_t bytes;
-    if (!vkl_tensor_bytes(t->dtype, t->group, elements, &bytes))
+    if (!vkl_tensor_bytes_shaped(t->dtype, t->group, elements, last, &bytes))
         return vkl_fail(g->ctx, VKL_ERR_FORMAT, "weight '%s': size of %lld %s elements (group %u) is invalid",
                         t->name, (long long)elements, vkl_dtype_name(t->dtype), t->group);
     if (bytes != t->nbytes || (bytes && !t->data))
@@ -506,7 +505,7 @@ vkl_status vkl_tensor_eval(vkl_context *ctx, const vkl_graph *g, uint32_t t, con
     const vkl_tensor *tt = &g->tensors[t];
     vkl_status st = vkl_shape_eval(ctx, g, &tt->shape, values, count, dims, elements);
     if (st) return vkl_fail_prefix(ctx, st, "tensor '%s'", tt->name);
-    if (!vkl_tensor_bytes(tt->dtype, tt->group, *elements, bytes))
+    if (!vkl_tensor_bytes_shaped(tt->dtype, tt->group, *elements, tt->shape.rank ? dims[tt->shape.rank - 1] : 1, bytes))
         return vkl_fail(ctx, VKL_ERR_OVERFLOW, "tensor '%s': size overflows", tt->name);
     return VKL_OK;
 }
@@ -575,6 +574,19 @@ bool vkl_tensor_bytes(vkl_dtype dtype, uint32_t group, int64_t elements, size_t 
     size_t per = vkl_quant_block_bytes(dtype, group);
     if (!per || elements % group) return false;
     return vkl_mul_size((size_t)(elements / group), per, bytes);
+}
+
+bool vkl_tensor_bytes_shaped(vkl_dtype dtype, uint32_t group, int64_t elements, int64_t cols, size_t *bytes) {
+    if (!vkl_dtype_is_quantized(dtype)) return vkl_tensor_bytes(dtype, group, elements, bytes);
+    /* rows of cols, each ceil(cols / group) blocks (whole groups: elements / group) */
+    size_t per = vkl_quant_block_bytes(dtype, group), row;
+    if (!per || elements < 0 || cols < 0 || (cols ? elements % cols != 0 : elements != 0)) return false;
+    if (!cols) {
+        *bytes = 0;
+        return true;
+    }
+    return vkl_mul_size((size_t)vkl_quant_row_groups(cols, group), per, &row) &&
+           vkl_mul_size((size_t)(elements / cols), row, bytes);
 }
 
 vkl_status vkl_graph_replace_uses(vkl_graph *g, uint32_t from, uint32_t to) {

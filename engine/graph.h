@@ -186,7 +186,7 @@ vkl_status vkl_graph_infer_shapes(vkl_graph *g);
 vkl_status vkl_shape_eval(vkl_context *ctx, const vkl_graph *g, const vkl_shape *s, const int64_t *values,
                           size_t count, int64_t *dims, int64_t *elements);
 /* Tensor t under bound symbol values: its dims, element count and canonical
- * bytes (vkl_tensor_bytes); an error names the tensor. */
+ * bytes (vkl_tensor_bytes_shaped over its last dim); an error names the tensor. */
 vkl_status vkl_tensor_eval(vkl_context *ctx, const vkl_graph *g, uint32_t t, const int64_t *values, size_t count,
                            int64_t *dims, int64_t *elements, size_t *bytes);
 /* The bytes of a shape-value tensor (a value and no producer: a shape the
@@ -204,5 +204,11 @@ const char *vkl_shape_str(const vkl_graph *g, const vkl_shape *s, char *buf, siz
  * Q_E0M4 / Q_INT4: 4 + group/2 bytes (fp16 scale, fp16 zero code, nibbles;
  * group a multiple of 32) and Q_INT8: 4 + group bytes (f32 scale, int8s). */
 bool vkl_tensor_bytes(vkl_dtype dtype, uint32_t group, int64_t elements, size_t *bytes);
+/* The same for a tensor whose last dim is `cols` (elements a multiple of it):
+ * a block format takes ceil(cols / group) blocks per row of cols, the last
+ * one maybe short but stored whole (a weight whose K is not a multiple of the
+ * group, docs/quant.md); plain dtypes ignore cols. cols = 0 with elements = 0
+ * is 0 bytes. Every size of a tensor with a shape uses this one. */
+bool vkl_tensor_bytes_shaped(vkl_dtype dtype, uint32_t group, int64_t elements, int64_t cols, size_t *bytes);
 
 #endif

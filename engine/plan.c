@@ -24,8 +24,8 @@ void vkl_plan_destroy(vkl_plan *p) {
 
 /* Bytes of tensor t as an expression: elements times the element size, or
  * for a block-quantized tensor (an int8 KV cache) whose last dim is a
- * constant multiple of its group, the other dims times that dim's bytes
- * (vkl_tensor_bytes of one row). */
+ * constant, the other dims times that dim's bytes (vkl_tensor_bytes_shaped
+ * of one row). */
 static vkl_status tensor_size(const vkl_graph *g, uint32_t t, vkl_expr *bytes) {
     const vkl_tensor *tt = &g->tensors[t];
     size_t es = vkl_dtype_size(tt->dtype), row_bytes;
@@ -33,7 +33,7 @@ static vkl_status tensor_size(const vkl_graph *g, uint32_t t, vkl_expr *bytes) {
     int64_t last;
     if (!es && vkl_dtype_is_quantized(tt->dtype) && dims &&
         vkl_expr_is_const(g->syms, tt->shape.dims[dims - 1], &last) &&
-        vkl_tensor_bytes(tt->dtype, tt->group, last, &row_bytes) && row_bytes <= INT64_MAX) {
+        vkl_tensor_bytes_shaped(tt->dtype, tt->group, last, last, &row_bytes) && row_bytes <= INT64_MAX) {
         es = row_bytes;
         dims--;
     }

@@ -14,7 +14,7 @@
 
 #define VKL_VKM_MAGIC "\x89VKM\r\n\x1a\n" /* 8 bytes; catches text-mode transfers like PNG's */
 #define VKL_VKM_VERSION_MAJOR 1u          /* incompatible layout changes bump this */
-#define VKL_VKM_VERSION_MINOR 0u          /* additive changes (new sections, keys, enum values) */
+#define VKL_VKM_VERSION_MINOR 1u          /* additive changes (new sections, keys, enum values, flags) */
 #define VKL_VKM_BYTE_ORDER 0x01020304u    /* stored little-endian: bytes 04 03 02 01 */
 #define VKL_VKM_HEADER_SIZE 64u
 #define VKL_VKM_SECTION_ENTRY_SIZE 32u
@@ -35,6 +35,15 @@ typedef enum vkl_vkm_section_id {
 /* Tensor record flags. */
 #define VKL_VKM_TENSOR_HAS_DATA 1u
 #define VKL_VKM_TENSOR_HAS_VALUE 2u
+/* 1.1: a block-quantized tensor whose constant last dim is not a multiple of
+ * its group (a short last group, stored whole: docs/quant.md). Set exactly
+ * then, so that a 1.0 reader, which would misjudge the size, refuses the
+ * tensor by its unknown flag instead. */
+#define VKL_VKM_TENSOR_SHORT_GROUP 4u
+
+/* Whether tensor t needs VKL_VKM_TENSOR_SHORT_GROUP (the writer's rule, the
+ * reader's check). */
+bool vkl_vkm_short_group(const vkl_graph *g, vkl_dtype dtype, uint32_t group, const vkl_shape *shape);
 
 /* Suggested metadata keys (conventions, not enforced; any key may be added). */
 #define VKL_VKM_KEY_ARCH "arch"                     /* architecture name, UTF-8 */

@@ -416,15 +416,14 @@ static vkl_status read_symbols(reader *r, vkl_graph *g) {
 static vkl_status weight_bytes(reader *r, const vkl_graph *g, size_t at, vkl_dtype dtype, uint32_t group,
                                const vkl_shape *shape, size_t *bytes) {
     *bytes = 0;
-    int64_t elements = 1;
+    int64_t elements = 1, last = 1;
     for (uint32_t d = 0; d < shape->rank; d++) {
-        int64_t v;
-        if (!vkl_expr_is_const(g->syms, shape->dims[d], &v))
+        if (!vkl_expr_is_const(g->syms, shape->dims[d], &last))
             return rfail(r, VKL_ERR_FORMAT, at, "a weight's dim %u is not a constant", d);
-        if (!vkl_mul_i64(elements, v, &elements))
+        if (!vkl_mul_i64(elements, last, &elements))
             return rfail(r, VKL_ERR_FORMAT, at, "element count overflows");
     }
-    if (!vkl_tensor_bytes(dtype, group, elements, bytes))
+    if (!vkl_tensor_bytes_shaped(dtype, group, elements, last, bytes))
         return rfail(r, VKL_ERR_FORMAT, at, "%lld elements of %s with group %u have no valid byte size",
                      (long long)elements, vkl_dtype_name(dtype), group);
     return VKL_OK;
@@ -448,7 +447,7 @@ static vkl_status read_tensor(reader *r, vkl_graph *g, uint32_t i, const section
     if (vkl_dtype_is_quantized((vkl_dtype)dtype) ? group == 0 : group != 0)
         return rfail(r, VKL_ERR_FORMAT, at + 8, "group %u is invalid for dtype %s", group,
                      vkl_dtype_name((vkl_dtype)dtype));
-    if (flags & ~(VKL_VKM_TENSOR_HAS_DATA | VKL_VKM_TENSOR_HAS_VALUE))
+    if (flags & ~(VKL_VKM_TENSOR_HAS_DATA | VKL_VKM_TENSOR_HAS_VALUE | VKL_VKM_TENSOR_SHORT_GROUP))
         return rfail(r, VKL_ERR_FORMAT, at + 12, "unknown flags 0x%x", flags);
     if (rank > VKL_MAX_RANK) return rfail(r, VKL_ERR_FORMAT, at + 16, "rank %u exceeds %d", rank, VKL_MAX_RANK);
     vkl_shape shape = {.rank = rank};
@@ -461,6 +460,12 @@ static vkl_status read_tensor(reader *r, vkl_graph *g, uint32_t i, const section
         if (vkl_expr_is_const(g->syms, shape.dims[d], &v) && v < 0)
             return rfail(r, VKL_ERR_FORMAT, dim_at, "dim %u is negative (%lld)", d, (long long)v);
     }
+    if (!(flags & VKL_VKM_TENSOR_SHORT_GROUP) != !vkl_vkm_short_group(g, (vkl_dtype)dtype, group, &shape))
+        return rfail(r, VKL_ERR_FORMAT, at + 12, "flag 0x%x (short last group) is %s, but the last dim of this %s "
+                     "tensor with group %u %s", VKL_VKM_TENSOR_SHORT_GROUP,
+                     flags & VKL_VKM_TENSOR_SHORT_GROUP ? "set" : "clear", vkl_dtype_name((vkl_dtype)dtype), group,
+                     flags & VKL_VKM_TENSOR_SHORT_GROUP ? "is whole groups (or not a constant)"
+                                                        : "is not a multiple of it");
     const void *bytes = NULL;
     size_t nbytes = 0;
     if (flags & VKL_VKM_TENSOR_HAS_DATA) {
@@ -798,6 +803,12 @@ vkl_status vkl_vkm_verify_data(const vkl_vkm *m) {
 size_t vkl_vkm_data_bytes(const vkl_vkm *m) { return m ? m->data_size : 0; }
 
 const vkl_graph *vkl_vkm_graph(const vkl_vkm *m) { return m ? m->graph : NULL; }
+
+bool vkl_vkm_short_group(const vkl_graph *g, vkl_dtype dtype, uint32_t group, const vkl_shape *shape) {
+    int64_t last;
+    return vkl_dtype_is_quantized(dtype) && group && shape->rank &&
+           vkl_expr_is_const(g->syms, shape->dims[shape->rank - 1], &last) && last % group != 0;
+}
 
 void vkl_vkm_version(const vkl_vkm *m, uint32_t *major, uint32_t *minor) {
     *major = m ? m->version_major : 0;

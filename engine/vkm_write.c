@@ -161,7 +161,8 @@ static vkl_status encode_tensors(wbuf *b, const vkl_graph *g, size_t *offset_at)
             return vkl_fail(b->ctx, VKL_ERR_INVALID_ARGUMENT, "tensor '%s' has %zu bytes but no data", t->name,
                             t->nbytes);
         snprintf(what, sizeof(what), "tensor '%.64s'", t->name);
-        uint32_t flags = (t->data ? VKL_VKM_TENSOR_HAS_DATA : 0u) | (t->value ? VKL_VKM_TENSOR_HAS_VALUE : 0u);
+        uint32_t flags = (t->data ? VKL_VKM_TENSOR_HAS_DATA : 0u) | (t->value ? VKL_VKM_TENSOR_HAS_VALUE : 0u) |
+                         (vkl_vkm_short_group(g, t->dtype, t->group, &t->shape) ? VKL_VKM_TENSOR_SHORT_GROUP : 0u);
         put_str(b, t->name, "tensor name");
         put_u32(b, (uint32_t)t->dtype);
         put_u32(b, (uint32_t)t->kind);

@@ -128,11 +128,6 @@ static int report(vkl_context *ctx, vkl_graph *g, const char *path, uint32_t gro
     for (uint32_t k = 0; k < count && !rc; k++) {
         const matrix *m = &mats[k];
         const char *name = g->tensors[m->tensor].name;
-        if (m->K % group) {
-            printf("%-*s %6lld x %-6lld skipped: K is not a multiple of group %u\n", width, name, (long long)m->K,
-                   (long long)m->N, group);
-            continue;
-        }
         vkl_quant_spec se, si;
         vkl_quant_spec_init(&se, VKL_DTYPE_Q_E0M4);
         vkl_quant_spec_init(&si, VKL_DTYPE_Q_INT4);

@@ -5,7 +5,12 @@
  * and the group scales apply per block in f32:
  *   y[m, n] = sum_g  scale(n, g) * da(m, g) * (isum(m, n, g) - zero(n, g) * asum(m, g))
  * with asum the sum of row m's codes in group g (E0M4 and int4 share this
- * integer view: docs/cpu.md). Float W runs as f32 dot products. */
+ * integer view: docs/cpu.md). Float W runs as f32 dot products.
+ * A K that is not a multiple of the group: the weight's layout holds whole
+ * groups (Kq = lay.cols, the short last group's tail as zero-weight codes),
+ * and the quantized rows of X are Kq codes long, the tail's codes 0 — the
+ * last group's activation scale comes from its K % group real values only,
+ * and X is never read past K. The dot kernels see whole groups only. */
 #include <string.h>
 
 #include "cpu_backend.h"
@@ -29,13 +34,15 @@ typedef struct gemm_job {
     int64_t M, blocks, per_task;
     const float *X, *bias;
     float *Y;
-    /* quantized X (scratch, written first): M rows of K codes, then per
-     * (row, group) scale and code sum */
+    /* quantized X (scratch, written first): M rows of Kq codes, then per
+     * (row, group) scale and code sum; tail: per row one group of floats, the
+     * short last group zero-filled (NULL when K is whole groups) */
     int8_t *xq;
     float *xd;
     int32_t *xs;
+    float *tail;
     /* the first `panels` * VKL_CPU_GEMM_MR rows again, as panels (cpu_dot.h):
-     * per panel K * MR codes, then per group MR scales and MR sums */
+     * per panel Kq * MR codes, then per group MR scales and MR sums */
     int64_t panels;
     uint8_t *px;
 } gemm_job;
@@ -43,9 +50,17 @@ typedef struct gemm_job {
 static void quantize_task(void *user, size_t m, unsigned worker) {
     (void)worker;
     const gemm_job *j = user;
-    const int64_t K = j->w->K, G = j->w->lay.group, ng = K / G;
-    j->dot->quantize(j->X + (size_t)m * (size_t)K, (size_t)K, (size_t)G, j->xq + (size_t)m * (size_t)K,
-                     j->xd + (size_t)m * (size_t)ng, j->xs + (size_t)m * (size_t)ng);
+    const size_t K = (size_t)j->w->K, Kq = (size_t)j->w->lay.cols, G = j->w->lay.group, ng = Kq / G, full = K / G;
+    const float *x = j->X + m * K;
+    int8_t *q = j->xq + m * Kq;
+    float *d = j->xd + m * ng;
+    int32_t *s = j->xs + m * ng;
+    if (full) j->dot->quantize(x, full * G, G, q, d, s);
+    if (full == ng) return;
+    float *tail = j->tail + m * G; /* the short last group, zero past K */
+    memcpy(tail, x + full * G, (K - full * G) * sizeof(float));
+    memset(tail + (K - full * G), 0, (Kq - K) * sizeof(float));
+    j->dot->quantize(tail, G, G, q + full * G, d + full, s + full);
 }
 
 /* Panel p of the quantized rows (cpu_dot.h's layout), from the row-major
@@ -53,7 +68,7 @@ static void quantize_task(void *user, size_t m, unsigned worker) {
 static void panel_task(void *user, size_t p, unsigned worker) {
     (void)worker;
     const gemm_job *j = user;
-    const size_t K = (size_t)j->w->K, ng = K / j->w->lay.group, mr = VKL_CPU_GEMM_MR;
+    const size_t K = (size_t)j->w->lay.cols, ng = K / j->w->lay.group, mr = VKL_CPU_GEMM_MR; /* Kq */
     int8_t *q = (int8_t *)(j->px + p * (K * mr + ng * mr * 8));
     float *d = (float *)(void *)(q + K * mr);
     int32_t *s = (int32_t *)(void *)(d + ng * mr);
@@ -71,7 +86,7 @@ static void panel_task(void *user, size_t p, unsigned worker) {
 }
 
 static vkl_cpu_panel panel_at(const gemm_job *j, int64_t p) {
-    const size_t K = (size_t)j->w->K, ng = K / j->w->lay.group, mr = VKL_CPU_GEMM_MR;
+    const size_t K = (size_t)j->w->lay.cols, ng = K / j->w->lay.group, mr = VKL_CPU_GEMM_MR; /* Kq */
     const int8_t *q = (const int8_t *)(j->px + (size_t)p * (K * mr + ng * mr * 8));
     const float *d = (const float *)(const void *)(q + K * mr);
     return (vkl_cpu_panel){q, d, (const int32_t *)(const void *)(d + ng * mr)};
@@ -104,7 +119,7 @@ static inline void resume(const gemm_job *j, bool first, int64_t m, int64_t n0, 
 static void quant_block(const gemm_job *j, int64_t b, int64_t m_first) {
     const vkl_cpu_weight *w = j->w;
     const vkl_quant_cpu_layout *lay = &w->lay;
-    const int64_t K = w->K, ng = K / lay->group;
+    const int64_t K = lay->cols, ng = K / lay->group; /* Kq */
     const uint32_t chunks = lay->group / VKL_CPU_LP;
     const bool q4 = lay->dtype != VKL_DTYPE_Q_INT8;
     const size_t tile = q4 ? VKL_CPU_HP * VKL_CPU_LP / 2 : VKL_CPU_HP * VKL_CPU_LP, rec = q4 ? 8 : 4;
@@ -147,7 +162,7 @@ static void float_block(const gemm_job *j, int64_t b) {
  * the rows after the last full panel with the row kernel. */
 static void tile_blocks(const gemm_job *j, int64_t b0, int64_t b1) {
     const vkl_cpu_weight *w = j->w;
-    const int64_t K = w->K, ng = K / w->lay.group, mr = VKL_CPU_GEMM_MR;
+    const int64_t K = w->lay.cols, ng = K / w->lay.group, mr = VKL_CPU_GEMM_MR; /* Kq: whole groups */
     const uint32_t chunks = w->lay.group / VKL_CPU_LP;
     const size_t tile = VKL_CPU_HP * VKL_CPU_LP / 2;
     const float *params = (const float *)(const void *)(w->data + w->lay.params_offset);
@@ -193,29 +208,33 @@ vkl_status vkl_cpu_gemm(const vkl_ref_args *a, const vkl_cpu_weight *w, const fl
                         float *Y) {
     const vkl_backend_weights *bw = a->backend;
     vkl_backend_device *dev = bw->dev;
-    gemm_job j = {w, dev->dot, M, (w->N + VKL_CPU_HP - 1) / VKL_CPU_HP, 0, X, bias, Y, NULL, NULL, NULL, 0, NULL};
+    gemm_job j = {w, dev->dot, M, (w->N + VKL_CPU_HP - 1) / VKL_CPU_HP, 0, X, bias, Y, NULL, NULL, NULL, NULL, 0,
+                  NULL};
     if (M <= 0 || w->N <= 0) return VKL_OK;
     int64_t tasks = (int64_t)vkl_pool_threads(dev->pool) * TASKS_PER_THREAD;
     if (w->dtype == VKL_DTYPE_Q_E0M4 || w->dtype == VKL_DTYPE_Q_INT4 || w->dtype == VKL_DTYPE_Q_INT8) {
-        /* codes, then scales and sums: K bytes + 8 bytes a group, per row (K is a multiple of 32); twice
-         * for the rows that also go into panels */
-        const size_t ng = (size_t)(w->K / w->lay.group), row = (size_t)w->K + 8 * ng;
+        /* codes, then scales and sums: Kq bytes + 8 bytes a group, per row (Kq is a multiple of 32); twice
+         * for the rows that also go into panels; then a group of floats per row for a short last group */
+        const size_t Kq = (size_t)w->lay.cols, ng = Kq / w->lay.group, row = Kq + 8 * ng;
+        const size_t tail_row = (size_t)w->K < Kq ? (size_t)w->lay.group * sizeof(float) : 0;
         const bool q4 = w->dtype != VKL_DTYPE_Q_INT8;
         j.panels = q4 && dev->dot->q4_tile ? M / VKL_CPU_GEMM_MR : 0; /* no tile (NEON): row kernels */
-        size_t bytes;
-        if (!vkl_mul_size(row, (size_t)M + (size_t)(j.panels * VKL_CPU_GEMM_MR), &bytes))
+        size_t bytes, tail_bytes;
+        if (!vkl_mul_size(row, (size_t)M + (size_t)(j.panels * VKL_CPU_GEMM_MR), &bytes) ||
+            !vkl_mul_size(tail_row, (size_t)M, &tail_bytes) || !vkl_add_size(bytes, tail_bytes, &bytes))
             return vkl_fail(a->ctx, VKL_ERR_OVERFLOW, "cpu: QuantMatMul scratch");
         uint8_t *s = vkl_ref_scratch_get(a, bytes);
         if (!s) return VKL_ERR_OUT_OF_MEMORY;
         j.xq = (int8_t *)s;
-        j.xd = (float *)(void *)(s + (size_t)M * (size_t)w->K);
+        j.xd = (float *)(void *)(s + (size_t)M * Kq);
         j.xs = (int32_t *)(void *)(j.xd + (size_t)M * ng);
         j.px = s + (size_t)M * row;
+        j.tail = tail_row ? (float *)(void *)(s + (size_t)(M + j.panels * VKL_CPU_GEMM_MR) * row) : NULL;
         vkl_pool_run(M > 1 ? dev->pool : NULL, (size_t)M, quantize_task, &j);
         if (j.panels) {
             vkl_pool_run(dev->pool, (size_t)j.panels, panel_task, &j);
             /* enough tasks to keep each one's blocks within TASK_WEIGHT_BYTES */
-            const int64_t block_bytes = w->K / 2 * VKL_CPU_HP + (w->K / w->lay.group) * 32;
+            const int64_t block_bytes = w->lay.cols / 2 * VKL_CPU_HP + (w->lay.cols / w->lay.group) * 32;
             const int64_t by_size = (j.blocks * block_bytes + TASK_WEIGHT_BYTES - 1) / TASK_WEIGHT_BYTES;
             tasks = by_size > tasks ? by_size : tasks;
         }

@@ -70,9 +70,10 @@ static bool wanted(const vkl_graph *g, const vkl_node *n, bool int8_dot, int64_t
     if (n->op == VKL_OP_QUANT_MAT_MUL) {
         *N = r, *K = c;
         *quant = t->dtype == VKL_DTYPE_Q_E0M4 || t->dtype == VKL_DTYPE_Q_INT4 || t->dtype == VKL_DTYPE_Q_INT8;
-        /* float W is used in place; a quantized one needs whole tiles along K,
-         * and int8 dot products not masked off (else ref's exact f32 kernel) */
-        return *quant ? int8_dot && t->group % VKL_CPU_LP == 0 && c % t->group == 0 && one_e0m4_exponent(t)
+        /* float W is used in place; a quantized one needs whole tiles in a
+         * group (a short last group is stored whole: cpu_gemm.c), and int8
+         * dot products not masked off (else ref's exact f32 kernel) */
+        return *quant ? int8_dot && t->group % VKL_CPU_LP == 0 && one_e0m4_exponent(t)
                       : is_float(t->dtype);
     }
     *K = r, *N = c, *quant = false;

@@ -151,7 +151,8 @@ static vkl_status materialize_value(vkl_context *ctx, const char *name, const vk
 
 static uint64_t view_bytes(const vkl_ref_tensor *t) {
     size_t bytes = 0;
-    return vkl_tensor_bytes(t->dtype, t->group, t->count, &bytes) ? bytes : 0;
+    const int64_t cols = t->rank ? t->dims[t->rank - 1] : 1;
+    return vkl_tensor_bytes_shaped(t->dtype, t->group, t->count, cols, &bytes) ? bytes : 0;
 }
 
 /* Which tensors are state memory (a state, or an in-place op's output on
@@ -198,7 +199,7 @@ static vkl_status bind_io(vkl_context *ctx, const vkl_graph *g, const vkl_memory
         const vkl_io_copy *c = up ? &mem->uploads[k] : &mem->downloads[k - mem->n_uploads];
         const vkl_ref_tensor *t = c->tensor < g->n_tensors ? &e->tensors[c->tensor] : NULL;
         size_t tbytes = 0, end_t, end_b;
-        if (t && t->data) vkl_tensor_bytes(t->dtype, t->group, t->count, &tbytes);
+        if (t && t->data) tbytes = view_bytes(t);
         if (!t || !t->data || !c->buffer || !vkl_add_size(c->tensor_offset, c->bytes, &end_t) || end_t > tbytes ||
             !vkl_add_size(c->buffer_offset, c->bytes, &end_b) || end_b > c->buffer->size)
             return vkl_fail(ctx, VKL_ERR_INVALID_ARGUMENT,

@@ -47,6 +47,9 @@ static vkl_status dequantize(vkl_backend_device *dev, vkl_dtype dtype, uint32_t 
     if (!shader)
         return vkl_fail(dev->ctx, VKL_ERR_UNSUPPORTED, "vulkan dequantize: %s is not a block format",
                         vkl_dtype_name(dtype));
+    if (group && cols % group) /* the shaders index whole groups (QuantMatMul reads short ones) */
+        return vkl_fail(dev->ctx, VKL_ERR_UNSUPPORTED, "vulkan dequantize: [%lld, %lld] has a short last group "
+                        "(group %u); this test path takes whole groups only", (long long)rows, (long long)cols, group);
     vkl_status st = vkl_vk_weight_pack(dev, dtype, group, rows, cols, canon, canon_bytes, &r->w);
     if (st) return st;
     if (r->w.n_pieces != 1)

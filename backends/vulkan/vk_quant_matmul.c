@@ -1,6 +1,12 @@
 /* QuantMatMul on Vulkan: Y [..., N] = A [..., K] times W [N, K], plus an
  * optional bias. The fast paths: f32 A and Y, W of E0M4, int4 or int8 blocks
  * in the GPU packed layout with K and group multiples of the 16-byte step.
+ * A K that is not a multiple of the group (a short last group, stored whole
+ * in the packed layout as zero-weight codes), K a multiple of 4: the matvec
+ * and the tiled GEMM walk W's padded rows (KQ) and read A only up to K
+ * (quant_matvec.glsl, quant_gemm.glsl); the cooperative-matrix GEMM is never
+ * given such a W — on a device that has it, the tiled build runs instead —
+ * so its tile loader needs no bound on K.
  * Fewer than qmm_min_rows rows of A (decode): the quant_matvec_* shaders,
  * one dispatch of (ceil(N / rows), M) workgroups, each row of A rereading
  * W. From qmm_min_rows rows (prefill), with K and group multiples of 32:
@@ -74,8 +80,9 @@ static int64_t dispatch_rows(const vkl_backend_device *dev, int64_t M, int64_t N
     return m > 0 ? m : 1; /* a row that does not fit fails at its binding, naming it */
 }
 
-/* The GEMM: workgroups of a BM x BN tile of Y, K in steps of 32 codes. */
-static vkl_status record_gemm(const vkl_vk_node *nd, vkl_dtype wt, int64_t M, int64_t N, int64_t K,
+/* The GEMM: workgroups of a BM x BN tile of Y, K in steps of 32 codes (to
+ * KQ, W's row length in whole groups). */
+static vkl_status record_gemm(const vkl_vk_node *nd, vkl_dtype wt, int64_t M, int64_t N, int64_t K, int64_t KQ,
                               vkl_vk_dispatch *d) {
     const vkl_backend_device *dev = nd->dev;
     const vkl_vk_tensor *A = &nd->in[0], *W = &nd->in[1], *Y = &nd->out[0];
@@ -84,10 +91,11 @@ static vkl_status record_gemm(const vkl_vk_node *nd, vkl_dtype wt, int64_t M, in
     static const char *const e0m4[3] = {"quant_gemm_e0m4", "quant_gemm_e0m4_f16", "quant_gemm_e0m4_cm"};
     static const char *const int4[3] = {"quant_gemm_int4", "quant_gemm_int4_f16", "quant_gemm_int4_cm"};
     static const char *const int8[3] = {"quant_gemm_int8", "quant_gemm_int8_f16", "quant_gemm_int8_cm"};
-    const int build = dev->gemm_coopmat ? 2 : dev->f16_math;
+    const bool coopmat = dev->gemm_coopmat && KQ == K; /* a short last group: the tiled build */
+    const int build = coopmat ? 2 : dev->f16_math;
     d->shader = wt == VKL_DTYPE_Q_E0M4 ? e0m4[build] : wt == VKL_DTYPE_Q_INT4 ? int4[build] : int8[build];
     int64_t bm, bn;
-    if (dev->gemm_coopmat) {
+    if (coopmat) {
         const uint32_t spec[8] = {dev->cm_wg, dev->cm_sg_m, dev->cm_sg_n, dev->cm_fm,
                                   dev->cm_fn, dev->cm_m,   dev->cm_n,   dev->cm_k};
         memcpy(d->spec, spec, sizeof(spec));
@@ -107,7 +115,7 @@ static vkl_status record_gemm(const vkl_vk_node *nd, vkl_dtype wt, int64_t M, in
     const VkPhysicalDeviceLimits *lim = &dev->props.limits;
     /* The shaders index in 32 bits. */
     if (gx > lim->maxComputeWorkGroupCount[0] || gy > lim->maxComputeWorkGroupCount[1] || M * K >= (1ll << 32) ||
-        M * N >= (1ll << 32) || N * K >= (1ll << 32))
+        M * N >= (1ll << 32) || N * KQ >= (1ll << 32))
         return vkl_vk_node_unsupported(nd, "M = %lld, N = %lld, K = %lld exceed the GEMM's dispatch or index range",
                                        (long long)M, (long long)N, (long long)K);
     const vkl_vk_weight *w = W->weight;
@@ -122,7 +130,8 @@ static vkl_status record_gemm(const vkl_vk_node *nd, vkl_dtype wt, int64_t M, in
     d->push[2] = (uint32_t)K;
     d->push[3] = W->group;
     d->push[4] = bias ? 1u : 0u;
-    d->n_push = 5;
+    d->push[5] = (uint32_t)KQ;
+    d->n_push = 6;
     d->groups[0] = (uint32_t)gx;
     d->groups[1] = (uint32_t)gy;
     d->groups[2] = 1;
@@ -135,6 +144,7 @@ static vkl_status record_gemm(const vkl_vk_node *nd, vkl_dtype wt, int64_t M, in
 typedef enum qmm_path { QMM_GENERAL, QMM_EMPTY, QMM_GEMM, QMM_MATVEC } qmm_path;
 typedef struct qmm_shape {
     int64_t M, N, K;
+    int64_t KQ;     /* W's row length in whole groups (> K with a short last group) */
     uint32_t chunk; /* elements of W per 16-byte load */
     int format;     /* 0 E0M4, 1 int4, 2 int8 (fast paths) */
 } qmm_shape;
@@ -176,10 +186,15 @@ static vkl_status qmm_plan(const vkl_vk_node *nd, qmm_shape *s, qmm_path *path) 
     if (bias && bias->count != s->N)
         return vkl_vk_node_fail(nd, VKL_ERR_SHAPE, "bias has %lld elements, want %lld", (long long)bias->count,
                                 (long long)s->N);
-    /* the fast kernels' conditions; anything else the general path */
-    if (!fast || A->dtype != VKL_DTYPE_F32 || s->K % s->chunk || W->group % s->chunk) *path = QMM_GENERAL;
+    /* the fast kernels' conditions; anything else the general path. A short
+     * last group needs A's rows in whole vec4s (K % 4); whole groups make K
+     * a multiple of the chunk, as before. */
+    const bool whole_groups = W->group && s->K % W->group == 0;
+    s->KQ = fast ? W->weight->lay.cols : s->K;
+    if (!fast || A->dtype != VKL_DTYPE_F32 || (whole_groups ? s->K % s->chunk : s->K % 4) || W->group % s->chunk)
+        *path = QMM_GENERAL;
     else if (!s->M || !s->N) *path = QMM_EMPTY;
-    else if (s->M >= dev->qmm_min_rows && s->K % 32 == 0 && W->group % 32 == 0 && W->weight->n_pieces == 1 &&
+    else if (s->M >= dev->qmm_min_rows && s->KQ % 32 == 0 && W->group % 32 == 0 && W->weight->n_pieces == 1 &&
              !A->pieced && !Y->pieced && !(bias && bias->pieced))
         *path = QMM_GEMM;
     else *path = QMM_MATVEC;
@@ -212,7 +227,7 @@ static vkl_status record_matvec(const vkl_vk_node *nd, const qmm_shape *s, int f
     const vkl_backend_device *dev = nd->dev;
     const vkl_vk_tensor *A = &nd->in[0], *W = &nd->in[1], *Y = &nd->out[0];
     const vkl_vk_tensor *bias = nd->n_in > 2 && nd->in[2].id != VKL_NONE ? &nd->in[2] : NULL;
-    const int64_t M = s->M, N = s->N, K = s->K;
+    const int64_t M = s->M, N = s->N, K = s->K, KQ = s->KQ;
     const uint32_t chunk = s->chunk;
     /* [format][fuse][subgroup reduction][fp16 math]: the variant names of
      * cmake/shaders.cmake; dev->f16_math is vk_device.c's choose_math (the one rule). */
@@ -238,7 +253,7 @@ static vkl_status record_matvec(const vkl_vk_node *nd, const qmm_shape *s, int f
     const VkPhysicalDeviceLimits *lim = &dev->props.limits;
     /* The shaders index in 32 bits. */
     if (blocks > lim->maxComputeWorkGroupCount[0] || M > lim->maxComputeWorkGroupCount[1] || M * K >= (1ll << 32) ||
-        M * N >= (1ll << 32) || N * (K / chunk) >= (1ll << 32))
+        M * N >= (1ll << 32) || N * (KQ / chunk) >= (1ll << 32))
         return vkl_vk_node_unsupported(nd, "M = %lld, N = %lld, K = %lld exceed the matvec's dispatch or index range",
                                        (long long)M, (long long)N, (long long)K);
     if (bias && bias->pieced)
@@ -255,7 +270,7 @@ static vkl_status record_matvec(const vkl_vk_node *nd, const qmm_shape *s, int f
                                                VKL_VK_MAX_DISPATCHES, (unsigned long long)dev->bind_limit);
             vkl_vk_dispatch *d = &out[(*count)++];
             uint32_t a_skip = 0, y_skip = 0;
-            /* A's rows: 16-byte multiples (K % chunk == 0) from a 64-byte aligned start */
+            /* A's rows: 16-byte multiples (K % 4 == 0) from a 64-byte aligned start */
             if (!vkl_vk_sub_range(dev, A->at, (VkDeviceSize)(m0 * K * 4), (VkDeviceSize)(mc * K * 4), &d->bind[0],
                                   &a_skip) ||
                 a_skip % 4 ||
@@ -292,7 +307,8 @@ static vkl_status record_matvec(const vkl_vk_node *nd, const qmm_shape *s, int f
             d->push[6] = y_skip;
             d->push[7] = (uint32_t)N;
             d->push[8] = (uint32_t)p->row0;
-            d->n_push = 9;
+            d->push[9] = (uint32_t)KQ;
+            d->n_push = 10;
             d->groups[0] = (uint32_t)((p->rows + rows - 1) / rows);
             d->groups[1] = (uint32_t)mc;
             d->groups[2] = 1;
@@ -311,7 +327,7 @@ vkl_status vkl_vk_record_quant_mat_mul(const vkl_vk_node *nd, vkl_vk_dispatch *o
     case QMM_GENERAL: return record_general(nd, s.M, s.K, out, count);
     case QMM_EMPTY: return VKL_OK; /* nothing to compute: no dispatch */
     case QMM_GEMM:
-        st = record_gemm(nd, nd->in[1].dtype, s.M, s.N, s.K, &out[0]);
+        st = record_gemm(nd, nd->in[1].dtype, s.M, s.N, s.K, s.KQ, &out[0]);
         if (!st) *count = 1;
         return st;
     default: return record_matvec(nd, &s, 0, out, count);

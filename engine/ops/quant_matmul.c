@@ -19,8 +19,8 @@ static vkl_status check_w(vkl_graph *g, const vkl_tensor *w) {
             return vkl_fail(g->ctx, VKL_ERR_FORMAT, "QuantMatMul: group %u is invalid for %s W", w->group,
                             vkl_dtype_name(w->dtype));
         int64_t k;
-        if (vkl_expr_is_const(g->syms, w->shape.dims[1], &k) && (k <= 0 || k % w->group))
-            return vkl_fail(g->ctx, VKL_ERR_SHAPE, "QuantMatMul: W's K = %lld is not a positive multiple of group %u",
+        if (vkl_expr_is_const(g->syms, w->shape.dims[1], &k) && k <= 0)
+            return vkl_fail(g->ctx, VKL_ERR_SHAPE, "QuantMatMul: W's K = %lld is not positive (group %u)",
                             (long long)k, w->group);
         return VKL_OK;
     }
@@ -58,7 +58,8 @@ static vkl_status infer_quant_mat_mul(vkl_graph *g, uint32_t node) {
  * W is the transpose of ONNX MatMul's B [K, N] (Gemm's B with transB = 1 as
  * stored): rows are output channels, K the reduction axis. w(n, k) is
  * engine/quant's exact f32 dequantization for Q_E0M4 / Q_INT4 / Q_INT8 with
- * W.group elements per group along K (K a multiple of it), or the stored
+ * W.group elements per group along K (ceil(K / group) groups a row, the
+ * last one short when group does not divide K), or the stored
  * value for plain f32 / f16 / bf16 weights (group 0). A 1-D A is one row.
  * Accumulation: double, k ascending, bias added last, one rounding to Y. */
 const vkl_op_info vkl_op_info_quant_mat_mul = {"QuantMatMul", "vkllm", 2, 3, 1, 1, false, -1, NULL, 0,

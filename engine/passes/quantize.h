@@ -61,8 +61,9 @@ typedef struct vkl_quantize_report {
     uint32_t lm_head;    /* 1 when the lm_head (the MatMul making "logits") was found */
     uint32_t embeddings; /* Gathers now reading a converted table (+ a Cast to f32) */
     uint32_t skipped;    /* MatMul / Gemm with a constant f32 B the recipe would convert, left f32:
-                            K not a multiple of the group, a Gemm epilogue QuantMatMul
-                            cannot express, or values the format cannot hold */
+                            an A that is not f32, a Gemm epilogue QuantMatMul cannot
+                            express, or values the format cannot hold (a K that is not a
+                            multiple of the group is converted: a short last group) */
     uint32_t tensors[VKL_DTYPE_COUNT_]; /* weights made, by dtype */
     uint64_t bytes_before;              /* f32 bytes of the weights converted */
     uint64_t bytes_after;               /* bytes of the weights that replaced them */

@@ -97,13 +97,22 @@ E0M4_INLINE unsigned code_of(float x, float s, float bias, float lo_f, float hi_
     return q < 15u ? q : 15u;
 }
 
-/* The codes of one group (a multiple of 32 long), two to a byte, low nibble
- * first: codes of 32 elements, then their bytes (two simple loops the
- * compiler vectorizes, where one interleaved loop it does not). */
-E0M4_INLINE void group_codes(const float *w, uint32_t group, float s, float bf, float lo_f, float hi_m, uint8_t *qs) {
+/* The codes of one group (a multiple of 32 long) from w[0..len), two to a
+ * byte, low nibble first: codes of 32 elements, then their bytes (two simple
+ * loops the compiler vectorizes, where one interleaved loop it does not).
+ * Past len (the short last group of a row) the codes are those of w = 0:
+ * a zero-filled copy of the partial run goes through the same loop. */
+E0M4_INLINE void group_codes(const float *w, uint32_t len, uint32_t group, float s, float bf, float lo_f, float hi_m,
+                             uint8_t *qs) {
     for (uint32_t i0 = 0; i0 < group; i0 += 32) {
+        float tail[32];
+        const float *x = w + i0;
+        if (i0 + 32 > len) {
+            for (uint32_t i = 0; i < 32; i++) tail[i] = i0 + i < len ? w[i0 + i] : 0.0f;
+            x = tail;
+        }
         uint8_t c[32];
-        for (uint32_t i = 0; i < 32; i++) c[i] = (uint8_t)code_of(w[i0 + i], s, bf, lo_f, hi_m);
+        for (uint32_t i = 0; i < 32; i++) c[i] = (uint8_t)code_of(x[i], s, bf, lo_f, hi_m);
         for (uint32_t i = 0; i < 16; i++) qs[i0 / 2 + i] = (uint8_t)(c[2 * i] | c[2 * i + 1] << 4);
     }
 }
@@ -113,27 +122,29 @@ E0M4_INLINE void group_codes(const float *w, uint32_t group, float s, float bf, 
  * runs eight weights at a time with the fma instruction, instead of a libm
  * call per weight (a third of an import's time otherwise). Chosen at run
  * time: the build targets plain x86-64. */
-static void group_codes_portable(const float *w, uint32_t group, float s, float bf, float lo_f, float hi_m,
-                                 uint8_t *qs) {
-    group_codes(w, group, s, bf, lo_f, hi_m, qs);
+static void group_codes_portable(const float *w, uint32_t len, uint32_t group, float s, float bf, float lo_f,
+                                 float hi_m, uint8_t *qs) {
+    group_codes(w, len, group, s, bf, lo_f, hi_m, qs);
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define E0M4_HAVE_FMA_PATH 1
-__attribute__((target("avx2,fma"))) static void group_codes_avx2(const float *w, uint32_t group, float s, float bf,
-                                                                 float lo_f, float hi_m, uint8_t *qs) {
-    group_codes(w, group, s, bf, lo_f, hi_m, qs);
+__attribute__((target("avx2,fma"))) static void group_codes_avx2(const float *w, uint32_t len, uint32_t group, float s,
+                                                                 float bf, float lo_f, float hi_m, uint8_t *qs) {
+    group_codes(w, len, group, s, bf, lo_f, hi_m, qs);
 }
 #endif
 
-typedef void (*group_codes_fn)(const float *w, uint32_t group, float s, float bf, float lo_f, float hi_m, uint8_t *qs);
+typedef void (*group_codes_fn)(const float *w, uint32_t len, uint32_t group, float s, float bf, float lo_f,
+                               float hi_m, uint8_t *qs);
 
-static vkl_status quantize_group(vkl_context *ctx, group_codes_fn codes, const float *w, uint32_t group, uint32_t n,
-                                 uint8_t *blk, int64_t r, int64_t g) {
+/* One block from w[0..len), len <= group (less: a row's short last group). */
+static vkl_status quantize_group(vkl_context *ctx, group_codes_fn codes, const float *w, uint32_t len, uint32_t group,
+                                 uint32_t n, uint8_t *blk, int64_t r, int64_t g) {
     const uint16_t exp = n == 1 ? VKL_E0M4_EXP_N1 : VKL_E0M4_EXP_N2;
     uint8_t *qs = blk + VKL_Q4_HEADER_BYTES;
     float lo, hi;
-    vkl_quant_range0(w, group, &lo, &hi);
+    vkl_quant_range0(w, len, &lo, &hi);
     if (lo == 0.0f && hi == 0.0f) {
         memset(qs, 0, group / 2);
         vkl_quant_wr16(blk, 0);
@@ -149,7 +160,7 @@ static vkl_status quantize_group(vkl_context *ctx, group_codes_fn codes, const f
     const float lo_f = vkl_f16_to_f32(exp), hi_f = 2.0f * lo_f;
     /* lo lands on 2^n, so 0 on 2^n − lo·s; zeroing the low bits makes it a code */
     const uint16_t b = (uint16_t)(w1_bits(-lo, s, lo_f, exp, lo_f, hi_f) & 0xFFC0);
-    codes(w, group, s, vkl_f16_to_f32(b), lo_f, nextafterf(hi_f, 0.0f), qs);
+    codes(w, len, group, s, vkl_f16_to_f32(b), lo_f, nextafterf(hi_f, 0.0f), qs);
     vkl_quant_wr16(blk, d);
     vkl_quant_wr16(blk + 2, b);
     return VKL_OK;
@@ -164,10 +175,11 @@ vkl_status vkl_e0m4_quantize_path(vkl_context *ctx, const float *src, int64_t ro
     (void)fast;
 #endif
     const size_t block = vkl_quant_block_bytes(VKL_DTYPE_Q_E0M4, group);
-    const int64_t groups = cols / group;
+    const int64_t groups = vkl_quant_row_groups(cols, group);
     for (int64_t r = 0; r < rows; r++)
         for (int64_t g = 0; g < groups; g++) {
-            vkl_status st = quantize_group(ctx, codes, src + r * cols + g * group, group, n,
+            const uint32_t len = cols - g * group < group ? (uint32_t)(cols - g * group) : group;
+            vkl_status st = quantize_group(ctx, codes, src + r * cols + g * group, len, group, n,
                                            dst + (size_t)(r * groups + g) * block, r, g);
             if (st) return st;
         }

@@ -14,12 +14,14 @@
 
 #include "quant_internal.h"
 
-static vkl_status quantize_group(vkl_context *ctx, const float *w, uint32_t group, uint8_t *blk, int64_t r,
-                                 int64_t g) {
+/* One block from w[0..len), len <= group (less: the short last group of a
+ * row, whose codes past len are z, the code of w = 0). */
+static vkl_status quantize_group(vkl_context *ctx, const float *w, uint32_t len, uint32_t group, uint8_t *blk,
+                                 int64_t r, int64_t g) {
     uint8_t *qs = blk + VKL_Q4_HEADER_BYTES;
     memset(qs, 0, group / 2);
     float lo, hi;
-    vkl_quant_range0(w, group, &lo, &hi);
+    vkl_quant_range0(w, len, &lo, &hi);
     if (lo == 0.0f && hi == 0.0f) {
         vkl_quant_wr16(blk, 0);
         vkl_quant_wr16(blk + 2, 0);
@@ -34,7 +36,7 @@ static vkl_status quantize_group(vkl_context *ctx, const float *w, uint32_t grou
     float zf = roundf(-lo / df);
     int z = zf < 0.0f ? 0 : zf > 15.0f ? 15 : (int)zf;
     for (uint32_t i = 0; i < group; i++) {
-        float p = roundf(w[i] / df) + (float)z; /* |w/d| <= 15.5: no overflow */
+        float p = (i < len ? roundf(w[i] / df) : 0.0f) + (float)z; /* |w/d| <= 15.5: no overflow */
         unsigned q = p < 0.0f ? 0u : p > 15.0f ? 15u : (unsigned)p;
         qs[i / 2] |= (uint8_t)(q << (4 * (i & 1)));
     }
@@ -46,11 +48,12 @@ static vkl_status quantize_group(vkl_context *ctx, const float *w, uint32_t grou
 vkl_status vkl_int4_quantize(vkl_context *ctx, const float *src, int64_t rows, int64_t cols, uint32_t group,
                              uint8_t *dst) {
     const size_t block = vkl_quant_block_bytes(VKL_DTYPE_Q_INT4, group);
-    const int64_t groups = cols / group;
+    const int64_t groups = vkl_quant_row_groups(cols, group);
     for (int64_t r = 0; r < rows; r++)
         for (int64_t g = 0; g < groups; g++) {
-            vkl_status st =
-                quantize_group(ctx, src + r * cols + g * group, group, dst + (size_t)(r * groups + g) * block, r, g);
+            const uint32_t len = cols - g * group < group ? (uint32_t)(cols - g * group) : group;
+            vkl_status st = quantize_group(ctx, src + r * cols + g * group, len, group,
+                                           dst + (size_t)(r * groups + g) * block, r, g);
             if (st) return st;
         }
     return VKL_OK;

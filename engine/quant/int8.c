@@ -46,37 +46,42 @@ INT8_INLINE int8_t code_of(float w, float d) {
     return (int8_t)(int)p;
 }
 
-INT8_INLINE void quantize_group(const float *w, uint32_t group, uint8_t *blk) {
+/* One block from w[0..len), len <= group (less: the short last group of a
+ * row, whose codes past len are 0, the code of w = 0). */
+INT8_INLINE void quantize_group(const float *w, uint32_t len, uint32_t group, uint8_t *blk) {
     /* compares, not fmaxf (a library call); finite input: the same max. Eight
      * partial maxima in fixed-length chunks vectorize (max is exact, so the
      * order does not matter). */
     float m[8] = {0};
     uint32_t i = 0;
-    for (; i + 8 <= group; i += 8)
+    for (; i + 8 <= len; i += 8)
         for (uint32_t k = 0; k < 8; k++) m[k] = fabsf(w[i + k]) > m[k] ? fabsf(w[i + k]) : m[k];
     float amax = 0.0f;
     for (uint32_t k = 0; k < 8; k++) amax = m[k] > amax ? m[k] : amax;
-    for (; i < group; i++) amax = fabsf(w[i]) > amax ? fabsf(w[i]) : amax;
+    for (; i < len; i++) amax = fabsf(w[i]) > amax ? fabsf(w[i]) : amax;
     const float d = amax / 127.0f;
     wr_f32(blk, d);
     int8_t *qs = (int8_t *)(blk + VKL_Q8_HEADER_BYTES);
+    memset(qs + len, 0, group - len);
     if (!(d > 0.0f)) {
-        memset(qs, 0, group);
+        memset(qs, 0, len);
         return;
     }
     /* fixed-length chunks: loops the compiler vectorizes at -O2 */
     i = 0;
-    for (; i + 32 <= group; i += 32)
+    for (; i + 32 <= len; i += 32)
         for (uint32_t k = 0; k < 32; k++) qs[i + k] = code_of(w[i + k], d);
-    for (; i < group; i++) qs[i] = code_of(w[i], d);
+    for (; i < len; i++) qs[i] = code_of(w[i], d);
 }
 
 INT8_INLINE void quantize_rows(const float *src, int64_t rows, int64_t cols, uint32_t group, uint8_t *dst) {
     const size_t block = vkl_quant_block_bytes(VKL_DTYPE_Q_INT8, group);
-    const int64_t groups = cols / group;
+    const int64_t groups = vkl_quant_row_groups(cols, group);
     for (int64_t r = 0; r < rows; r++)
-        for (int64_t g = 0; g < groups; g++)
-            quantize_group(src + r * cols + g * group, group, dst + (size_t)(r * groups + g) * block);
+        for (int64_t g = 0; g < groups; g++) {
+            const uint32_t len = cols - g * group < group ? (uint32_t)(cols - g * group) : group;
+            quantize_group(src + r * cols + g * group, len, group, dst + (size_t)(r * groups + g) * block);
+        }
 }
 
 /* Compiled twice, like e0m4.c's codes: the AVX2 build divides, rounds and
@@ -123,7 +128,7 @@ vkl_status vkl_int8_check_header(vkl_context *ctx, float d, int64_t r, int64_t g
 vkl_status vkl_int8_dequantize(vkl_context *ctx, const uint8_t *src, int64_t rows, int64_t cols, uint32_t group,
                                float *dst) {
     const size_t block = vkl_quant_block_bytes(VKL_DTYPE_Q_INT8, group);
-    const int64_t groups = cols / group;
+    const int64_t groups = vkl_quant_row_groups(cols, group);
     for (int64_t r = 0; r < rows; r++)
         for (int64_t g = 0; g < groups; g++) {
             const uint8_t *blk = src + (size_t)(r * groups + g) * block;
@@ -132,7 +137,8 @@ vkl_status vkl_int8_dequantize(vkl_context *ctx, const uint8_t *src, int64_t row
             if (st) return st;
             const int8_t *qs = (const int8_t *)(blk + VKL_Q8_HEADER_BYTES);
             float *out = dst + r * cols + g * group;
-            for (uint32_t i = 0; i < group; i++) out[i] = (float)qs[i] * d;
+            const int64_t len = cols - g * group < group ? cols - g * group : group; /* the short last group */
+            for (int64_t i = 0; i < len; i++) out[i] = (float)qs[i] * d;
         }
     return VKL_OK;
 }

@@ -13,6 +13,9 @@ vkl_status vkl_quant_cpu_layout_make(vkl_context *ctx, vkl_dtype dtype, uint32_t
     size_t canon = 0;
     vkl_status st = vkl_quant_canonical_bytes(ctx, dtype, group, rows, cols, &canon);
     if (st) return st;
+    /* The padded matrix: a short last group is stored whole (quant.h). Its
+     * canonical bytes are the same; the sizes below are checked. */
+    cols = vkl_quant_row_groups(cols, group) * (int64_t)group;
     if (hp < 1 || hp > 64 || lp < 1 || lp > 64 || group % lp)
         return vkl_fail(ctx, VKL_ERR_INVALID_ARGUMENT,
                         "cpu layout: tile hp=%u lp=%u (need 1..64, lp dividing group %u)", hp, lp, group);

@@ -13,6 +13,9 @@ vkl_status vkl_quant_gpu_layout_make(vkl_context *ctx, vkl_dtype dtype, uint32_t
     size_t canon = 0;
     vkl_status st = vkl_quant_canonical_bytes(ctx, dtype, group, rows, cols, &canon);
     if (st) return st;
+    /* The padded matrix: a short last group is stored whole (quant.h). Its
+     * canonical bytes are the same; the sizes below are checked. */
+    cols = vkl_quant_row_groups(cols, group) * (int64_t)group;
     memset(out, 0, sizeof(*out));
     out->dtype = dtype;
     out->group = group;

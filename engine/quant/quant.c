@@ -18,11 +18,8 @@ vkl_status vkl_quant_canonical_bytes(vkl_context *ctx, vkl_dtype dtype, uint32_t
     if (rows < 0 || cols <= 0)
         return vkl_fail(ctx, VKL_ERR_SHAPE, "quant: %s matrix [%lld, %lld] has no valid shape", fmt_name(dtype),
                         (long long)rows, (long long)cols);
-    if (cols % group)
-        return vkl_fail(ctx, VKL_ERR_SHAPE, "quant: %s row length %lld is not a multiple of group %u",
-                        fmt_name(dtype), (long long)cols, group);
     int64_t groups;
-    if (!vkl_mul_i64(rows, cols / group, &groups) || !vkl_mul_size((size_t)groups, block, bytes))
+    if (!vkl_mul_i64(rows, vkl_quant_row_groups(cols, group), &groups) || !vkl_mul_size((size_t)groups, block, bytes))
         return vkl_fail(ctx, VKL_ERR_OVERFLOW, "quant: %s matrix [%lld, %lld] size overflows", fmt_name(dtype),
                         (long long)rows, (long long)cols);
     return VKL_OK;
@@ -100,7 +97,7 @@ vkl_status vkl_quant_quantize(vkl_context *ctx, const vkl_quant_spec *spec, cons
 static vkl_status q4_dequantize(vkl_context *ctx, vkl_q4_table_fn table_of, const uint8_t *src, int64_t rows,
                                 int64_t cols, uint32_t group, float *dst) {
     const size_t block = VKL_Q4_HEADER_BYTES + group / 2;
-    const int64_t groups = cols / group;
+    const int64_t groups = vkl_quant_row_groups(cols, group);
     for (int64_t r = 0; r < rows; r++)
         for (int64_t g = 0; g < groups; g++) {
             const uint8_t *blk = src + (size_t)(r * groups + g) * block;
@@ -108,7 +105,8 @@ static vkl_status q4_dequantize(vkl_context *ctx, vkl_q4_table_fn table_of, cons
             vkl_status st = table_of(ctx, vkl_quant_rd16(blk), vkl_quant_rd16(blk + 2), r, g, table);
             if (st) return st;
             float *out = dst + r * cols + g * group;
-            for (uint32_t i = 0; i < group; i++) out[i] = table[vkl_quant_nibble(blk + VKL_Q4_HEADER_BYTES, i)];
+            const int64_t len = cols - g * group < group ? cols - g * group : group; /* the short last group */
+            for (int64_t i = 0; i < len; i++) out[i] = table[vkl_quant_nibble(blk + VKL_Q4_HEADER_BYTES, (size_t)i)];
         }
     return VKL_OK;
 }

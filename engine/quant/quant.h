@@ -17,11 +17,17 @@
  * grouped along cols, the reduction axis K. ONNX's MatMul(x[.., K], W[K, N])
  * stores W as [K, N]; the importer quantizes W^T: rows = N, cols = K, and the
  * quantized tensor's shape is [N, K] (Gemm with transB = 1 already has it).
- * Groups never straddle rows: cols % group == 0.
+ * Groups never straddle rows. A row has ceil(cols / group) groups; when
+ * group does not divide cols the last one is short: it covers the last
+ * cols % group elements, its header is computed from those elements alone
+ * (the same rule as a full group, over fewer values), and its block is still
+ * a full block whose codes past cols are the code of 0 (int4 z, E0M4 q0,
+ * int8 0). Readers never use those codes: every kernel stops its activation
+ * side at cols (docs/quant.md, "The short last group").
  *
- * ---- Canonical block layouts (the .vkm bytes; vkl_tensor_bytes) ----------
- * The tensor is rows * (cols / group) blocks, row by row, group by group,
- * little-endian, no padding.
+ * ---- Canonical block layouts (the .vkm bytes; vkl_tensor_bytes_shaped) ---
+ * The tensor is rows * ceil(cols / group) blocks, row by row, group by group,
+ * little-endian, no padding between blocks.
  *
  * Q_E0M4 and Q_INT4 (group % 32 == 0), 4 + group / 2 bytes per block:
  *   u16 d      fp16 dequantization scale, finite, >= 0
@@ -58,8 +64,14 @@ static inline size_t vkl_quant_block_bytes(vkl_dtype dtype, uint32_t group) {
     }
 }
 
+/* Groups per row of cols elements: ceil(cols / group), the last maybe short. */
+static inline int64_t vkl_quant_row_groups(int64_t cols, uint32_t group) {
+    return group ? cols / group + (cols % group != 0) : 0;
+}
+
 /* Checks (dtype, group, rows, cols) — quantized dtype, valid group, rows >= 0,
- * cols > 0 and a multiple of group — and gives the canonical byte count. */
+ * cols > 0 — and gives the canonical byte count, rows * ceil(cols / group)
+ * blocks. */
 vkl_status vkl_quant_canonical_bytes(vkl_context *ctx, vkl_dtype dtype, uint32_t group, int64_t rows, int64_t cols,
                                      size_t *bytes);
 
@@ -146,11 +158,15 @@ vkl_status vkl_kv_dequantize_rows(vkl_context *ctx, vkl_dtype dtype, const void 
  *     e0m4.c); int8: row_stride = cols rounded up to 16, zero padded.
  *   params plane at params_offset: rows * (cols / group) entries in row
  *     order; 4-bit: one u32 = d | zero << 16 (the canonical header, i.e. an
- *     f16vec2 (d, zero)); int8: one f32 d. */
+ *     f16vec2 (d, zero)); int8: one f32 d.
+ * Both layouts (this one and the CPU's) are of the padded matrix: their cols
+ * is the caller's rounded up to whole groups, the short last group's tail
+ * stored as its zero-weight codes, so a kernel sees whole groups and only
+ * has to read no activation past the true K. */
 typedef struct vkl_quant_gpu_layout {
     vkl_dtype dtype;
     uint32_t group;
-    int64_t rows, cols;
+    int64_t rows, cols; /* cols: whole groups, the true K rounded up */
     size_t row_stride, qs_bytes;
     size_t params_offset, params_bytes;
     size_t total_bytes;
@@ -181,7 +197,7 @@ vkl_status vkl_quant_unpack_gpu(vkl_context *ctx, const vkl_quant_gpu_layout *la
 typedef struct vkl_quant_cpu_layout {
     vkl_dtype dtype;
     uint32_t group, hp, lp;
-    int64_t rows, cols, rows_pad;
+    int64_t rows, cols, rows_pad; /* cols: whole groups, the true K rounded up */
     size_t qs_bytes, params_offset, params_bytes, total_bytes;
     uint16_t e0m4_exp; /* E0M4: EXP shared by all groups; set by pack, used by unpack */
 } vkl_quant_cpu_layout;

@@ -19,7 +19,7 @@
 // per word access), or, for QuantMatMul, W [N, K] in the GPU packed layout
 // (engine/quant/pack_gpu.c) when B_DT is Q_E0M4 (32), Q_INT4 (33) or
 // Q_INT8 (34): element (n, k) decoded on its own, as quant_dequant*.comp do
-// (exactly, f32), any K and group. That is the general path, not the fast
+// (exactly, f32), any K and group (a short last group too). That is the general path, not the fast
 // one: the quant_matvec_* kernels stream 16-byte vectors of codes.
 #include "wg_reduce.glsl"
 #include "real.glsl"
@@ -50,9 +50,10 @@ VKL_TENSOR_STORE(Y, 4)
 #include "matmul_common.glsl"
 
 
-// element (n, k) of a quantized W [N, K]
+// element (n, k) of a quantized W [N, K]: ceil(K / group) groups a row, the
+// last one short when group does not divide K (its tail, past K, never read)
 float q_elem(uint n, uint k) {
-    const uint p = P[n * (pc.K / pc.q_group) + k / pc.q_group];
+    const uint p = P[n * ((pc.K + pc.q_group - 1u) / pc.q_group) + k / pc.q_group];
     if (B_DT == Q_INT8) {
         const uint byte = n * pc.q_row_bytes + k;
         const float q = float(bitfieldExtract(int(B[byte / 4u]), int(8u * (byte % 4u)), 8));

@@ -24,6 +24,11 @@
 // k (fused multiply-adds), each run then added to `part` in f32; the
 // formats' files bound the runs against overflow.
 //
+// A K that is not a multiple of the group (docs/quant.md, "The short last
+// group"): W's rows hold KQ codes, whole groups; K walks to KQ and the A
+// slice reads 0 past K, so the tail's codes meet zeros. (The
+// cooperative-matrix body is never given one: vk_quant_matmul.c.)
+//
 // Tile shape (specialization constants) from vk_device.c's tuning; the
 // shared memory it needs, BK * (BM + BN + 2) QG_T values and BN floats,
 // is checked there against the device's limit.
@@ -52,7 +57,7 @@ const uint RUN = 4u;
 void main() {
     const uint tid = gl_LocalInvocationIndex, tx = gl_LocalInvocationID.x, ty = gl_LocalInvocationID.y;
     const uint m0 = gl_WorkGroupID.y * BM, n0 = gl_WorkGroupID.x * BN;
-    const uint words = pc.K / QG_CODES, groups = pc.K / pc.group;  // per row of W
+    const uint words = pc.KQ / QG_CODES, groups = pc.KQ / pc.group;  // per row of W
     float acc[TM][TN], part[TM][TN];
     for (uint t = 0u; t < TM; t++)
         for (uint u = 0u; u < TN; u++) {
@@ -60,10 +65,10 @@ void main() {
             part[t][u] = 0.0;
         }
 
-    for (uint k0 = 0u; k0 < pc.K; k0 += BK) {
+    for (uint k0 = 0u; k0 < pc.KQ; k0 += BK) {
         for (uint e = tid; e < BM * BK; e += WG) {
             const uint i = e / BK, kk = e % BK, m = m0 + i;
-            As[kk * SA + i] = QG_T(m < pc.M ? a[m * pc.K + k0 + kk] : 0.0);
+            As[kk * SA + i] = QG_T(m < pc.M && k0 + kk < pc.K ? a[m * pc.K + k0 + kk] : 0.0);
         }
         for (uint e = tid; e < BN * WORDS; e += WG) {
             const uint r = e / WORDS, j = e % WORDS;

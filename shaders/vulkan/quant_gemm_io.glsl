@@ -3,13 +3,14 @@
 // so that vk_quant_matmul.c's record_gemm binds both the same way:
 //   Y[M, N] = A[M, K] W[N, K]^T (+ bias[N]), W in the GPU packed layout.
 layout(set = 0, binding = 0, std430) readonly buffer BufA { float a[]; };      // [M, K]
-layout(set = 0, binding = 1, std430) readonly buffer BufQ { uint qs[]; };      // [N, K / QG_CODES]
-layout(set = 0, binding = 2, std430) readonly buffer BufP { uint params[]; };  // [N, K / group]
+layout(set = 0, binding = 1, std430) readonly buffer BufQ { uint qs[]; };      // [N, KQ / QG_CODES]
+layout(set = 0, binding = 2, std430) readonly buffer BufP { uint params[]; };  // [N, KQ / group]
 layout(set = 0, binding = 3, std430) writeonly buffer BufY { float y[]; };     // [M, N]
 layout(set = 0, binding = 4, std430) readonly buffer BufB { float bias[]; };   // [N] if has_bias
 
 layout(push_constant) uniform Push {
     uint M, N, K;
-    uint group;  // a multiple of BK dividing K
+    uint group;  // a multiple of BK dividing KQ
     uint has_bias;
+    uint KQ;  // W's row length: K rounded up to whole groups (= K in the cooperative-matrix build)
 } pc;

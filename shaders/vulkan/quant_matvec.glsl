@@ -50,6 +50,13 @@
 //     2, Wu (same format, shape and group) at 5 and 6: each workgroup
 //     computes ROWS rows of both (NR = 2 ROWS sums), so A is read once for
 //     both and the SiluMul is the store (ew_binary.comp's formula).
+//
+// A K that is not a multiple of the group (docs/quant.md, "The short last
+// group"): W's rows hold whole groups, KQ elements (the short last group's
+// tail as zero-weight codes), A's rows hold K (a multiple of 4). The loop
+// walks KQ; the activations past K are read as 0, never loaded, so the
+// tail's weights meet zeros and the folded sums (sum_x) count only real
+// values. With K = KQ nothing changes.
 
 #ifdef VKL_F16
 #define QV_X f16vec4
@@ -65,8 +72,8 @@ layout(constant_id = 2) const bool STAGE_X = true;
 layout(constant_id = 3) const uint UNROLL = 1;
 
 layout(set = 0, binding = 0, std430) readonly buffer BufA { vec4 a[]; };       // [M, K]
-layout(set = 0, binding = 1, std430) readonly buffer BufQ { uvec4 qs[]; };     // [N, K / QV_CHUNK]
-layout(set = 0, binding = 2, std430) readonly buffer BufP { uint params[]; };  // [N, K / group]
+layout(set = 0, binding = 1, std430) readonly buffer BufQ { uvec4 qs[]; };     // [N, KQ / QV_CHUNK]
+layout(set = 0, binding = 2, std430) readonly buffer BufP { uint params[]; };  // [N, KQ / group]
 layout(set = 0, binding = 3, std430) writeonly buffer BufY { float y[]; };     // [M, y_stride]
 layout(set = 0, binding = 4, std430) readonly buffer BufB { float bias[]; };   // [N] if has_bias
 #if defined(VKL_FUSE_ADD)
@@ -82,6 +89,7 @@ layout(push_constant) uniform Push {
     uint steps_per_group;  // group / QV_CHUNK: each uvec4 lies in one group
     uint has_bias;
     uint a_off, y_off, y_stride, bias_off;
+    uint KQ;  // W's row length: K rounded up to whole groups
 } pc;
 
 const uint VEC = QV_CHUNK / 4u;  // vec4s of activations per step
@@ -106,9 +114,10 @@ void main() {
     const uint tid = gl_LocalInvocationID.x;
     const uint n0 = gl_WorkGroupID.x * ROWS;
     const uint m = gl_WorkGroupID.y;
-    const uint steps = pc.K / QV_CHUNK;                 // uvec4s per row of W
+    const uint steps = pc.KQ / QV_CHUNK;                // uvec4s per row of W
     const uint groups = steps / pc.steps_per_group;     // params per row of W
     const uint a0 = pc.a_off + m * (pc.K / 4u);
+    const uint kv = pc.K / 4u;                          // A's vec4s per row: past them, zeros
 
     float acc[NR];
     for (uint r = 0u; r < NR; r++) acc[r] = 0.0;
@@ -130,7 +139,7 @@ void main() {
             const uint nv = min(BLOCK, steps - base) * VEC;
             for (uint j = 0u; j < VEC * UNROLL; j++) {
                 const uint v = j * WG + tid;
-                if (v < nv) xs[(v / VEC) * PAD + v % VEC] = QV_X(a[a0 + base * VEC + v]);
+                if (v < nv) xs[(v / VEC) * PAD + v % VEC] = base * VEC + v < kv ? QV_X(a[a0 + base * VEC + v]) : QV_X(0.0);
             }
             barrier();
         }
@@ -140,7 +149,7 @@ void main() {
             QV_X x[VEC];
             float sum_x = 0.0;
             for (uint i = 0u; i < VEC; i++) {
-                x[i] = STAGE_X ? xs[(u * WG + tid) * PAD + i] : QV_X(a[a0 + c * VEC + i]);
+                x[i] = STAGE_X ? xs[(u * WG + tid) * PAD + i] : c * VEC + i < kv ? QV_X(a[a0 + c * VEC + i]) : QV_X(0.0);
                 const vec4 xf = vec4(x[i]);  // f32 math: x[i] itself
                 sum_x += (xf.x + xf.y) + (xf.z + xf.w);
             }

@@ -15,6 +15,7 @@
 
 #define LLAMA VKL_TEST_DATA_DIR "/models/llama"
 #define GPT2 VKL_TEST_DATA_DIR "/models/gpt2"
+#define CLIP VKL_TEST_DATA_DIR "/models/clip-vision"
 #define STEPS 3
 
 /* Bounds on max|logits - f32 logits| / max|f32 logits| over the three
@@ -446,16 +447,18 @@ done:
 /* ---- what is left alone ---------------------------------------------------------------------- */
 
 /* The same small graph twice; see test_left_alone. */
-static void build_small(vkl_graph *g, const float *w96, const float *w256, const float *wt) {
-    uint32_t x = fu_input(g, "x", VKL_DTYPE_F32, "batch, 96"), y = fu_input(g, "y", VKL_DTYPE_F32, "batch, 256");
-    uint32_t a = fu_weight(g, "w_k96", VKL_DTYPE_F32, "96, 16", w96, 96 * 16 * 4);
+static void build_small(vkl_graph *g, const float *w688, const float *w256, const float *wt) {
+    uint32_t x = fu_input(g, "x", VKL_DTYPE_F32, "batch, 688"), y = fu_input(g, "y", VKL_DTYPE_F32, "batch, 256");
+    uint32_t a = fu_weight(g, "w_k688", VKL_DTYPE_F32, "688, 16", w688, 688 * 16 * 4);
     uint32_t b = fu_weight(g, "w_k256", VKL_DTYPE_F32, "256, 8", w256, 256 * 8 * 4);
     uint32_t bt = fu_weight(g, "w_nk", VKL_DTYPE_F32, "8, 256", wt, 256 * 8 * 4);
     float cv[8];
     for (int i = 0; i < 8; i++) cv[i] = 0.25f * (float)(i - 4);
     uint32_t c = fu_weight(g, "bias8", VKL_DTYPE_F32, "8", cv, sizeof(cv));
     uint32_t c2 = fu_weight(g, "bias1x8", VKL_DTYPE_F32, "1, 8", cv, sizeof(cv));
-    fu_output(g, fu_op2(g, VKL_OP_MAT_MUL, x, a));  /* out0: K = 96, not a multiple of 128: left f32 */
+    /* out0: K = 688 like the bundled model's down projections, a multiple of
+     * no group: converted, with a short last group (16, 48 or 48 values) */
+    fu_output(g, fu_op2(g, VKL_OP_MAT_MUL, x, a));
     fu_output(g, fu_op2(g, VKL_OP_MAT_MUL, y, b));  /* out1: converted */
     const vkl_attr tb = fu_attr_int("transB", 1), ta = fu_attr_int("transA", 1);
     const vkl_attr half = {.name = "alpha", .kind = VKL_ATTR_FLOAT, .f = 0.5f};
@@ -471,12 +474,12 @@ static void build_small(vkl_graph *g, const float *w96, const float *w256, const
 
 static void test_left_alone(vkl_context *ctx) {
     printf("small graph: what is converted and what is left\n");
-    float *w96 = vkl_malloc(ctx, 96 * 16 * 4), *w256 = vkl_malloc(ctx, 256 * 8 * 4), *wt = vkl_malloc(ctx, 256 * 8 * 4);
-    if (!w96 || !w256 || !wt) {
+    float *w688 = vkl_malloc(ctx, 688 * 16 * 4), *w256 = vkl_malloc(ctx, 256 * 8 * 4), *wt = vkl_malloc(ctx, 256 * 8 * 4);
+    if (!w688 || !w256 || !wt) {
         failures++;
         goto out;
     }
-    for (int i = 0; i < 96 * 16; i++) w96[i] = (float)((i * 37) % 101 - 50) / 200.0f;
+    for (int i = 0; i < 688 * 16; i++) w688[i] = (float)((i * 37) % 101 - 50) / 200.0f;
     for (int i = 0; i < 256 * 8; i++) {
         w256[i] = (float)((i * 53) % 97 - 48) / 150.0f;
         wt[i] = (float)((i * 29) % 89 - 44) / 120.0f;
@@ -486,10 +489,10 @@ static void test_left_alone(vkl_context *ctx) {
         uint32_t converted, skipped;
         double near; /* converted outputs vs the f32 graph (orientation of W^T, bias) */
     } runs[] = {
-        {"weights=e0m4 group=128", 3, 4, 0.25}, /* K = 96 not a multiple, alpha, C [1, 8], transA */
-        {"weights=int8 group=32", 4, 3, 0.02},  /* now K = 96 is */
-        {"weights=int4 group=64", 3, 4, 0.25},
-        {"weights=f16", 4, 3, 2e-3},            /* no group: every K */
+        {"weights=e0m4 group=128", 4, 3, 0.25}, /* left: alpha, C [1, 8], transA */
+        {"weights=int8 group=32", 4, 3, 0.02},
+        {"weights=int4 group=64", 4, 3, 0.25},
+        {"weights=f16", 4, 3, 2e-3},            /* no group */
     };
     for (size_t r = 0; r < sizeof(runs) / sizeof(runs[0]); r++) {
         vkl_graph *plain, *g;
@@ -500,8 +503,8 @@ static void test_left_alone(vkl_context *ctx) {
             failures++;
             break;
         }
-        build_small(plain, w96, w256, wt);
-        build_small(g, w96, w256, wt);
+        build_small(plain, w688, w256, wt);
+        build_small(g, w688, w256, wt);
         /* the importer hands the pipeline an inferred graph */
         CHECK_OK(ctx, vkl_graph_infer_shapes(plain));
         CHECK_OK(ctx, vkl_graph_infer_shapes(g));
@@ -514,7 +517,7 @@ static void test_left_alone(vkl_context *ctx) {
         /* w_k256 is read by a converted MatMul and by two Gemms left f32: it stays */
         uint32_t id;
         CHECK(vkl_graph_find_tensor(g, "w_k256", &id) == VKL_OK && g->tensors[id].dtype == VKL_DTYPE_F32);
-        const int64_t xd[2] = {2, 96}, yd[2] = {2, 256};
+        const int64_t xd[2] = {2, 688}, yd[2] = {2, 256};
         vkl_host_tensor in[2] = {fu_host(ctx, VKL_DTYPE_F32, xd, 2, 1, NULL),
                                  fu_host(ctx, VKL_DTYPE_F32, yd, 2, 2, NULL)};
         vkl_host_tensor po[7] = {{0}}, qo[7] = {{0}};
@@ -532,6 +535,8 @@ static void test_left_alone(vkl_context *ctx) {
                 int64_t N = 0, K = 0;
                 dims_nk(g, w, &N, &K);
                 const vkl_host_tensor *x = !strcmp(a->name, "x") ? &in[0] : &in[1];
+                /* the K = 688 weight is quantized with its short last group */
+                if (x == &in[0]) CHECK(K == 688 && (w->group == 0 || K % w->group != 0));
                 const float *bias = n->n_inputs > 2 ? g->tensors[n->inputs[2]].data : NULL;
                 float *v = w_values(ctx, w, N, K);
                 double err = 0, ref = 0;
@@ -555,7 +560,7 @@ static void test_left_alone(vkl_context *ctx) {
         vkl_graph_destroy(g);
     }
 out:
-    vkl_free(ctx, w96);
+    vkl_free(ctx, w688);
     vkl_free(ctx, w256);
     vkl_free(ctx, wt);
 }
@@ -622,6 +627,52 @@ static void test_vkm_roundtrip(vkl_context *ctx) {
     rmdir(dir);
 }
 
+/* The clip-vision fixture's ten K = 64 projections, which group 128 once
+ * left f32: now every one of its 12 MatMul/Gemm is quantized, those ten
+ * with one short group per row, and they survive a .vkm round trip (the
+ * file marks them: VKL_VKM_TENSOR_SHORT_GROUP, docs/vkm-format.md). */
+static void test_clip_short_groups(vkl_context *ctx) {
+    printf("clip-vision weights=e0m4 group=128: short last groups\n");
+    vkl_pipeline_report rep;
+    vkl_onnx_model *m = import_recipe(ctx, CLIP, "weights=e0m4 group=128", VKL_PASS_ALL, &rep);
+    if (!m) return;
+    const vkl_graph *g = vkl_onnx_graph(m);
+    printf("  %u QuantMatMul, skipped %u\n", rep.quant.matmuls, rep.quant.skipped);
+    CHECK(rep.quant.matmuls == 12 && rep.quant.skipped == 0 && count_weight_matmuls(g) == 0);
+    CHECK_OK(ctx, vkl_graph_validate(g));
+    uint32_t short_k = 0;
+    for (uint32_t i = 0; i < g->n_nodes; i++) {
+        const vkl_node *n = &g->nodes[i];
+        if (n->dead || n->op != VKL_OP_QUANT_MAT_MUL) continue;
+        int64_t N = 0, K = 0;
+        const vkl_tensor *w = &g->tensors[n->inputs[1]];
+        dims_nk(g, w, &N, &K);
+        if (K % w->group == 0) continue;
+        short_k++;
+        CHECK(K == 64 && w->dtype == VKL_DTYPE_Q_E0M4 && w->nbytes == (size_t)N * 68); /* one block a row */
+    }
+    CHECK(short_k == 10);
+    char dir[] = "/tmp/vkl_test_quantize_XXXXXX", path[128];
+    vkl_vkm *v = NULL;
+    if (mkdtemp(dir)) {
+        snprintf(path, sizeof(path), "%s/clip_q.vkm", dir);
+        CHECK_OK(ctx, vkl_vkm_write(ctx, g, NULL, 0, path));
+        CHECK_OK(ctx, vkl_vkm_open(ctx, path, &v));
+        const vkl_graph *h = v ? vkl_vkm_graph(v) : NULL;
+        for (uint32_t i = 0; h && i < g->n_tensors; i++) {
+            const vkl_tensor *a = &g->tensors[i];
+            uint32_t id;
+            if (a->kind != VKL_TENSOR_WEIGHT || !vkl_dtype_is_quantized(a->dtype)) continue;
+            CHECK(vkl_graph_find_tensor(h, a->name, &id) == VKL_OK && h->tensors[id].nbytes == a->nbytes &&
+                  !memcmp(h->tensors[id].data, a->data, a->nbytes));
+        }
+        vkl_vkm_close(v);
+        unlink(path);
+        rmdir(dir);
+    }
+    vkl_onnx_close(m);
+}
+
 int main(void) {
     vkl_context *ctx;
     if (vkl_context_create(NULL, &ctx)) return 2;
@@ -633,6 +684,7 @@ int main(void) {
     check_embedding(ctx, LLAMA, "weights=f16", VKL_DTYPE_F16, 1);
     test_gpt2(ctx);
     test_left_alone(ctx);
+    test_clip_short_groups(ctx);
     test_vkm_roundtrip(ctx);
     vkl_context_destroy(ctx);
     return check_finish("test_quantize");

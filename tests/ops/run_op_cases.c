@@ -42,7 +42,7 @@ static int parse_bytes(const cJSON *j, vkl_host_tensor *t, int64_t n, char *err,
     const cJSON *bytes = cJSON_GetObjectItem(j, "bytes"), *grp = cJSON_GetObjectItem(j, "group"), *v;
     uint32_t group = cJSON_IsNumber(grp) ? (uint32_t)grp->valuedouble : 0;
     size_t want;
-    if (!vkl_tensor_bytes(t->dtype, group, n, &want)) {
+    if (!vkl_tensor_bytes_shaped(t->dtype, group, n, t->rank ? t->dims[t->rank - 1] : 1, &want)) {
         snprintf(err, cap, "%lld %s elements with group %u have no valid size", (long long)n,
                  vkl_dtype_name(t->dtype), group);
         return -1;

@@ -214,6 +214,9 @@ int main(void) {
         {VKL_DTYPE_Q_INT8, 16, 0, 2, 5, 48},     {VKL_DTYPE_F32, 0, 0, 1, 9, 100},
         {VKL_DTYPE_F16, 0, 0, 4, 6, 72},         {VKL_DTYPE_BF16, 0, 0, 1, 10, 40},
         {VKL_DTYPE_Q_E0M4, 32, 1, 2, 8, 64, 1e-38f},
+        /* K not a multiple of the group: a short last group (the bundled model's K = 688) */
+        {VKL_DTYPE_Q_E0M4, 128, 1, 3, 13, 688},  {VKL_DTYPE_Q_INT4, 64, 0, 2, 9, 100},
+        {VKL_DTYPE_Q_INT8, 32, 0, 5, 7, 40},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) test_case(ctx, ref, dref, cpu, dcpu, 4, &cases[i]);
     const vkl_backend_options one_thread = {.threads = 1}, two_threads = {.threads = 2};
@@ -227,6 +230,7 @@ int main(void) {
         {VKL_DTYPE_Q_INT4, 64, 0, 12, 10, 192},  {VKL_DTYPE_Q_E0M4, 128, 2, 17, 33, 640},
         /* K cut into slices (cpu_gemm.c's PANEL_SLICE_BYTES): 2 of 12 groups; 33 + 32 groups of 64 */
         {VKL_DTYPE_Q_E0M4, 128, 1, 13, 9, 3072}, {VKL_DTYPE_Q_INT4, 64, 0, 7, 6, 4160},
+        {VKL_DTYPE_Q_E0M4, 128, 1, 9, 21, 688}, {VKL_DTYPE_Q_INT4, 32, 0, 37, 9, 688}, /* short last groups */
     };
     for (size_t i = 0; i < sizeof(gemm) / sizeof(gemm[0]); i++) test_gemm_rows(ctx, cpu, gemm_devs, 3, &gemm[i]);
     cpu->close(gemm_devs[1]);

@@ -91,7 +91,7 @@ static vkl_status add_weight(vkl_graph *g, const char *name, vkl_dtype dt, uint3
     if (st) return st;
     g->tensors[*id].group = group;
     size_t bytes;
-    if (!vkl_tensor_bytes(dt, group, n, &bytes)) return VKL_ERR_INTERNAL;
+    if (!vkl_tensor_bytes_shaped(dt, group, n, rank ? dims[rank - 1] : 1, &bytes)) return VKL_ERR_INTERNAL;
     uint8_t *data = malloc(bytes ? bytes : 1);
     if (!data) return VKL_ERR_OUT_OF_MEMORY;
     uint64_t seed = (uint64_t)bytes * 31 + *id;
@@ -184,13 +184,16 @@ static vkl_status build_model(vkl_context *ctx, model *md, bool with_big) {
     if ((st = vkl_graph_add_input(g, md->x))) return st;
     /* Without the big weight (fuzz seeds) every weight is small too. */
     const int64_t d_small[] = {64, 16}, d_tiny[] = {16, 4}, d_big[] = {128, 256}, d_ids[] = {3},
-                  d_q4[] = {32, 128}, d_q8[] = {4, 64};
+                  d_q4[] = {32, 128}, d_q8[] = {4, 64}, d_qs[] = {3, 40};
     if ((st = add_weight(g, "w_small", VKL_DTYPE_F32, 0, with_big ? d_small : d_tiny, 2, &md->w_small))) return st;
     md->w_big = VKL_NONE;
     if (with_big && (st = add_weight(g, "w_big", VKL_DTYPE_F32, 0, d_big, 2, &md->w_big))) return st;
     if ((st = add_weight(g, "ids", VKL_DTYPE_I64, 0, d_ids, 1, &md->ids))) return st;
     if ((st = add_weight(g, "w_q4", VKL_DTYPE_Q_INT4, 64, d_q4, 2, &md->w_q4))) return st;
     if ((st = add_weight(g, "w_q8", VKL_DTYPE_Q_INT8, 32, d_q8, 2, &md->w_q8))) return st;
+    /* K = 40 at group 32: a short last group (flag VKL_VKM_TENSOR_SHORT_GROUP) */
+    uint32_t w_qs;
+    if ((st = add_weight(g, "w_qs", VKL_DTYPE_Q_E0M4, 32, d_qs, 2, &w_qs))) return st;
     /* A state sized by a symbolic maximum: [batch, past + 128, 8] */
     vkl_shape ss = {.rank = 3};
     vkl_expr c128;
@@ -634,6 +637,10 @@ static void structural(env *e, uint8_t *f) {
         {"w_small", 4 + 8, VKL_DTYPE_F16, VKL_ERR_FORMAT, "tensor table", "needs"},
         {"w_q4", 4 + 5 + 8, 48, VKL_ERR_FORMAT, "tensor table", "w_q4"},
         {"w_small", 4 + 8 + 12, 8, VKL_ERR_FORMAT, "tensor table", "unknown flags"},
+        /* the short-group flag must say what the shape says, both ways */
+        {"w_qs", 4 + 5 + 12, VKL_VKM_TENSOR_HAS_DATA, VKL_ERR_FORMAT, "tensor table", "short last group"},
+        {"w_q4", 4 + 5 + 12, VKL_VKM_TENSOR_HAS_DATA | VKL_VKM_TENSOR_SHORT_GROUP, VKL_ERR_FORMAT, "tensor table",
+         "short last group"},
         {"w_small", 0, 0xffffffffu, VKL_ERR_FORMAT, "tensor table", "name"},
     };
     for (unsigned i = 0; i < VKL_ARRAY_LEN(edits); i++) {
@@ -724,7 +731,7 @@ static void structural(env *e, uint8_t *f) {
     memcpy(f, e->file, e->size);
     wr32(f + 8, 2);
     resum(f);
-    CHECKF(open_copy(e->ctx, f, e->size) == VKL_ERR_UNSUPPORTED && has(e->ctx, "version 2.0"), "major 2: %s",
+    CHECKF(open_copy(e->ctx, f, e->size) == VKL_ERR_UNSUPPORTED && has(e->ctx, "version 2."), "major 2: %s",
            vkl_context_error(e->ctx));
     memcpy(f, e->file, e->size);
     wr32(f + 12, 9);
