@@ -5,8 +5,20 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "backend_env_open.h"
+
+/* Validation-layer messages seen through the context's logger (set
+ * `log = test_vulkan_log` in the context options): any one fails a Vulkan
+ * test. Warnings and errors are printed as they come. */
+static int validation_messages;
+
+static inline void test_vulkan_log(void *user, vkl_log_level level, const char *message) {
+    (void)user;
+    if (strstr(message, "vulkan validation")) validation_messages++;
+    if (level <= VKL_LOG_WARN) fprintf(stderr, "log: %s\n", message);
+}
 
 /* A Vulkan test's start: validation on unless the environment says
  * otherwise, then the backend opened (dev non-NULL) or probed (into caps) as

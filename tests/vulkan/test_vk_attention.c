@@ -43,14 +43,6 @@
 
 #define BOUND 1e-5
 
-static int validation_messages;
-
-static void on_log(void *user, vkl_log_level level, const char *message) {
-    (void)user;
-    if (strstr(message, "vulkan validation")) validation_messages++;
-    if (level <= VKL_LOG_WARN) fprintf(stderr, "log: %s\n", message);
-}
-
 /* ---- one-node graphs from host tensors ----------------------------------------------------------- */
 
 typedef struct tensor {
@@ -502,7 +494,7 @@ static void bench(vkl_context *ctx, const vkl_backend_vtable *vk, rng *r) {
 int main(void) {
     vkl_context_options o;
     vkl_context_options_init(&o);
-    o.log = on_log;
+    o.log = test_vulkan_log;
     vkl_context *ctx;
     if (vkl_context_create(&o, &ctx)) return 2;
     const vkl_backend_vtable *vk;

@@ -219,18 +219,10 @@ static void sweeps(vkl_context *ctx, vkl_backend_device *dev, const sweep *list,
     free(got);
 }
 
-static int validation_messages;
-
-static void on_log(void *user, vkl_log_level level, const char *message) {
-    (void)user;
-    if (strstr(message, "vulkan validation")) validation_messages++;
-    if (level <= VKL_LOG_WARN) fprintf(stderr, "log: %s\n", message);
-}
-
 int main(void) {
     vkl_context_options o;
     vkl_context_options_init(&o);
-    o.log = on_log;
+    o.log = test_vulkan_log;
     vkl_context *ctx;
     if (vkl_context_create(&o, &ctx)) return 2;
     const vkl_backend_vtable *vk;

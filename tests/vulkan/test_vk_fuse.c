@@ -38,14 +38,6 @@
 #include "test_rng.h"
 #include "vulkan_start.h"
 
-static int validation_messages;
-
-static void on_log(void *user, vkl_log_level level, const char *message) {
-    (void)user;
-    if (strstr(message, "vulkan validation")) validation_messages++;
-    if (level <= VKL_LOG_WARN) fprintf(stderr, "log: %s\n", message);
-}
-
 /* ---- small graphs ------------------------------------------------------------------------------------ */
 
 static vkl_expr cexpr(vkl_graph *g, int64_t v) {
@@ -363,7 +355,7 @@ int main(int argc, char **argv) {
     }
     vkl_context_options o;
     vkl_context_options_init(&o);
-    o.log = on_log;
+    o.log = test_vulkan_log;
     vkl_context *ctx;
     if (vkl_context_create(&o, &ctx)) return 2;
     const vkl_backend_vtable *vk;

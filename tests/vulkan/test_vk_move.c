@@ -29,14 +29,6 @@
 #define MAX_IN 20
 #define MAX_OUT 12
 
-static int validation_messages;
-
-static void on_log(void *user, vkl_log_level level, const char *message) {
-    (void)user;
-    if (strstr(message, "vulkan validation")) validation_messages++;
-    if (level <= VKL_LOG_WARN) fprintf(stderr, "log: %s\n", message);
-}
-
 /* One case under construction: a one-node graph and its graph inputs' bytes. */
 typedef struct builder {
     vkl_context *ctx;
@@ -438,7 +430,7 @@ static void test_scatter(vkl_context *ctx, const vkl_backend_vtable *vk, vkl_bac
 int main(void) {
     vkl_context_options o;
     vkl_context_options_init(&o);
-    o.log = on_log;
+    o.log = test_vulkan_log;
     vkl_context *ctx;
     if (vkl_context_create(&o, &ctx)) return 2;
     const vkl_backend_vtable *vk;

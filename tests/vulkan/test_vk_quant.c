@@ -51,16 +51,6 @@
 #include "run_once.h"
 #include "vulkan_start.h"
 
-/* ---- validation messages, seen through the context's logger -------------------------------------- */
-
-static int validation_messages;
-
-static void on_log(void *user, vkl_log_level level, const char *message) {
-    (void)user;
-    if (strstr(message, "vulkan validation")) validation_messages++;
-    if (level <= VKL_LOG_WARN) fprintf(stderr, "log: %s\n", message);
-}
-
 /* ---- random data --------------------------------------------------------------------------------- */
 
 /* rows x cols weights, group by group of one of several kinds: Gaussian
@@ -526,7 +516,7 @@ static void test_unsupported(vkl_context *ctx) {
 int main(void) {
     vkl_context_options o;
     vkl_context_options_init(&o);
-    o.log = on_log;
+    o.log = test_vulkan_log;
     vkl_context *ctx;
     if (vkl_context_create(&o, &ctx)) return 2;
     const vkl_backend_vtable *vk;
