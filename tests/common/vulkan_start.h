@@ -37,4 +37,23 @@ static inline vkl_status test_vulkan_start(vkl_context *ctx, const char *name, c
     return st;
 }
 
+/* A Vulkan test's main up to its first case: a context logging through
+ * test_vulkan_log, then test_vulkan_start (its status in *st). Returns the
+ * exit code when the test ends here: 77 with no Vulkan (why is said;
+ * nothing stays open), 2 when no context could be made; else -1 with *ctx
+ * open. */
+static inline int test_vulkan_main_start(const char *name, vkl_context **ctx, const vkl_backend_vtable **vk,
+                                         vkl_backend_device **dev, vkl_backend_caps *caps, vkl_status *st) {
+    vkl_context_options o;
+    vkl_context_options_init(&o);
+    o.log = test_vulkan_log;
+    if (vkl_context_create(&o, ctx)) return 2;
+    *st = test_vulkan_start(*ctx, name, vk, dev, caps);
+    if (*st == VKL_ERR_NOT_FOUND) {
+        vkl_context_destroy(*ctx);
+        return 77;
+    }
+    return -1;
+}
+
 #endif

@@ -492,19 +492,13 @@ static void bench(vkl_context *ctx, const vkl_backend_vtable *vk, rng *r) {
 }
 
 int main(void) {
-    vkl_context_options o;
-    vkl_context_options_init(&o);
-    o.log = test_vulkan_log;
     vkl_context *ctx;
-    if (vkl_context_create(&o, &ctx)) return 2;
     const vkl_backend_vtable *vk;
     const vkl_backend_vtable *ref = vkl_backend_find("ref");
     vkl_backend_caps caps;
-    vkl_status st = test_vulkan_start(ctx, "test_vk_attention", &vk, NULL, &caps);
-    if (st == VKL_ERR_NOT_FOUND) {
-        vkl_context_destroy(ctx);
-        return 77;
-    }
+    vkl_status st;
+    const int early = test_vulkan_main_start("test_vk_attention", &ctx, &vk, NULL, &caps, &st);
+    if (early >= 0) return early;
     CHECK_OK(ctx, st);
     const char *val = getenv("VKL_VK_VALIDATION");
     if (!st)

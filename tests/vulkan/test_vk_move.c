@@ -428,18 +428,12 @@ static void test_scatter(vkl_context *ctx, const vkl_backend_vtable *vk, vkl_bac
 }
 
 int main(void) {
-    vkl_context_options o;
-    vkl_context_options_init(&o);
-    o.log = test_vulkan_log;
     vkl_context *ctx;
-    if (vkl_context_create(&o, &ctx)) return 2;
     const vkl_backend_vtable *vk;
     vkl_backend_device *dev = NULL;
-    vkl_status st = test_vulkan_start(ctx, "test_vk_move", &vk, &dev, NULL);
-    if (st == VKL_ERR_NOT_FOUND) {
-        vkl_context_destroy(ctx);
-        return 77;
-    }
+    vkl_status st;
+    const int early = test_vulkan_main_start("test_vk_move", &ctx, &vk, &dev, NULL, &st);
+    if (early >= 0) return early;
     CHECK_OK(ctx, st);
     if (!st) {
         rng r = {0x2545F4914F6CDD1Dull ^ (getenv("VKL_TEST_SEED") ? strtoull(getenv("VKL_TEST_SEED"), NULL, 10) : 0)};

@@ -514,18 +514,12 @@ static void test_unsupported(vkl_context *ctx) {
 }
 
 int main(void) {
-    vkl_context_options o;
-    vkl_context_options_init(&o);
-    o.log = test_vulkan_log;
     vkl_context *ctx;
-    if (vkl_context_create(&o, &ctx)) return 2;
     const vkl_backend_vtable *vk;
     vkl_backend_caps caps;
-    vkl_status st = test_vulkan_start(ctx, "test_vk_quant", &vk, NULL, &caps);
-    if (st == VKL_ERR_NOT_FOUND) {
-        vkl_context_destroy(ctx);
-        return 77;
-    }
+    vkl_status st;
+    const int early = test_vulkan_main_start("test_vk_quant", &ctx, &vk, NULL, &caps, &st);
+    if (early >= 0) return early;
     CHECK_OK(ctx, st);
     if (st) {
         vkl_context_destroy(ctx);
