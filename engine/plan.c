@@ -233,22 +233,35 @@ static vkl_status eval_bytes(vkl_context *ctx, const vkl_plan *p, vkl_expr e, co
 
 /* Bytes a state buffer keeps for `rows` rows along the sequence (dim 0) of
  * its state, the other dims evaluated under the step's binding. */
-static vkl_status state_bytes(vkl_context *ctx, const vkl_plan *p, uint32_t b, const vkl_layout_binding *lb,
-                              size_t *out) {
-    const vkl_graph *g = p->g;
-    uint32_t t = p->buffer_tensor[b];
+vkl_status vkl_state_rows(vkl_context *ctx, const vkl_graph *g, uint32_t t, const int64_t *values, size_t n_values,
+                          int64_t *rows, size_t *row_bytes) {
     const vkl_tensor *tt = &g->tensors[t];
     int64_t dims[VKL_MAX_RANK], elements, per = 1;
-    size_t bytes, row;
-    *out = 0;
-    if (tt->shape.rank < 1) return vkl_fail(ctx, VKL_ERR_SHAPE, "plan: state '%s' has no sequence dimension", tt->name);
-    vkl_status st = vkl_tensor_eval(ctx, g, t, lb->values, lb->n_values, dims, &elements, &bytes);
+    size_t bytes;
+    if (tt->shape.rank < 1) return vkl_fail(ctx, VKL_ERR_SHAPE, "state '%s' has no sequence dimension", tt->name);
+    vkl_status st = vkl_tensor_eval(ctx, g, t, values, n_values, dims, &elements, &bytes);
     if (st) return st;
-    if (dims[0] > lb->state_rows)
-        return vkl_fail(ctx, VKL_ERR_INVALID_ARGUMENT, "state '%s' needs %lld rows; %lld are kept", tt->name,
-                        (long long)dims[0], (long long)lb->state_rows);
     for (uint32_t d = 1; d < tt->shape.rank; d++) per *= dims[d];
-    if (!vkl_tensor_bytes(tt->dtype, tt->group, per, &row) || !vkl_mul_size(row, (size_t)lb->state_rows, &bytes))
+    if (!vkl_tensor_bytes(tt->dtype, tt->group, per, row_bytes))
+        return vkl_fail(ctx, VKL_ERR_OVERFLOW, "state '%s': a row's size overflows", tt->name);
+    *rows = dims[0];
+    return VKL_OK;
+}
+
+/* Bytes a state buffer keeps for lb->state_rows rows along the sequence of
+ * its state, the other dims evaluated under the step's binding. */
+static vkl_status state_bytes(vkl_context *ctx, const vkl_plan *p, uint32_t b, const vkl_layout_binding *lb,
+                              size_t *out) {
+    const vkl_tensor *tt = &p->g->tensors[p->buffer_tensor[b]];
+    int64_t rows;
+    size_t row, bytes;
+    *out = 0;
+    vkl_status st = vkl_state_rows(ctx, p->g, p->buffer_tensor[b], lb->values, lb->n_values, &rows, &row);
+    if (st) return st;
+    if (rows > lb->state_rows)
+        return vkl_fail(ctx, VKL_ERR_INVALID_ARGUMENT, "state '%s' needs %lld rows; %lld are kept", tt->name,
+                        (long long)rows, (long long)lb->state_rows);
+    if (!vkl_mul_size(row, (size_t)lb->state_rows, &bytes))
         return vkl_fail(ctx, VKL_ERR_OVERFLOW, "plan: state '%s' of %lld rows overflows", tt->name,
                         (long long)lb->state_rows);
     *out = vkl_align_up(bytes, p->align);

@@ -47,6 +47,12 @@ typedef struct vkl_layout_binding {
                                   * sequence), its other dims from values; a step needing more fails */
 } vkl_layout_binding;
 
+/* A state tensor's rows along its sequence dimension (dim 0) and the bytes
+ * of one row, under `values`; the state named when it has no such dim or a
+ * row's size overflows. */
+vkl_status vkl_state_rows(vkl_context *ctx, const vkl_graph *g, uint32_t t, const int64_t *values, size_t n_values,
+                          int64_t *rows, size_t *row_bytes);
+
 /* Offsets (per tensor; SIZE_MAX, backend.h's VKL_NO_OFFSET, for weights and unused tensors) for
  * one binding; *total is the arena bytes it needs; *states_end (may be NULL)
  * the end of the states, which come first at offsets no step changes. Only

@@ -149,18 +149,16 @@ vkl_status vkl_runner_read_state(vkl_runner *r, uint32_t tensor, int64_t rows, v
     if (tensor >= g->n_tensors || g->tensors[tensor].kind != VKL_TENSOR_STATE || !r->stepped ||
         r->offsets[tensor] == VKL_NO_OFFSET)
         return vkl_fail(r->ctx, VKL_ERR_INVALID_ARGUMENT, "runner: tensor %u is not a placed state", tensor);
-    const vkl_tensor *tt = &g->tensors[tensor];
-    int64_t dims[VKL_MAX_RANK], elements, per = 1, kept = r->state_rows ? r->state_rows : 0;
+    int64_t now;
     size_t bytes;
-    vkl_status st = vkl_tensor_eval(r->ctx, g, tensor, r->values, r->n_values, dims, &elements, &bytes);
+    vkl_status st = vkl_state_rows(r->ctx, g, tensor, r->values, r->n_values, &now, row_bytes);
     if (st) return st;
-    if (!kept) kept = dims[0];
+    const int64_t kept = r->state_rows ? r->state_rows : now; /* 0: sized by the step */
     if (rows < 0 || rows > kept)
         return vkl_fail(r->ctx, VKL_ERR_INVALID_ARGUMENT, "runner: %lld rows out of range (%lld kept)", (long long)rows,
                         (long long)kept);
-    for (uint32_t d = 1; d < tt->shape.rank; d++) per *= dims[d];
-    if (!vkl_tensor_bytes(tt->dtype, tt->group, per, row_bytes) || !vkl_mul_size(*row_bytes, (size_t)rows, &bytes))
-        return vkl_fail(r->ctx, VKL_ERR_OVERFLOW, "runner: state '%s' rows overflow", tt->name);
+    if (!vkl_mul_size(*row_bytes, (size_t)rows, &bytes))
+        return vkl_fail(r->ctx, VKL_ERR_OVERFLOW, "runner: state '%s' rows overflow", g->tensors[tensor].name);
     if (bytes > cap) return vkl_fail(r->ctx, VKL_ERR_INVALID_ARGUMENT, "runner: %zu bytes do not fit in %zu", bytes, cap);
     return r->be->buffer_read(r->dev, r->ctx, r->arena, r->offsets[tensor], dst, bytes);
 }
