@@ -92,14 +92,19 @@ static vkl_status option_range(vkl_context *ctx, const char *name, uint32_t x, u
     return VKL_OK;
 }
 
+void vkl_vk_gemm_tile(const vkl_backend_device *dev, bool coopmat, uint32_t *bm, uint32_t *bn) {
+    *bm = coopmat ? dev->cm_sg_m * dev->cm_fm * dev->cm_m : dev->qmm_wy * dev->qmm_tm;
+    *bn = coopmat ? dev->cm_sg_n * dev->cm_fn * dev->cm_n : dev->qmm_wx * dev->qmm_tn;
+}
+
 size_t vkl_vk_gemm_shared_bytes(const vkl_backend_device *dev, bool coopmat) {
+    uint32_t bm, bn;
+    vkl_vk_gemm_tile(dev, coopmat, &bm, &bn);
     if (coopmat) {
-        const size_t bm = (size_t)dev->cm_sg_m * dev->cm_fm * dev->cm_m, bn = (size_t)dev->cm_sg_n * dev->cm_fn * dev->cm_n;
         const size_t staging = (size_t)dev->cm_sg_m * dev->cm_sg_n * dev->cm_m * dev->cm_n;
-        return 2 * (bm + bn) * (32 + 8) + 4 * staging; /* quant_gemm_coopmat.glsl's As, Ws, Cs */
+        return 2 * ((size_t)bm + bn) * (32 + 8) + 4 * staging; /* quant_gemm_coopmat.glsl's As, Ws, Cs */
     }
-    const size_t bm = (size_t)dev->qmm_wy * dev->qmm_tm, bn = (size_t)dev->qmm_wx * dev->qmm_tn;
-    return (dev->f16_math ? 2 : 4) * 32 * (bm + 1 + bn + 1) + 4 * bn; /* quant_gemm.glsl's As, Ws, ds */
+    return (dev->f16_math ? 2 : 4) * 32 * ((size_t)bm + 1 + bn + 1) + 4 * (size_t)bn; /* quant_gemm.glsl's As, Ws, ds */
 }
 
 vkl_status vkl_vk_gemm_tuning(vkl_backend_device *dev, const vkl_vulkan_options *o) {
@@ -152,10 +157,11 @@ vkl_status vkl_vk_gemm_tuning(vkl_backend_device *dev, const vkl_vulkan_options 
         if (!st) st = option_range(ctx, "gemm_tile_n", o->gemm_tile_n, 1, 8, &dev->cm_fn);
         if (st) return st;
         const uint64_t wg = 4ull * dev->subgroup_size;
-        const uint64_t bm = 2ull * dev->cm_fm * dev->cm_m, bn = 2ull * dev->cm_fn * dev->cm_n;
+        uint32_t bm, bn;
+        vkl_vk_gemm_tile(dev, true, &bm, &bn);
         dev->cm_wg = (uint32_t)wg;
-        if (wg > lim->maxComputeWorkGroupInvocations || wg > lim->maxComputeWorkGroupSize[0] || bm * 32 % wg ||
-            bn * 4 % wg ||
+        if (wg > lim->maxComputeWorkGroupInvocations || wg > lim->maxComputeWorkGroupSize[0] || bm * 32ull % wg ||
+            bn * 4ull % wg ||
             vkl_vk_gemm_shared_bytes(dev, true) > lim->maxComputeSharedMemorySize) {
             vkl_log(ctx, VKL_LOG_INFO, "vulkan: cooperative-matrix GEMM off: %ux%u fragments of %ux%ux%u do not fit "
                     "the device's workgroup or shared memory", dev->cm_fm, dev->cm_fn, dev->cm_m, dev->cm_n, dev->cm_k);
@@ -171,13 +177,14 @@ void vkl_vk_gemm_describe(const vkl_backend_device *dev, char *buf, size_t cap) 
         buf[0] = 0;
         return;
     }
+    uint32_t bm, bn;
+    vkl_vk_gemm_tile(dev, dev->gemm_coopmat, &bm, &bn);
     if (dev->qmm_min_rows == UINT32_MAX)
         snprintf(buf, cap, "off (the matvec for every M; VKL_VK_GEMM_MIN_ROWS turns it on)");
     else if (dev->gemm_coopmat)
         snprintf(buf, cap, "cooperative matrix (NV) %ux%ux%u fp16 -> f32, %ux%u tiles, from %u rows", dev->cm_m,
-                 dev->cm_n, dev->cm_k, dev->cm_sg_m * dev->cm_fm * dev->cm_m, dev->cm_sg_n * dev->cm_fn * dev->cm_n,
-                 dev->qmm_min_rows);
+                 dev->cm_n, dev->cm_k, bm, bn, dev->qmm_min_rows);
     else
         snprintf(buf, cap, "tiled %s, %ux%u tiles of %ux%u invocations, from %u rows", dev->f16_math ? "fp16" : "f32",
-                 dev->qmm_wy * dev->qmm_tm, dev->qmm_wx * dev->qmm_tn, dev->qmm_wx, dev->qmm_wy, dev->qmm_min_rows);
+                 bm, bn, dev->qmm_wx, dev->qmm_wy, dev->qmm_min_rows);
 }

@@ -285,6 +285,8 @@ void vkl_vk_coopmat_probe(vkl_backend_device *dev, bool nv_extension);
 vkl_status vkl_vk_gemm_tuning(vkl_backend_device *dev, const vkl_vulkan_options *o);
 /* Shared memory the tiled (coopmat false) or cooperative-matrix build needs. */
 size_t vkl_vk_gemm_shared_bytes(const vkl_backend_device *dev, bool coopmat);
+/* The rows of A (*bm) and of W (*bn) one workgroup of that build takes. */
+void vkl_vk_gemm_tile(const vkl_backend_device *dev, bool coopmat, uint32_t *bm, uint32_t *bn);
 
 /* ---- driver quirks (vk_quirks.c) ----------------------------------------------------------------- */
 

@@ -94,22 +94,19 @@ static vkl_status record_gemm(const vkl_vk_node *nd, vkl_dtype wt, int64_t M, in
     const bool coopmat = dev->gemm_coopmat && KQ == K; /* a short last group: the tiled build */
     const int build = coopmat ? 2 : dev->f16_math;
     d->shader = wt == VKL_DTYPE_Q_E0M4 ? e0m4[build] : wt == VKL_DTYPE_Q_INT4 ? int4[build] : int8[build];
-    int64_t bm, bn;
+    uint32_t bm, bn;
+    vkl_vk_gemm_tile(dev, coopmat, &bm, &bn);
     if (coopmat) {
         const uint32_t spec[8] = {dev->cm_wg, dev->cm_sg_m, dev->cm_sg_n, dev->cm_fm,
                                   dev->cm_fn, dev->cm_m,   dev->cm_n,   dev->cm_k};
         memcpy(d->spec, spec, sizeof(spec));
         d->n_spec = 8;
-        bm = (int64_t)dev->cm_sg_m * dev->cm_fm * dev->cm_m;
-        bn = (int64_t)dev->cm_sg_n * dev->cm_fn * dev->cm_n;
     } else {
         d->spec[0] = dev->qmm_wx;
         d->spec[1] = dev->qmm_wy;
         d->spec[2] = dev->qmm_tm;
         d->spec[3] = dev->qmm_tn;
         d->n_spec = 4;
-        bm = (int64_t)dev->qmm_wy * dev->qmm_tm;
-        bn = (int64_t)dev->qmm_wx * dev->qmm_tn;
     }
     const int64_t gx = (N + bn - 1) / bn, gy = (M + bm - 1) / bm;
     const VkPhysicalDeviceLimits *lim = &dev->props.limits;
