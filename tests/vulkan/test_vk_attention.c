@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "graph_finish.h"
 #include "test_rng.h"
 #include "context.h"
 #include "dtype.h"
@@ -81,14 +82,7 @@ static vkl_graph *graph1(vkl_context *ctx, vkl_op op, const tensor *in, uint32_t
     if (!st) st = vkl_graph_add_tensor(g, "out", VKL_DTYPE_INVALID, VKL_TENSOR_ACTIVATION, NULL, &out);
     if (!st) st = vkl_graph_add_node(g, op, "node", ids, n_in, &out, 1, attrs, n_attrs, NULL);
     if (!st) st = vkl_graph_add_output(g, out);
-    if (!st) st = vkl_graph_validate(g);
-    if (!st) st = vkl_graph_infer_shapes(g);
-    CHECK_OK(ctx, st);
-    if (st) {
-        vkl_graph_destroy(g);
-        return NULL;
-    }
-    return g;
+    return test_graph_finish(ctx, g, st);
 }
 
 static vkl_host_tensor inputs_of(const tensor *t) { return t->h; }

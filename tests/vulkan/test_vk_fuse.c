@@ -28,6 +28,7 @@
 
 #include "../../backends/vulkan/vulkan_backend.h"
 #include "check.h"
+#include "graph_finish.h"
 #include "context.h"
 #include "graph.h"
 #include "model.h"
@@ -156,14 +157,7 @@ static vkl_graph *pattern_graph(vkl_context *ctx, rng *r, pattern p, const fmt *
         add_node(g, VKL_OP_MUL, "mul", ops, 2, out2, &st);
         if (!st) st = vkl_graph_add_output(g, out2);
     }
-    if (!st) st = vkl_graph_validate(g);
-    if (!st) st = vkl_graph_infer_shapes(g);
-    CHECK_OK(ctx, st);
-    if (st) {
-        vkl_graph_destroy(g);
-        return NULL;
-    }
-    return g;
+    return test_graph_finish(ctx, g, st);
 }
 
 /* ---- running by hand ------------------------------------------------------------------------------- */

@@ -43,6 +43,7 @@
 
 #include "../../backends/vulkan/vulkan_backend.h"
 #include "check.h"
+#include "graph_finish.h"
 #include "test_rng.h"
 #include "context.h"
 #include "graph.h"
@@ -204,14 +205,7 @@ static vkl_graph *qmm_graph(vkl_context *ctx, const int64_t *a_dims, uint32_t a_
     const uint32_t ins[3] = {a, w, b};
     if (!st) st = vkl_graph_add_node(g, VKL_OP_QUANT_MAT_MUL, "qmm", ins, bias ? 3 : 2, &y, 1, NULL, 0, NULL);
     if (!st) st = vkl_graph_add_output(g, y);
-    if (!st) st = vkl_graph_validate(g);
-    if (!st) st = vkl_graph_infer_shapes(g);
-    CHECK_OK(ctx, st);
-    if (st) {
-        vkl_graph_destroy(g);
-        return NULL;
-    }
-    return g;
+    return test_graph_finish(ctx, g, st);
 }
 
 /* Runs g's one node on the Vulkan device by hand (so the executable can be
