@@ -118,7 +118,8 @@ static vkl_status env_vulkan(vkl_context *ctx, vkl_vulkan_options *o) {
                                           {"driver", VKL_VULKAN_PRIORITY_DRIVER}};
     static const env_name attention[] = {{"auto", VKL_VULKAN_ATTENTION_AUTO},
                                          {"prefill", VKL_VULKAN_ATTENTION_PREFILL},
-                                         {"decode", VKL_VULKAN_ATTENTION_DECODE}};
+                                         {"decode", VKL_VULKAN_ATTENTION_DECODE},
+                                         {"decode-wg", VKL_VULKAN_ATTENTION_DECODE_WG}};
     int flag = 0;
     uint32_t choice;
     uint32_t device = 0;

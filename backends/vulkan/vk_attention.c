@@ -254,32 +254,58 @@ static bool decode_fits(const vkl_vk_node *nd, const attn *a) {
            rows <= lim->maxComputeWorkGroupCount[0]; /* the combine: a workgroup per row */
 }
 
+/* attn_decode_sg.comp's workgroup: 4 subgroups (at most the device's
+ * invocation limit), or 0 where it cannot run: it needs subgroup
+ * arithmetic at one fixed size, f32 math, D a multiple of 4, even Dv and
+ * its shared memory (sQ, sP, sM, sL, sO). */
+static uint32_t decode_sg_wg(const vkl_backend_device *dev, const attn *a, int64_t rows) {
+    const uint32_t sg = dev->subgroup_size;
+    uint32_t nsg = 4;
+    while (nsg > 1 && nsg * sg > dev->props.limits.maxComputeWorkGroupInvocations) nsg /= 2;
+    if (!dev->subgroup_arith || !dev->subgroup_fixed || dev->attn_kernel == VKL_VULKAN_ATTENTION_DECODE_WG || a->f64 ||
+        a->D % 4 || a->DV % 2 || !sg || nsg * sg > dev->props.limits.maxComputeWorkGroupSize[0])
+        return 0;
+    const size_t shared = 4 * (size_t)(rows * a->D + nsg * rows * sg + 2 * nsg * rows + nsg * rows * a->DV);
+    return shared <= dev->props.limits.maxComputeSharedMemorySize ? nsg * sg : 0;
+}
+
 static vkl_status record_decode(const vkl_vk_node *nd, const attn *a, vkl_vk_dispatch *d) {
     const vkl_backend_device *dev = nd->dev;
     const int64_t rows = a->Hq / a->Hkv * a->S, len = a->hi - a->lo, rb = decode_block(a), nrb = (rows + rb - 1) / rb;
     /* chunks: enough workgroups to fill the device (attn_target over the
      * B * Hkv groups), none shorter than one block of keys (an H100 ran a
      * 1B decode 8% faster with 64-key chunks than with 128: each chunk's
-     * blocks run one after another, the chunks side by side) */
+     * blocks run one after another, the chunks side by side); the subgroup
+     * kernel's block is a round of keys for each of its subgroups */
+    const uint32_t sg_wg = decode_sg_wg(dev, a, rb);
+    const int64_t unit = sg_wg ? sg_wg : DECODE_CH;
     int64_t n = dev->attn_splits ? dev->attn_splits : (dev->attn_target + a->B * a->Hkv - 1) / (a->B * a->Hkv);
-    if (n > (len + DECODE_CH - 1) / DECODE_CH) n = (len + DECODE_CH - 1) / DECODE_CH;
+    if (n > (len + unit - 1) / unit) n = (len + unit - 1) / unit;
     if (n > MAX_SPLITS) n = MAX_SPLITS;
     if (n < 1) n = 1;
     const size_t row_bytes = a->es * (size_t)(a->DV + 2);
     const size_t per_split = row_bytes * (size_t)(a->B * a->Hkv * rows);
     while (n > 1 && per_split * (size_t)n > dev->props.limits.maxStorageBufferRange) n--;
     int64_t kps = (len + n - 1) / n;
-    kps = (kps + DECODE_CH - 1) / DECODE_CH * DECODE_CH;
+    kps = (kps + unit - 1) / unit * unit;
     n = (len + kps - 1) / kps; /* every chunk holds keys */
     const size_t scratch = per_split * (size_t)n;
     if (scratch > dev->props.limits.maxStorageBufferRange || scratch / 4 >= (1ull << 32))
         return vkl_vk_node_unsupported(nd, "the split-K partials (%zu bytes) exceed a storage buffer", scratch);
 
-    d->shader = a->f64 ? "attn_decode_f64" : "attn_decode";
-    const uint32_t spec[] = {DECODE_WG, (uint32_t)rb, DECODE_CH, (uint32_t)a->D, (uint32_t)a->DV, a->dts,
-                             a->layout1 ? 1u : 0u};
-    d->n_spec = (uint32_t)(sizeof(spec) / sizeof(spec[0]));
-    memcpy(d->spec, spec, sizeof(spec));
+    if (sg_wg) {
+        d->shader = "attn_decode_sg";
+        const uint32_t spec[] = {sg_wg, (uint32_t)rb, dev->subgroup_size, (uint32_t)a->D, (uint32_t)a->DV, a->dts,
+                                 a->layout1 ? 1u : 0u};
+        d->n_spec = (uint32_t)(sizeof(spec) / sizeof(spec[0]));
+        memcpy(d->spec, spec, sizeof(spec));
+    } else {
+        d->shader = a->f64 ? "attn_decode_f64" : "attn_decode";
+        const uint32_t spec[] = {DECODE_WG, (uint32_t)rb, DECODE_CH, (uint32_t)a->D, (uint32_t)a->DV, a->dts,
+                                 a->layout1 ? 1u : 0u};
+        d->n_spec = (uint32_t)(sizeof(spec) / sizeof(spec[0]));
+        memcpy(d->spec, spec, sizeof(spec));
+    }
     bind_qkvm(a, d);
     d->bind[4] = vkl_vk_scratch(0, scratch);
     uint32_t np = push_common(a, d->push);
@@ -319,7 +345,7 @@ vkl_status vkl_vk_record_attention(const vkl_vk_node *nd, vkl_vk_dispatch *out, 
     if (!a.D) return vkl_vk_node_unsupported(nd, "head dim 0");
     /* by the number of query rows; options.attention PREFILL / DECODE force one where it applies */
     const uint32_t kind = nd->dev->attn_kernel;
-    const bool decode = kind != 1 && (kind == 2 || a.S <= DECODE_MAX_S) && decode_fits(nd, &a);
+    const bool decode = kind != 1 && (kind >= 2 || a.S <= DECODE_MAX_S) && decode_fits(nd, &a);
     st = decode ? record_decode(nd, &a, out) : record_prefill(nd, &a, out);
     if (!st) *count = decode ? 2 : 1;
     return st;
@@ -331,8 +357,9 @@ vkl_status vkl_vk_attention_tuning(vkl_backend_device *dev, const vkl_vulkan_opt
      * each device), about the thread count on a CPU device. */
     const VkPhysicalDeviceType type = dev->props.deviceType;
     dev->attn_target = type == VK_PHYSICAL_DEVICE_TYPE_CPU ? 16 : type == VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU ? 128 : 512;
-    if (o->attention > VKL_VULKAN_ATTENTION_DECODE)
-        return vkl_fail(dev->ctx, VKL_ERR_INVALID_ARGUMENT, "vulkan: option attention = %d: want AUTO, PREFILL or DECODE",
+    if (o->attention > VKL_VULKAN_ATTENTION_DECODE_WG)
+        return vkl_fail(dev->ctx, VKL_ERR_INVALID_ARGUMENT,
+                        "vulkan: option attention = %d: want AUTO, PREFILL, DECODE or DECODE_WG",
                         (int)o->attention);
     if (o->attention_splits > MAX_SPLITS)
         return vkl_fail(dev->ctx, VKL_ERR_INVALID_ARGUMENT, "vulkan: option attention_splits = %u: want 0..%u",
@@ -357,7 +384,7 @@ vkl_status vkl_vk_attention_tuning(vkl_backend_device *dev, const vkl_vulkan_opt
                         "4..128", keys);
     if (rows) dev->attn_rows = rows;
     if (keys) dev->attn_keys = keys;
-    dev->attn_kernel = (uint32_t)o->attention; /* 0 auto, 1 prefill, 2 decode */
+    dev->attn_kernel = (uint32_t)o->attention; /* 0 auto, 1 prefill, 2 decode, 3 decode without subgroups */
     dev->attn_splits = o->attention_splits;
     if (o->attention_target) dev->attn_target = o->attention_target;
     return VKL_OK;

@@ -276,7 +276,11 @@ static vkl_status describe(vkl_backend_device *dev, const vkl_backend_options *o
     memset(c, 0, sizeof(*c));
     dev->vki.vkGetPhysicalDeviceMemoryProperties(dev->phys, &dev->memory);
     const bool v12 = dev->props.apiVersion >= VK_API_VERSION_1_2;
-    VkPhysicalDeviceDriverProperties drv = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
+    const bool v13 = dev->props.apiVersion >= VK_API_VERSION_1_3 && dev->instance_version >= VK_API_VERSION_1_3;
+    VkPhysicalDeviceSubgroupSizeControlProperties size = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES};
+    VkPhysicalDeviceDriverProperties drv = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES,
+                                            .pNext = v13 ? &size : NULL};
     VkPhysicalDeviceSubgroupProperties sub = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES,
                                               .pNext = v12 ? &drv : NULL};
     VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &sub};
@@ -344,6 +348,10 @@ static vkl_status describe(vkl_backend_device *dev, const vkl_backend_options *o
     VkDeviceSize align = dev->props.limits.minStorageBufferOffsetAlignment;
     c->buffer_alignment = align > 16 ? (size_t)align : 16;
     dev->subgroup_size = sub.subgroupSize;
+    /* kernels that size arrays by the subgroup (attn_decode_sg.comp) need
+     * every dispatch to run at the one size the device reports */
+    dev->subgroup_fixed = v13 && size.minSubgroupSize == size.maxSubgroupSize &&
+                          size.maxSubgroupSize == sub.subgroupSize;
     /* no_subgroup_ops: the shared-memory reductions, for a driver whose
      * subgroup arithmetic is suspect. */
     dev->subgroup_arith = (sub.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&

@@ -173,6 +173,7 @@ struct vkl_backend_device {
     bool has_f64;                   /* shaderFloat64 enabled: the _f64 kernel variants may run */
     bool has_khr_priority, has_ext_priority; /* VK_KHR/EXT_global_priority (own device only) */
     uint32_t subgroup_size;
+    bool subgroup_fixed;            /* every compute dispatch runs at subgroup_size (min = max, Vulkan 1.3) */
     vkl_backend_caps caps;
     /* one-shot work (uploads, downloads, measurements), waited for at once */
     VkCommandPool pool;

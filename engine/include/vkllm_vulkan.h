@@ -93,7 +93,8 @@ typedef enum vkl_vulkan_math {
 typedef enum vkl_vulkan_attention {
     VKL_VULKAN_ATTENTION_AUTO = 0, /* by the number of query rows */
     VKL_VULKAN_ATTENTION_PREFILL,  /* the flash (prefill) kernel always */
-    VKL_VULKAN_ATTENTION_DECODE    /* split-K decoding wherever it applies */
+    VKL_VULKAN_ATTENTION_DECODE,   /* split-K decoding wherever it applies */
+    VKL_VULKAN_ATTENTION_DECODE_WG /* the same with the workgroup-barrier kernel, never the subgroup one */
 } vkl_vulkan_attention;
 
 typedef struct vkl_vulkan_options {

@@ -21,8 +21,10 @@ layout(push_constant) uniform Push {
     uint Hq, Hkv, S, R, nsplit;
 } pc;
 
-shared REAL sW[MAXSPLIT];
+shared REAL sW[MAXSPLIT];          // each chunk's m, then its weight
+shared REAL sL[MAXSPLIT];          // each chunk's l
 shared REAL sInv;
+const uint CB = 4u;                // chunks whose loads an invocation has in flight
 
 void main() {
     const uint tid = gl_LocalInvocationID.x;
@@ -30,19 +32,25 @@ void main() {
     const uint stride = DV + 2u;
     const uint base = ((b * pc.Hkv + g) * pc.nsplit * pc.R + r) * stride; // chunk c at + c * R * stride
     const uint step = pc.R * stride;
+    // every chunk's (m, l) read at once, one invocation each (one invocation
+    // reading them in a loop waited on memory once per chunk)
+    for (uint c = tid; c < pc.nsplit; c += WG) {
+        sW[c] = part[base + c * step];
+        sL[c] = part[base + c * step + 1u];
+    }
+    barrier();
     if (tid == 0u) {
         bool any = false;
         REAL M = REAL(0);
         for (uint c = 0u; c < pc.nsplit; c++) {
-            if (part[base + c * step + 1u] == REAL(0)) continue; // l = 0: the chunk saw no key
-            REAL m = part[base + c * step];
-            M = any ? max(M, m) : m;
+            if (sL[c] == REAL(0)) continue; // l = 0: the chunk saw no key
+            M = any ? max(M, sW[c]) : sW[c];
             any = true;
         }
         REAL L = REAL(0);
         for (uint c = 0u; c < pc.nsplit; c++) {
-            REAL l = part[base + c * step + 1u];
-            REAL w = l == REAL(0) ? REAL(0) : vkl_exp(part[base + c * step] - M);
+            REAL l = sL[c];
+            REAL w = l == REAL(0) ? REAL(0) : vkl_exp(sW[c] - M);
             sW[c] = w;
             L += w * l;
         }
@@ -53,11 +61,22 @@ void main() {
     const uint obase = ((b * pc.Hq + h) * pc.S + i) * DV;
     for (uint col = 2u * tid; col < DV; col += 2u * WG) {
         REAL a0 = REAL(0), a1 = REAL(0);
-        for (uint c = 0u; c < pc.nsplit; c++) {
-            REAL w = sW[c];
-            if (w == REAL(0)) continue; // a chunk that saw nothing holds zeros; skip it all the same
-            a0 += w * part[base + c * step + 2u + col];
-            if (col + 1u < DV) a1 += w * part[base + c * step + 3u + col];
+        for (uint c0 = 0u; c0 < pc.nsplit; c0 += CB) {
+            // CB chunks' columns loaded before any is added (same order of sums)
+            REAL v[2u * CB];
+            for (uint u = 0u; u < CB; u++) {
+                const uint c = c0 + u;
+                // a chunk that saw nothing holds zeros; skip it all the same
+                const bool use = c < pc.nsplit && sW[c] != REAL(0);
+                v[2u * u] = use ? part[base + c * step + 2u + col] : REAL(0);
+                v[2u * u + 1u] = use && col + 1u < DV ? part[base + c * step + 3u + col] : REAL(0);
+            }
+            for (uint u = 0u; u < CB && c0 + u < pc.nsplit; u++) {
+                const REAL w = sW[c0 + u];
+                if (w == REAL(0)) continue;
+                a0 += w * v[2u * u];
+                if (col + 1u < DV) a1 += w * v[2u * u + 1u];
+            }
         }
         Ob_store2(ODT, obase + col, a0 * sInv, a1 * sInv, col + 1u < DV);
     }

@@ -154,7 +154,8 @@ typedef struct setting {
     const char *kernel, *splits;
 } setting;
 
-static const setting settings[] = {{"", ""}, {"", "1"}, {"", "7"}, {"", "64"}, {"prefill", ""}};
+static const setting settings[] = {{"", ""}, {"", "1"}, {"", "7"}, {"", "64"}, {"decode-wg", ""}, {"decode-wg", "7"},
+                                   {"prefill", ""}};
 
 static void set_knobs(const setting *s) {
     if (*s->kernel) setenv("VKL_VK_ATTN", s->kernel, 1);
@@ -463,12 +464,12 @@ static void bench(vkl_context *ctx, const vkl_backend_vtable *vk, rng *r) {
         {"prefill S 2048, T 2048, f16 cache, causal", 1, 32, 8, 2048, 2048, 128, VKL_DTYPE_F16, VKL_DTYPE_F16, 1, 0,
          0},
     };
-    static const char *const kernels[] = {"decode", "prefill"};
+    static const char *const kernels[] = {"decode", "decode-wg", "prefill"};
     printf(" bench (Hq 32, Hkv 8, D 128; best of 20):\n");
     for (size_t k = 0; k < VKL_ARRAY_LEN(cases); k++) {
         const attn_case *c = &cases[k];
-        for (size_t j = 0; j < 2; j++) {
-            if (c->S > 4 && j == 0) continue; /* decode takes at most 16 rows per KV head */
+        for (size_t j = 0; j < VKL_ARRAY_LEN(kernels); j++) {
+            if (c->S > 4 && j < 2) continue; /* decode takes at most 16 rows per KV head */
             const double ms = time_attention(ctx, vk, r, c, kernels[j], 20);
             if (ms < 0) continue;
             size_t kb = 0, vb = 0;
@@ -476,10 +477,10 @@ static void bench(vkl_context *ctx, const vkl_backend_vtable *vk, rng *r) {
             vkl_tensor_bytes(c->vdt, 0, c->T * c->Hkv * c->D, &vb);
             const double pairs = c->causal ? c->S * (c->T - c->S) + c->S * (c->S + 1) / 2.0 : (double)c->S * c->T;
             if (c->S <= 4)
-                printf("  %-44s %-7s kernel %9.3f ms  %7.1f GB/s of K+V\n", c->what, kernels[j], ms,
+                printf("  %-44s %-9s kernel %9.3f ms  %7.1f GB/s of K+V\n", c->what, kernels[j], ms,
                        (double)(kb + vb) / (ms * 1e6));
             else
-                printf("  %-44s %-7s kernel %9.3f ms  %7.2f TFLOP/s\n", c->what, kernels[j], ms,
+                printf("  %-44s %-9s kernel %9.3f ms  %7.2f TFLOP/s\n", c->what, kernels[j], ms,
                        4.0 * c->D * pairs * c->Hq / (ms * 1e9));
         }
     }

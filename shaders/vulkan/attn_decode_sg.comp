@@ -1,0 +1,203 @@
+#version 450
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+// Attention for few query rows (decode), first half of split-K flash
+// decoding, on subgroups: the same chunks, rows and partials as
+// attn_decode.comp (attn_combine.comp merges them), but each subgroup runs
+// its own online softmax over its own keys, so the key loop has no
+// workgroup barrier; the subgroups' (m, l, o) merge once, at the end.
+// Chosen where the device has subgroup arithmetic, one fixed subgroup size
+// (SG, a specialization constant the host sets to it), f32 math, even Dv
+// and D a multiple of 4 (vk_attention.c); attn_decode.comp otherwise.
+//
+// A round is SG keys of one subgroup, lane t scoring key base + t:
+//   scores: lane t reads its K row whole (16-byte words for a 16-bit cache,
+//     all issued before any arithmetic) and dots it with the R query rows
+//     (sQ, broadcast reads from shared memory); the mask, causal and window
+//     rules are attn_decode.comp's;
+//   softmax: per row, the round's max and sum by subgroupMax / subgroupAdd,
+//     the running (m, l, o) rescaled as in flash attention;
+//   V: the weights go through the subgroup's slice of shared memory; lane t
+//     owns column pairs t, t + SG, ... (a subgroup reads each V row as one
+//     contiguous run) and adds weight * V for the round's keys, VB rows'
+//     loads in flight at a time. A key no row may see is skipped, never
+//     multiplied by 0 (its V row may be anything, even NaN).
+#include "kv_common.glsl"
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 0) const uint WG = 128;
+layout(constant_id = 1) const uint R = 1;     // query rows per workgroup: min(G * S, 16)
+layout(constant_id = 2) const uint SG = 32;   // the subgroup size (fixed on the devices this runs on)
+layout(constant_id = 3) const uint D = 64;    // a multiple of 4
+layout(constant_id = 4) const uint DV = 64;   // even
+layout(constant_id = 5) const uint DTS = 0x41041u; // Q | K << 6 | V << 12 | mask << 18
+layout(constant_id = 6) const uint FLAGS = 0; // bit 0: kv_layout 1
+
+const uint QDT = DTS & 63u, KDT = (DTS >> 6) & 63u, VDT = (DTS >> 12) & 63u, MDT = (DTS >> 18) & 63u;
+const uint NSG = WG / SG;                     // subgroups in the workgroup
+const uint NPAIR = DV / 2u;
+const uint PPL = (NPAIR + SG - 1u) / SG;      // column pairs per lane
+const uint VB = 8u;                           // V rows whose loads a lane has in flight
+const bool K16 = (KDT == VKL_DT_F16 || KDT == VKL_DT_BF16) && D % 8u == 0u;
+
+VKL_TENSOR_IN(Qb, 0)
+VKL_KV_IN(Kb, 1)
+VKL_KV_IN(Vb, 2)
+VKL_TENSOR_IN(Mb, 3)
+// the K cache again, as 16-byte words: a 16-bit row of D % 8 == 0 elements is whole words
+layout(set = 0, binding = 1, std430) readonly buffer Kw_t { uvec4 Kw[]; };
+// per (b, g, chunk, row): m, l, o[DV]
+layout(set = 0, binding = 4, std430) writeonly buffer Part_t { float part[]; };
+
+layout(push_constant) uniform Push {
+    uint B, Hq, Hkv, S, T;
+    uint causal;
+    int window;
+    uint scale_lo, scale_hi;
+    uint msb, msh, msi, msj;
+    uint lo, hi;                // the keys some row may see
+    uint kps, nsplit;           // keys per chunk, chunks
+    uint rows, nrb;             // G * S, blocks of R rows (y = g * nrb + block)
+} pc;
+
+shared vec4 sQ[R * D / 4u];
+shared float sP[NSG * R * SG];  // each subgroup's weights of its round
+shared float sM[NSG * R], sL[NSG * R];
+shared float sO[NSG * R * DV];
+
+// a 16-bit pair word as two floats
+vec2 pair16(uint w) {
+    return KDT == VKL_DT_F16 ? unpackHalf2x16(w) : vec2(uintBitsToFloat(w << 16), uintBitsToFloat(w & 0xffff0000u));
+}
+
+void main() {
+    const uint tid = gl_LocalInvocationID.x, sg = gl_SubgroupID, lane = gl_SubgroupInvocationID;
+    const uint c = gl_WorkGroupID.x, g = gl_WorkGroupID.y / pc.nrb, r0 = gl_WorkGroupID.y % pc.nrb * R;
+    const uint b = gl_WorkGroupID.z;
+    const uint G = pc.Hq / pc.Hkv;
+    const bool layout1 = (FLAGS & 1u) != 0u;
+    const float scale = uintBitsToFloat(pc.scale_lo);
+    for (uint idx = tid; idx < R * D; idx += WG) {
+        uint rr = r0 + idx / D, d = idx % D, h = g * G + rr / pc.S, i = rr % pc.S;
+        float q = rr < pc.rows ? Qb_f(QDT, ((b * pc.Hq + h) * pc.S + i) * D + d) * scale : 0.0;
+        sQ[idx / 4u][idx % 4u] = q;
+    }
+    barrier();
+
+    const uint c0 = pc.lo + c * pc.kps, c1 = min(pc.hi, c0 + pc.kps);
+    float m[R], l[R], o[R * 2u * PPL];
+    for (uint r = 0u; r < R; r++) {
+        m[r] = vkl_neg_inf_f();
+        l[r] = 0.0;
+    }
+    for (uint k = 0u; k < R * 2u * PPL; k++) o[k] = 0.0;
+
+    for (uint base = c0 + sg * SG; base < c1; base += NSG * SG) {
+        // scores of key j for every row
+        const uint j = base + lane;
+        float s[R];
+        for (uint r = 0u; r < R; r++) s[r] = 0.0;
+        if (j < c1) {
+            const uint row = vkl_kv_row(layout1, pc.B, pc.Hkv, pc.T, b, g, j);
+            if (K16) {
+                uvec4 kw[D / 8u];
+                for (uint e = 0u; e < D / 8u; e++) kw[e] = Kw[row * (D / 8u) + e];
+                for (uint e = 0u; e < D / 8u; e++) {
+                    const vec4 k0 = vec4(pair16(kw[e].x), pair16(kw[e].y));
+                    const vec4 k1 = vec4(pair16(kw[e].z), pair16(kw[e].w));
+                    for (uint r = 0u; r < R; r++)
+                        s[r] += dot(sQ[(r * D) / 4u + 2u * e], k0) + dot(sQ[(r * D) / 4u + 2u * e + 1u], k1);
+                }
+            } else {
+                const float ks = Kb_scale(KDT, row, D);
+                for (uint d = 0u; d < D; d += 4u) {
+                    const vec4 kv = Kb_value4(KDT, row, D, d, ks);
+                    for (uint r = 0u; r < R; r++) s[r] += dot(sQ[(r * D + d) / 4u], kv);
+                }
+            }
+        }
+        // mask, then the round's softmax per row
+        const uint n = min(SG, c1 - base);
+        for (uint r = 0u; r < R; r++) {
+            const uint rr = r0 + r, h = g * G + rr / pc.S, i = rr % pc.S;
+            const int p = int(i) + int(pc.T) - int(pc.S), jj = int(j);
+            bool vis = rr < pc.rows && j < c1 && (pc.causal == 0u || jj <= p) && (pc.window <= 0 || p - jj < pc.window);
+            const uint mi = b * pc.msb + h * pc.msh + i * pc.msi + j * pc.msj;
+            if (vis && MDT == VKL_DT_BOOL) vis = Mb_i(MDT, mi) != 0;
+            float sc = vkl_neg_inf_f();
+            if (vis) sc = MDT != 0u && MDT != VKL_DT_BOOL ? s[r] + Mb_f(MDT, mi) : s[r];
+            const bool live = !vkl_is_neg_inf_f(sc);
+            const float mt = subgroupMax(sc); // -inf: no lane's key is visible to this row
+            float w = 0.0;
+            if (!vkl_is_neg_inf_f(mt)) {
+                const bool seen = !vkl_is_neg_inf_f(m[r]);
+                const float mn = seen ? max(m[r], mt) : mt;
+                const float a = seen ? vkl_exp(m[r] - mn) : 0.0;
+                w = live ? vkl_exp(sc - mn) : 0.0;
+                l[r] = l[r] * a + subgroupAdd(w);
+                m[r] = mn;
+                for (uint k = 0u; k < 2u * PPL; k++) o[r * 2u * PPL + k] *= a;
+            }
+            sP[(sg * R + r) * SG + lane] = w;
+        }
+        subgroupMemoryBarrierShared();
+        subgroupBarrier();
+        // V: the round's rows, VB at a time
+        for (uint u0 = 0u; u0 < n; u0 += VB) {
+            vec2 v[VB * PPL];
+            for (uint u = 0u; u < VB; u++) {
+                const uint row = vkl_kv_row(layout1, pc.B, pc.Hkv, pc.T, b, g, base + min(u0 + u, n - 1u));
+                const float vs = Vb_scale(VDT, row, DV);
+                for (uint k = 0u; k < PPL; k++) {
+                    const uint col = 2u * (lane + k * SG);
+                    v[u * PPL + k] = col < DV ? Vb_value2(VDT, row, DV, col, vs) : vec2(0.0);
+                }
+            }
+            for (uint u = 0u; u < VB && u0 + u < n; u++)
+                for (uint r = 0u; r < R; r++) {
+                    const float w = sP[(sg * R + r) * SG + u0 + u];
+                    if (w != 0.0)
+                        for (uint k = 0u; k < PPL; k++) {
+                            o[r * 2u * PPL + 2u * k] += w * v[u * PPL + k].x;
+                            o[r * 2u * PPL + 2u * k + 1u] += w * v[u * PPL + k].y;
+                        }
+                }
+        }
+        subgroupBarrier(); // sP is rewritten by the next round
+    }
+
+    // the subgroups' states into shared memory, then one merge per (row, column)
+    for (uint r = 0u; r < R; r++) {
+        if (lane == 0u) {
+            sM[sg * R + r] = m[r];
+            sL[sg * R + r] = l[r];
+        }
+        for (uint k = 0u; k < PPL; k++) {
+            const uint col = 2u * (lane + k * SG);
+            if (col < DV) {
+                sO[(sg * R + r) * DV + col] = o[r * 2u * PPL + 2u * k];
+                sO[(sg * R + r) * DV + col + 1u] = o[r * 2u * PPL + 2u * k + 1u];
+            }
+        }
+    }
+    barrier();
+    const uint stride = DV + 2u;
+    const uint pbase = ((b * pc.Hkv + g) * pc.nsplit + c) * pc.rows * stride + r0 * stride;
+    for (uint idx = tid; idx < R * (DV + 2u); idx += WG) {
+        const uint r = idx / (DV + 2u), e = idx % (DV + 2u);
+        if (r0 + r >= pc.rows) continue;
+        float M = vkl_neg_inf_f();
+        for (uint t = 0u; t < NSG; t++) M = vkl_is_neg_inf_f(sM[t * R + r]) ? M : vkl_is_neg_inf_f(M) ? sM[t * R + r] : max(M, sM[t * R + r]);
+        const bool seen = !vkl_is_neg_inf_f(M);
+        float acc = 0.0;
+        if (seen)
+            for (uint t = 0u; t < NSG; t++) {
+                const float mt = sM[t * R + r];
+                if (vkl_is_neg_inf_f(mt)) continue; // this subgroup saw no key of the row
+                const float f = vkl_exp(mt - M);
+                acc += f * (e == 1u ? sL[t * R + r] : e >= 2u ? sO[(t * R + r) * DV + e - 2u] : 0.0);
+            }
+        // m, l: a chunk that saw nothing writes (0, 0), as attn_decode.comp
+        part[pbase + r * stride + e] = e == 0u ? (seen ? M : 0.0) : acc;
+    }
+}
