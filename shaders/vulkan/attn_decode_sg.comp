@@ -20,7 +20,7 @@
 //   V: the weights go through the subgroup's slice of shared memory; lane t
 //     owns column pairs t, t + SG, ... (a subgroup reads each V row as one
 //     contiguous run) and adds weight * V for the round's keys, VB rows'
-//     loads in flight at a time. A key no row may see is skipped, never
+//     loads in flight at a time, the first VB issued with the K loads. A key no row may see is skipped, never
 //     multiplied by 0 (its V row may be anything, even NaN).
 #include "kv_common.glsl"
 
@@ -37,7 +37,7 @@ const uint QDT = DTS & 63u, KDT = (DTS >> 6) & 63u, VDT = (DTS >> 12) & 63u, MDT
 const uint NSG = WG / SG;                     // subgroups in the workgroup
 const uint NPAIR = DV / 2u;
 const uint PPL = (NPAIR + SG - 1u) / SG;      // column pairs per lane
-const uint VB = 8u;                           // V rows whose loads a lane has in flight
+const uint VB = 16u;                          // V rows whose loads a lane has in flight
 const bool K16 = (KDT == VKL_DT_F16 || KDT == VKL_DT_BF16) && D % 8u == 0u;
 
 VKL_TENSOR_IN(Qb, 0)
@@ -70,6 +70,19 @@ vec2 pair16(uint w) {
     return KDT == VKL_DT_F16 ? unpackHalf2x16(w) : vec2(uintBitsToFloat(w << 16), uintBitsToFloat(w & 0xffff0000u));
 }
 
+// V rows base + u0 .. base + u0 + VB - 1 (clamped to the round's n keys)
+// into v: this lane's column pairs of each (a macro: GLSL takes no array
+// parameter sized by specialization constants)
+#define LOAD_V(u0)                                                                                 \
+    for (uint u = 0u; u < VB; u++) {                                                               \
+        const uint vrow = vkl_kv_row(layout1, pc.B, pc.Hkv, pc.T, b, g, base + min((u0) + u, n - 1u)); \
+        const float vs = Vb_scale(VDT, vrow, DV);                                                  \
+        for (uint k = 0u; k < PPL; k++) {                                                          \
+            const uint col = 2u * (lane + k * SG);                                                 \
+            v[u * PPL + k] = col < DV ? Vb_value2(VDT, vrow, DV, col, vs) : vec2(0.0);             \
+        }                                                                                          \
+    }
+
 void main() {
     const uint tid = gl_LocalInvocationID.x, sg = gl_SubgroupID, lane = gl_SubgroupInvocationID;
     const uint c = gl_WorkGroupID.x, g = gl_WorkGroupID.y / pc.nrb, r0 = gl_WorkGroupID.y % pc.nrb * R;
@@ -93,6 +106,10 @@ void main() {
     for (uint k = 0u; k < R * 2u * PPL; k++) o[k] = 0.0;
 
     for (uint base = c0 + sg * SG; base < c1; base += NSG * SG) {
+        // the round's first VB V rows, loaded beside K: they do not wait on the scores
+        const uint n = min(SG, c1 - base);
+        vec2 v[VB * PPL];
+        LOAD_V(0u);
         // scores of key j for every row
         const uint j = base + lane;
         float s[R];
@@ -117,7 +134,6 @@ void main() {
             }
         }
         // mask, then the round's softmax per row
-        const uint n = min(SG, c1 - base);
         for (uint r = 0u; r < R; r++) {
             const uint rr = r0 + r, h = g * G + rr / pc.S, i = rr % pc.S;
             const int p = int(i) + int(pc.T) - int(pc.S), jj = int(j);
@@ -142,17 +158,9 @@ void main() {
         }
         subgroupMemoryBarrierShared();
         subgroupBarrier();
-        // V: the round's rows, VB at a time
+        // V: the round's rows, VB at a time (the first VB loaded with K, above)
         for (uint u0 = 0u; u0 < n; u0 += VB) {
-            vec2 v[VB * PPL];
-            for (uint u = 0u; u < VB; u++) {
-                const uint row = vkl_kv_row(layout1, pc.B, pc.Hkv, pc.T, b, g, base + min(u0 + u, n - 1u));
-                const float vs = Vb_scale(VDT, row, DV);
-                for (uint k = 0u; k < PPL; k++) {
-                    const uint col = 2u * (lane + k * SG);
-                    v[u * PPL + k] = col < DV ? Vb_value2(VDT, row, DV, col, vs) : vec2(0.0);
-                }
-            }
+            if (u0 > 0u) LOAD_V(u0);
             for (uint u = 0u; u < VB && u0 + u < n; u++)
                 for (uint r = 0u; r < R; r++) {
                     const float w = sP[(sg * R + r) * SG + u0 + u];
