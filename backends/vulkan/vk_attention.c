@@ -32,7 +32,12 @@
 #define DECODE_MAX_S 4  /* query rows per head that decode (split-K) rather than prefill */
 #define DECODE_MAX_R 16 /* rows one decode workgroup holds (of the Hq / Hkv * S of a KV head) */
 #define DECODE_CH 64    /* keys per block in attn_decode.comp: one per invocation */
-#define MAX_SPLITS 64   /* attn_combine.comp's MAXSPLIT */
+#define MAX_SPLITS 64   /* attn_combine.comp's and attn_decode_sg.comp's MAXSPLIT */
+/* The scratch buffer's first bytes: attn_decode_sg.comp's counters, one
+ * per (batch, KV head, row block), zero between nodes (the buffer is
+ * zeroed at prepare and each node's last workgroups set theirs back);
+ * every decode node's partials start after them. */
+#define COUNTER_BYTES 65536
 
 typedef struct attn {
     const vkl_vk_tensor *q, *k, *v, *mask, *o;
@@ -263,13 +268,14 @@ static uint32_t decode_sg_wg(const vkl_backend_device *dev, const attn *a, int64
     uint32_t nsg = 4;
     while (nsg > 1 && nsg * sg > dev->props.limits.maxComputeWorkGroupInvocations) nsg /= 2;
     if (!dev->subgroup_arith || !dev->subgroup_fixed || dev->attn_kernel == VKL_VULKAN_ATTENTION_DECODE_WG || a->f64 ||
-        a->D % 4 || a->DV % 2 || !sg || nsg * sg > dev->props.limits.maxComputeWorkGroupSize[0])
+        a->D % 4 || a->DV % 2 || !sg || nsg * sg > dev->props.limits.maxComputeWorkGroupSize[0] ||
+        a->B * a->Hkv * ((a->Hq / a->Hkv * a->S + rows - 1) / rows) > COUNTER_BYTES / 4)
         return 0;
     const size_t shared = 4 * (size_t)(rows * a->D + nsg * rows * sg + 2 * nsg * rows + nsg * rows * a->DV);
     return shared <= dev->props.limits.maxComputeSharedMemorySize ? nsg * sg : 0;
 }
 
-static vkl_status record_decode(const vkl_vk_node *nd, const attn *a, vkl_vk_dispatch *d) {
+static vkl_status record_decode(const vkl_vk_node *nd, const attn *a, vkl_vk_dispatch *d, uint32_t *count) {
     const vkl_backend_device *dev = nd->dev;
     const int64_t rows = a->Hq / a->Hkv * a->S, len = a->hi - a->lo, rb = decode_block(a), nrb = (rows + rb - 1) / rb;
     /* chunks: enough workgroups to fill the device (attn_target over the
@@ -295,8 +301,8 @@ static vkl_status record_decode(const vkl_vk_node *nd, const attn *a, vkl_vk_dis
 
     if (sg_wg) {
         d->shader = "attn_decode_sg";
-        const uint32_t spec[] = {sg_wg, (uint32_t)rb, dev->subgroup_size, (uint32_t)a->D, (uint32_t)a->DV, a->dts,
-                                 a->layout1 ? 1u : 0u};
+        const uint32_t spec[] = {sg_wg,       (uint32_t)rb,         dev->subgroup_size, (uint32_t)a->D, (uint32_t)a->DV,
+                                 a->dts,      a->layout1 ? 1u : 0u, (uint32_t)a->o->dtype};
         d->n_spec = (uint32_t)(sizeof(spec) / sizeof(spec[0]));
         memcpy(d->spec, spec, sizeof(spec));
     } else {
@@ -307,7 +313,12 @@ static vkl_status record_decode(const vkl_vk_node *nd, const attn *a, vkl_vk_dis
         memcpy(d->spec, spec, sizeof(spec));
     }
     bind_qkvm(a, d);
-    d->bind[4] = vkl_vk_scratch(0, scratch);
+    d->bind[4] = vkl_vk_scratch(COUNTER_BYTES, scratch);
+    if (sg_wg) {
+        d->bind[5] = vkl_vk_scratch(0, COUNTER_BYTES);
+        d->bind[6] = a->o->at;
+        d->n_bind = 7;
+    }
     uint32_t np = push_common(a, d->push);
     d->push[np++] = (uint32_t)a->lo;
     d->push[np++] = (uint32_t)a->hi;
@@ -319,13 +330,15 @@ static vkl_status record_decode(const vkl_vk_node *nd, const attn *a, vkl_vk_dis
     d->groups[0] = (uint32_t)n;
     d->groups[1] = (uint32_t)(a->Hkv * nrb);
     d->groups[2] = (uint32_t)a->B;
+    *count = 1;
+    if (sg_wg) return VKL_OK; /* the chunks' last workgroups merge them */
 
     vkl_vk_dispatch *c = d + 1;
     c->shader = a->f64 ? "attn_combine_f64" : "attn_combine";
     const uint32_t cspec[] = {ATTN_WG, (uint32_t)a->DV, (uint32_t)a->q->dtype, MAX_SPLITS};
     c->n_spec = (uint32_t)(sizeof(cspec) / sizeof(cspec[0]));
     memcpy(c->spec, cspec, sizeof(cspec));
-    c->bind[0] = vkl_vk_scratch(0, scratch);
+    c->bind[0] = vkl_vk_scratch(COUNTER_BYTES, scratch);
     c->bind[1] = a->o->at;
     c->n_bind = 2;
     const uint32_t cpush[] = {(uint32_t)a->Hq, (uint32_t)a->Hkv, (uint32_t)a->S, (uint32_t)rows, (uint32_t)n};
@@ -334,6 +347,7 @@ static vkl_status record_decode(const vkl_vk_node *nd, const attn *a, vkl_vk_dis
     c->groups[0] = (uint32_t)rows;
     c->groups[1] = (uint32_t)a->Hkv;
     c->groups[2] = (uint32_t)a->B;
+    *count = 2;
     return VKL_OK;
 }
 
@@ -346,8 +360,9 @@ vkl_status vkl_vk_record_attention(const vkl_vk_node *nd, vkl_vk_dispatch *out, 
     /* by the number of query rows; options.attention PREFILL / DECODE force one where it applies */
     const uint32_t kind = nd->dev->attn_kernel;
     const bool decode = kind != 1 && (kind >= 2 || a.S <= DECODE_MAX_S) && decode_fits(nd, &a);
-    st = decode ? record_decode(nd, &a, out) : record_prefill(nd, &a, out);
-    if (!st) *count = decode ? 2 : 1;
+    if (decode) return record_decode(nd, &a, out, count);
+    st = record_prefill(nd, &a, out);
+    if (!st) *count = 1;
     return st;
 }
 

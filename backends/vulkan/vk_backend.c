@@ -436,6 +436,12 @@ static vkl_status scratch_bind(vkl_backend_device *dev, vkl_backend_exec *e, pla
         }
     if (!need) return VKL_OK;
     vkl_status st = vkl_vk_buffer_alloc(dev, VKL_BUFFER_DEVICE, (size_t)need, &e->scratch);
+    /* zeroed once: attn_decode_sg.comp's counters start at 0 (vk_attention.c) */
+    VkCommandBuffer cmd;
+    if (!st && !(st = vkl_vk_once_begin(dev, &cmd))) {
+        dev->vk.vkCmdFillBuffer(cmd, e->scratch.buf, 0, VK_WHOLE_SIZE, 0);
+        st = vkl_vk_once_end(dev);
+    }
     for (uint32_t k = 0; !st && k < e->n_nodes; k++)
         for (uint32_t i = 0; i < p->count[k]; i++) {
             vkl_vk_dispatch *d = &p->d[p->first[k] + i];

@@ -10,6 +10,12 @@
 // (SG, a specialization constant the host sets to it), f32 math, even Dv
 // and D a multiple of 4 (vk_attention.c); attn_decode.comp otherwise.
 //
+// The chunks' merge is folded in: the last workgroup of each (b, g, row
+// block) to finish, known by a counter in the scratch buffer, merges all
+// chunks' partials exactly as attn_combine.comp does and writes the output,
+// then sets the counter back to 0: one dispatch and no second barrier per
+// node.
+//
 // A round is SG keys of one subgroup, lane t scoring key base + t:
 //   scores: lane t reads its K row whole (16-byte words for a 16-bit cache,
 //     all issued before any arithmetic) and dots it with the R query rows
@@ -32,11 +38,13 @@ layout(constant_id = 3) const uint D = 64;    // a multiple of 4
 layout(constant_id = 4) const uint DV = 64;   // even
 layout(constant_id = 5) const uint DTS = 0x41041u; // Q | K << 6 | V << 12 | mask << 18
 layout(constant_id = 6) const uint FLAGS = 0; // bit 0: kv_layout 1
+layout(constant_id = 7) const uint ODT = 1;   // the output's dtype (the fold writes it)
 
 const uint QDT = DTS & 63u, KDT = (DTS >> 6) & 63u, VDT = (DTS >> 12) & 63u, MDT = (DTS >> 18) & 63u;
 const uint NSG = WG / SG;                     // subgroups in the workgroup
 const uint NPAIR = DV / 2u;
 const uint PPL = (NPAIR + SG - 1u) / SG;      // column pairs per lane
+const uint MAXSPLIT = 64u;                    // chunks at most (vk_attention.c's MAX_SPLITS)
 const uint VB = 16u;                          // V rows whose loads a lane has in flight
 const bool K16 = (KDT == VKL_DT_F16 || KDT == VKL_DT_BF16) && D % 8u == 0u;
 
@@ -46,8 +54,12 @@ VKL_KV_IN(Vb, 2)
 VKL_TENSOR_IN(Mb, 3)
 // the K cache again, as 16-byte words: a 16-bit row of D % 8 == 0 elements is whole words
 layout(set = 0, binding = 1, std430) readonly buffer Kw_t { uvec4 Kw[]; };
-// per (b, g, chunk, row): m, l, o[DV]
-layout(set = 0, binding = 4, std430) writeonly buffer Part_t { float part[]; };
+// per (b, g, chunk, row): m, l, o[DV]; coherent: the last workgroup reads the others'
+layout(set = 0, binding = 4, std430) coherent buffer Part_t { float part[]; };
+// per (b, g, row block): chunks done; 0 between nodes (the last workgroup resets it)
+layout(set = 0, binding = 5, std430) coherent buffer Cnt_t { uint cnt[]; };
+layout(set = 0, binding = 6, std430) writeonly buffer Ob_t { uint Ob[]; };
+VKL_STORE_PAIR(Ob)
 
 layout(push_constant) uniform Push {
     uint B, Hq, Hkv, S, T;
@@ -64,6 +76,8 @@ shared vec4 sQ[R * D / 4u];
 shared float sP[NSG * R * SG];  // each subgroup's weights of its round
 shared float sM[NSG * R], sL[NSG * R];
 shared float sO[NSG * R * DV];
+shared bool sLast;
+shared float sW[MAXSPLIT], sLc[MAXSPLIT], sInv;
 
 // a 16-bit pair word as two floats
 vec2 pair16(uint w) {
@@ -208,4 +222,62 @@ void main() {
         // m, l: a chunk that saw nothing writes (0, 0), as attn_decode.comp
         part[pbase + r * stride + e] = e == 0u ? (seen ? M : 0.0) : acc;
     }
+    // The chunks' merge (attn_combine.comp's arithmetic, in its order), by
+    // whichever workgroup of this (b, g, row block) finishes last: each
+    // makes its partials visible, then counts itself in.
+    memoryBarrierBuffer();
+    barrier();
+    if (tid == 0u) sLast = atomicAdd(cnt[(b * pc.Hkv + g) * pc.nrb + r0 / R], 1u) == pc.nsplit - 1u;
+    barrier();
+    if (!sLast) return;
+    memoryBarrierBuffer();
+    for (uint r = 0u; r < R && r0 + r < pc.rows; r++) {
+        const uint rbase = ((b * pc.Hkv + g) * pc.nsplit * pc.rows + r0 + r) * stride, step = pc.rows * stride;
+        for (uint c = tid; c < pc.nsplit; c += WG) {
+            sW[c] = part[rbase + c * step];
+            sLc[c] = part[rbase + c * step + 1u];
+        }
+        barrier();
+        if (tid == 0u) {
+            bool any = false;
+            float M = 0.0;
+            for (uint c = 0u; c < pc.nsplit; c++) {
+                if (sLc[c] == 0.0) continue; // l = 0: the chunk saw no key
+                M = any ? max(M, sW[c]) : sW[c];
+                any = true;
+            }
+            float L = 0.0;
+            for (uint c = 0u; c < pc.nsplit; c++) {
+                const float w = sLc[c] == 0.0 ? 0.0 : vkl_exp(sW[c] - M);
+                sW[c] = w;
+                L += w * sLc[c];
+            }
+            sInv = any ? 1.0 / L : 0.0;
+        }
+        barrier();
+        const uint rr = r0 + r, h = g * G + rr / pc.S, i = rr % pc.S;
+        const uint obase = ((b * pc.Hq + h) * pc.S + i) * DV;
+        for (uint col = 2u * tid; col < DV; col += 2u * WG) {
+            float a0 = 0.0, a1 = 0.0;
+            for (uint c0 = 0u; c0 < pc.nsplit; c0 += 4u) {
+                vec2 pv[4]; // 4 chunks' columns loaded before any is added (same order of sums)
+                for (uint u = 0u; u < 4u; u++) {
+                    const uint c = c0 + u;
+                    // a chunk that saw nothing holds zeros; skip it all the same
+                    pv[u] = c < pc.nsplit && sW[c] != 0.0
+                                ? vec2(part[rbase + c * step + 2u + col], part[rbase + c * step + 3u + col])
+                                : vec2(0.0);
+                }
+                for (uint u = 0u; u < 4u && c0 + u < pc.nsplit; u++) {
+                    const float w = sW[c0 + u];
+                    if (w == 0.0) continue;
+                    a0 += w * pv[u].x;
+                    a1 += w * pv[u].y;
+                }
+            }
+            Ob_store2(ODT, obase + col, a0 * sInv, a1 * sInv, true);
+        }
+        barrier(); // sW and sInv are the next row's
+    }
+    if (tid == 0u) cnt[(b * pc.Hkv + g) * pc.nrb + r0 / R] = 0u;
 }
