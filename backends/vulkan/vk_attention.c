@@ -268,7 +268,7 @@ static uint32_t decode_sg_wg(const vkl_backend_device *dev, const attn *a, int64
     uint32_t nsg = 4;
     while (nsg > 1 && nsg * sg > dev->props.limits.maxComputeWorkGroupInvocations) nsg /= 2;
     if (!dev->subgroup_arith || !dev->subgroup_fixed || dev->attn_kernel == VKL_VULKAN_ATTENTION_DECODE_WG || a->f64 ||
-        a->D % 4 || a->DV % 2 || !sg || nsg * sg > dev->props.limits.maxComputeWorkGroupSize[0] ||
+        a->D % 4 || a->DV % 2 || !a->DV || !sg || nsg * sg > dev->props.limits.maxComputeWorkGroupSize[0] ||
         a->B * a->Hkv * ((a->Hq / a->Hkv * a->S + rows - 1) / rows) > COUNTER_BYTES / 4)
         return 0;
     const size_t shared = 4 * (size_t)(rows * a->D + nsg * rows * sg + 2 * nsg * rows + nsg * rows * a->DV);

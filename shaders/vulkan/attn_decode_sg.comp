@@ -131,7 +131,7 @@ void main() {
         if (j < c1) {
             const uint row = vkl_kv_row(layout1, pc.B, pc.Hkv, pc.T, b, g, j);
             if (K16) {
-                uvec4 kw[D / 8u];
+                uvec4 kw[(D + 7u) / 8u]; // D / 8 where read (K16); never an empty array
                 for (uint e = 0u; e < D / 8u; e++) kw[e] = Kw[row * (D / 8u) + e];
                 for (uint e = 0u; e < D / 8u; e++) {
                     const vec4 k0 = vec4(pair16(kw[e].x), pair16(kw[e].y));
