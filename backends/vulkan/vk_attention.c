@@ -32,7 +32,8 @@
 #define DECODE_MAX_S 4  /* query rows per head that decode (split-K) rather than prefill */
 #define DECODE_MAX_R 16 /* rows one decode workgroup holds (of the Hq / Hkv * S of a KV head) */
 #define DECODE_CH 64    /* keys per block in attn_decode.comp: one per invocation */
-#define MAX_SPLITS 64   /* attn_combine.comp's and attn_decode_sg.comp's MAXSPLIT */
+#define MAX_SPLITS 256  /* attn_combine.comp's and attn_decode_sg.comp's MAXSPLIT */
+#define COMBINE_WG 256  /* attn_combine.comp's invocations: Dv = 128 gives 4 chunk lanes */
 /* The scratch buffer's first bytes: attn_decode_sg.comp's counters, one
  * per (batch, KV head, row block), zero between nodes (the buffer is
  * zeroed at prepare and each node's last workgroups set theirs back);
@@ -301,8 +302,9 @@ static vkl_status record_decode(const vkl_vk_node *nd, const attn *a, vkl_vk_dis
 
     if (sg_wg) {
         d->shader = "attn_decode_sg";
-        const uint32_t spec[] = {sg_wg,       (uint32_t)rb,         dev->subgroup_size, (uint32_t)a->D, (uint32_t)a->DV,
-                                 a->dts,      a->layout1 ? 1u : 0u, (uint32_t)a->o->dtype};
+        const uint32_t spec[] = {sg_wg,  (uint32_t)rb,         dev->subgroup_size,    (uint32_t)a->D, (uint32_t)a->DV,
+                                 a->dts, a->layout1 ? 1u : 0u, (uint32_t)a->o->dtype, dev->attn_fold};
+        _Static_assert(sizeof(spec) <= sizeof(d->spec), "VKL_VK_MAX_SPEC is too small for attn_decode_sg");
         d->n_spec = (uint32_t)(sizeof(spec) / sizeof(spec[0]));
         memcpy(d->spec, spec, sizeof(spec));
     } else {
@@ -314,7 +316,7 @@ static vkl_status record_decode(const vkl_vk_node *nd, const attn *a, vkl_vk_dis
     }
     bind_qkvm(a, d);
     d->bind[4] = vkl_vk_scratch(COUNTER_BYTES, scratch);
-    if (sg_wg) {
+    if (sg_wg) { /* bound with or without the fold: the shader declares them */
         d->bind[5] = vkl_vk_scratch(0, COUNTER_BYTES);
         d->bind[6] = a->o->at;
         d->n_bind = 7;
@@ -331,11 +333,11 @@ static vkl_status record_decode(const vkl_vk_node *nd, const attn *a, vkl_vk_dis
     d->groups[1] = (uint32_t)(a->Hkv * nrb);
     d->groups[2] = (uint32_t)a->B;
     *count = 1;
-    if (sg_wg) return VKL_OK; /* the chunks' last workgroups merge them */
+    if (sg_wg && dev->attn_fold) return VKL_OK; /* the chunks' last workgroups merge them */
 
     vkl_vk_dispatch *c = d + 1;
     c->shader = a->f64 ? "attn_combine_f64" : "attn_combine";
-    const uint32_t cspec[] = {ATTN_WG, (uint32_t)a->DV, (uint32_t)a->q->dtype, MAX_SPLITS};
+    const uint32_t cspec[] = {COMBINE_WG, (uint32_t)a->DV, (uint32_t)a->q->dtype, MAX_SPLITS};
     c->n_spec = (uint32_t)(sizeof(cspec) / sizeof(cspec[0]));
     memcpy(c->spec, cspec, sizeof(cspec));
     c->bind[0] = vkl_vk_scratch(COUNTER_BYTES, scratch);
@@ -401,6 +403,7 @@ vkl_status vkl_vk_attention_tuning(vkl_backend_device *dev, const vkl_vulkan_opt
     if (keys) dev->attn_keys = keys;
     dev->attn_kernel = (uint32_t)o->attention; /* 0 auto, 1 prefill, 2 decode, 3 decode without subgroups */
     dev->attn_splits = o->attention_splits;
+    dev->attn_fold = o->attention_fold < 0 ? 1u : o->attention_fold ? 1u : 0u;
     if (o->attention_target) dev->attn_target = o->attention_target;
     return VKL_OK;
 }

@@ -58,7 +58,7 @@
 
 #define VKL_VK_MAX_BINDINGS 8         /* storage buffers per dispatch */
 #define VKL_VK_PUSH_BYTES 128         /* maxPushConstantsSize every device has */
-#define VKL_VK_MAX_SPEC 8             /* specialization constants per pipeline */
+#define VKL_VK_MAX_SPEC 12            /* specialization constants per pipeline */
 #define VKL_VK_MAX_DISPATCHES 64      /* dispatches one node may record (pieces: one per piece and row group) */
 #define VKL_VK_WAIT_NS 120000000000ull /* a fence wait longer than this is a hang */
 
@@ -234,6 +234,7 @@ struct vkl_backend_device {
      * 2: split-K decoding wherever it applies), the split count (0: from
      * the KV length and attn_target, the workgroups a decode step aims at) */
     uint32_t attn_kernel, attn_splits, attn_target;
+    uint32_t attn_fold;             /* 1: attn_decode_sg merges its chunks (options.attention_fold) */
     uint32_t attn_rows, attn_keys; /* prefill attention's largest tile: query rows, keys */
     /* prepare fuses node patterns into one dispatch (vk_fuse.c): the device
      * has VKL_FEATURE_FUSION (not disabled, no quirk) and no_fusion is off */

@@ -8,7 +8,7 @@
 #include "kv_common.glsl"
 
 layout(local_size_x_id = 0) in;
-layout(constant_id = 0) const uint WG = 64;
+layout(constant_id = 0) const uint WG = 256;
 layout(constant_id = 1) const uint DV = 64;
 layout(constant_id = 2) const uint ODT = 1;      // output dtype
 layout(constant_id = 3) const uint MAXSPLIT = 64; // chunk weights kept in shared memory
@@ -21,10 +21,17 @@ layout(push_constant) uniform Push {
     uint Hq, Hkv, S, R, nsplit;
 } pc;
 
+const uint NPAIR = (DV + 1u) / 2u;
+// Chunk lanes: with fewer column pairs than invocations, WG / NPAIR lanes
+// each sum a share of the chunks for every pair, then lane 0 adds the
+// lanes' sums in lane order.
+const uint L = NPAIR >= WG ? 1u : WG / NPAIR;
+const uint CB = 4u;                // chunks whose loads an invocation has in flight
+
 shared REAL sW[MAXSPLIT];          // each chunk's m, then its weight
 shared REAL sL[MAXSPLIT];          // each chunk's l
 shared REAL sInv;
-const uint CB = 4u;                // chunks whose loads an invocation has in flight
+shared REAL sX[L > 1u ? L * NPAIR : 1u], sY[L > 1u ? L * NPAIR : 1u];
 
 void main() {
     const uint tid = gl_LocalInvocationID.x;
@@ -47,22 +54,25 @@ void main() {
             M = any ? max(M, sW[c]) : sW[c];
             any = true;
         }
-        REAL L = REAL(0);
+        REAL L_ = REAL(0);
         for (uint c = 0u; c < pc.nsplit; c++) {
             REAL l = sL[c];
             REAL w = l == REAL(0) ? REAL(0) : vkl_exp(sW[c] - M);
             sW[c] = w;
-            L += w * l;
+            L_ += w * l;
         }
-        sInv = any ? REAL(1) / L : REAL(0);
+        sInv = any ? REAL(1) / L_ : REAL(0);
     }
     barrier();
     const uint G = pc.Hq / pc.Hkv, h = g * G + r / pc.S, i = r % pc.S;
     const uint obase = ((b * pc.Hq + h) * pc.S + i) * DV;
-    for (uint col = 2u * tid; col < DV; col += 2u * WG) {
+    const uint lane = L > 1u ? tid / NPAIR : 0u, pair = L > 1u ? tid % NPAIR : tid;
+    for (uint p = pair; p < NPAIR; p += L > 1u ? NPAIR : WG) {
+        const uint col = 2u * p;
         REAL a0 = REAL(0), a1 = REAL(0);
-        for (uint c0 = 0u; c0 < pc.nsplit; c0 += CB) {
-            // CB chunks' columns loaded before any is added (same order of sums)
+        // this lane's chunks: CB at a time, every L-th batch; their columns
+        // loaded before any is added
+        for (uint c0 = lane * CB; lane < L && c0 < pc.nsplit; c0 += L * CB) {
             REAL v[2u * CB];
             for (uint u = 0u; u < CB; u++) {
                 const uint c = c0 + u;
@@ -78,6 +88,24 @@ void main() {
                 if (col + 1u < DV) a1 += w * v[2u * u + 1u];
             }
         }
-        Ob_store2(ODT, obase + col, a0 * sInv, a1 * sInv, col + 1u < DV);
+        if (L > 1u) {
+            if (lane < L) {
+                sX[lane * NPAIR + p] = a0;
+                sY[lane * NPAIR + p] = a1;
+            }
+        } else {
+            Ob_store2(ODT, obase + col, a0 * sInv, a1 * sInv, col + 1u < DV);
+        }
+    }
+    if (L > 1u) {
+        barrier();
+        if (lane == 0u) {
+            REAL a0 = REAL(0), a1 = REAL(0);
+            for (uint l = 0u; l < L; l++) {
+                a0 += sX[l * NPAIR + pair];
+                a1 += sY[l * NPAIR + pair];
+            }
+            Ob_store2(ODT, obase + 2u * pair, a0 * sInv, a1 * sInv, 2u * pair + 1u < DV);
+        }
     }
 }

@@ -10,7 +10,7 @@
 // (SG, a specialization constant the host sets to it), f32 math, even Dv
 // and D a multiple of 4 (vk_attention.c); attn_decode.comp otherwise.
 //
-// The chunks' merge is folded in: the last workgroup of each (b, g, row
+// With FOLD, the chunks' merge is folded in: the last workgroup of each (b, g, row
 // block) to finish, known by a counter in the scratch buffer, merges all
 // chunks' partials exactly as attn_combine.comp does and writes the output,
 // then sets the counter back to 0: one dispatch and no second barrier per
@@ -39,12 +39,13 @@ layout(constant_id = 4) const uint DV = 64;   // even
 layout(constant_id = 5) const uint DTS = 0x41041u; // Q | K << 6 | V << 12 | mask << 18
 layout(constant_id = 6) const uint FLAGS = 0; // bit 0: kv_layout 1
 layout(constant_id = 7) const uint ODT = 1;   // the output's dtype (the fold writes it)
+layout(constant_id = 8) const bool FOLD = true; // merge the chunks here; else attn_combine.comp does
 
 const uint QDT = DTS & 63u, KDT = (DTS >> 6) & 63u, VDT = (DTS >> 12) & 63u, MDT = (DTS >> 18) & 63u;
 const uint NSG = WG / SG;                     // subgroups in the workgroup
 const uint NPAIR = DV / 2u;
 const uint PPL = (NPAIR + SG - 1u) / SG;      // column pairs per lane
-const uint MAXSPLIT = 64u;                    // chunks at most (vk_attention.c's MAX_SPLITS)
+const uint MAXSPLIT = 256u;                   // chunks at most (vk_attention.c's MAX_SPLITS)
 const uint VB = 16u;                          // V rows whose loads a lane has in flight
 const bool K16 = (KDT == VKL_DT_F16 || KDT == VKL_DT_BF16) && D % 8u == 0u;
 
@@ -225,6 +226,7 @@ void main() {
     // The chunks' merge (attn_combine.comp's arithmetic, in its order), by
     // whichever workgroup of this (b, g, row block) finishes last: each
     // makes its partials visible, then counts itself in.
+    if (!FOLD) return;
     memoryBarrierBuffer();
     barrier();
     if (tid == 0u) sLast = atomicAdd(cnt[(b * pc.Hkv + g) * pc.nrb + r0 / R], 1u) == pc.nsplit - 1u;
