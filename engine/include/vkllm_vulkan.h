@@ -56,7 +56,10 @@ typedef struct vkl_vulkan_external {
     /* The chain the app passed to vkCreateDevice as pNext (a
      * VkPhysicalDeviceFeatures2, possibly followed by
      * VkPhysicalDeviceVulkan12Features or
-     * VkPhysicalDeviceShaderFloat16Int8Features), or NULL when it passed
+     * VkPhysicalDeviceShaderFloat16Int8Features, and for the integer-dot
+     * matvecs VkPhysicalDeviceVulkan13Features or
+     * VkPhysicalDeviceShaderIntegerDotProductFeatures with
+     * shaderIntegerDotProduct), or NULL when it passed
      * pEnabledFeatures instead (then enabled_core_features) or none. */
     const void *enabled_features_chain;
     const VkPhysicalDeviceFeatures *enabled_core_features; /* or NULL */
