@@ -290,10 +290,12 @@ static vkl_status describe(vkl_backend_device *dev, const vkl_backend_options *o
         vkl_free(ctx, ext);
         return st;
     }
-    /* integer dot products: core in Vulkan 1.3, else the KHR extension;
-     * its structs are chained only where one of them is there */
+    /* integer dot products: core in Vulkan 1.3 (the device's and the
+     * instance's version), else the KHR extension; its structs are chained
+     * only where one of them is there */
+    const bool v13 = dev->props.apiVersion >= VK_API_VERSION_1_3 && dev->instance_version >= VK_API_VERSION_1_3;
     dev->has_dot_ext = has_extension(ext, n_ext, "VK_KHR_shader_integer_dot_product");
-    const bool dot_known = dev->has_dot_ext || dev->props.apiVersion >= VK_API_VERSION_1_3;
+    const bool dot_known = dev->has_dot_ext || v13;
     VkPhysicalDeviceShaderIntegerDotProductProperties dotp = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_PROPERTIES};
     VkPhysicalDeviceDriverProperties drv = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES,
@@ -316,8 +318,7 @@ static vkl_status describe(vkl_backend_device *dev, const vkl_backend_options *o
         app_features(dev->external, &has_f16, &has_f64, &app_dot);
         /* the app enabled the feature, and the extension where it is not core */
         has_dot = has_dot && app_dot &&
-                  (dev->props.apiVersion >= VK_API_VERSION_1_3 ||
-                   app_enabled(dev->external, "VK_KHR_shader_integer_dot_product"));
+                  (v13 || app_enabled(dev->external, "VK_KHR_shader_integer_dot_product"));
     }
     /* the shaders' two forms (OpSDotKHR, OpSUDotKHR) on packed 4 x 8 bits */
     dev->int8_dot_fast = has_dot && dotp.integerDotProduct4x8BitPackedSignedAccelerated &&
