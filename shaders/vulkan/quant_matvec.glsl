@@ -204,7 +204,9 @@ void main() {
                     isb = vkl_sdot(ib[i], 0x01010101u, VKL_DOT_4X8) + isb;
                 }
             }
-            const float sa = to_code > 0.0 ? amax * (1.0 / 127.0) : 0.0;
+            // an infinite activation makes sa infinite and the row's sum NaN, not 0 (a NaN
+            // one propagates only where max does: GLSL leaves max with NaN undefined)
+            const float sa = amax * (1.0 / 127.0);
             const float sb = sa * (1.0 / 254.0);
             for (uint r = 0u; r < NR; r++) {
                 const uvec4 wr = w[u * NR + r];
