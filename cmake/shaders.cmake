@@ -97,8 +97,15 @@ foreach(fmt e0m4 int4 int8)
       "quant_matvec_${fmt}:${fsuffix}:${fdef}"
       "quant_matvec_${fmt}:sg_${fsuffix}:VKL_SUBGROUP=1,${fdef}"
       "quant_matvec_${fmt}:f16_${fsuffix}:VKL_F16=1,${fdef}"
-      "quant_matvec_${fmt}:sg_f16_${fsuffix}:VKL_SUBGROUP=1,VKL_F16=1,${fdef}")
+      "quant_matvec_${fmt}:sg_f16_${fsuffix}:VKL_SUBGROUP=1,VKL_F16=1,${fdef}"
+      "quant_matvec_${fmt}:dot_${fsuffix}:VKL_DOT=1,${fdef}"
+      "quant_matvec_${fmt}:sg_dot_${fsuffix}:VKL_SUBGROUP=1,VKL_DOT=1,${fdef}")
   endforeach()
+  # int8 activations through integer dot products (VKL_VK_MATVEC=dot;
+  # vk_device.c's choose_matvec says when): the plain and fused builds.
+  list(APPEND VKL_SHADER_VARIANTS
+    "quant_matvec_${fmt}:dot:VKL_DOT=1"
+    "quant_matvec_${fmt}:sg_dot:VKL_SUBGROUP=1,VKL_DOT=1")
 endforeach()
 
 # Vulkan 1.1 / SPIR-V 1.3: the oldest target with subgroup operations.

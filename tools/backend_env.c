@@ -111,6 +111,8 @@ static vkl_status env_choice(vkl_context *ctx, const char *var, const env_name *
 static vkl_status env_vulkan(vkl_context *ctx, vkl_vulkan_options *o) {
     static const env_name maths[] = {
         {"default", VKL_VULKAN_MATH_DEFAULT}, {"f32", VKL_VULKAN_MATH_F32}, {"f16", VKL_VULKAN_MATH_F16}};
+    static const env_name matvecs[] = {
+        {"default", VKL_VULKAN_MATVEC_DEFAULT}, {"float", VKL_VULKAN_MATVEC_FLOAT}, {"dot", VKL_VULKAN_MATVEC_DOT}};
     static const env_name priorities[] = {{"low", VKL_VULKAN_PRIORITY_LOW},
                                           {"medium", VKL_VULKAN_PRIORITY_MEDIUM},
                                           {"high", VKL_VULKAN_PRIORITY_HIGH},
@@ -132,6 +134,9 @@ static vkl_status env_vulkan(vkl_context *ctx, vkl_vulkan_options *o) {
         o->priority = (vkl_vulkan_priority)choice;
     choice = (uint32_t)o->math;
     if (!st && !(st = env_choice(ctx, "VKL_VK_MATH", maths, N_NAMES(maths), &choice))) o->math = (vkl_vulkan_math)choice;
+    choice = (uint32_t)o->matvec;
+    if (!st && !(st = env_choice(ctx, "VKL_VK_MATVEC", matvecs, N_NAMES(matvecs), &choice)))
+        o->matvec = (vkl_vulkan_matvec)choice;
     choice = (uint32_t)o->attention;
     if (!st && !(st = env_choice(ctx, "VKL_VK_ATTN", attention, N_NAMES(attention), &choice)))
         o->attention = (vkl_vulkan_attention)choice;
@@ -150,6 +155,7 @@ static vkl_status env_vulkan(vkl_context *ctx, vkl_vulkan_options *o) {
     if (!st) st = env_uint(ctx, "VKL_VK_QMV_UNROLL", 1, 1u << 16, &o->matvec_unroll);
     if (!st) st = env_flag(ctx, "VKL_VK_E0M4_F32", &o->matvec_e0m4_f32);
     if (!st) st = env_flag(ctx, "VKL_VK_F16_CENTER", &o->matvec_f16_center);
+    if (!st) st = env_flag(ctx, "VKL_VK_DOT_RESIDUAL", &o->matvec_dot_residual);
     if (!st) st = env_uint(ctx, "VKL_VK_GEMM_MIN_ROWS", 1, UINT32_MAX, &o->gemm_min_rows);
     if (!st) st = env_uint(ctx, "VKL_VK_GEMM_TM", 1, 1u << 16, &o->gemm_tile_m);
     if (!st) st = env_uint(ctx, "VKL_VK_GEMM_TN", 1, 1u << 16, &o->gemm_tile_n);
@@ -211,5 +217,14 @@ void vkl_env_set_f16_math(vkl_env_options *e, bool f16) {
     e->vulkan.math = f16 ? VKL_VULKAN_MATH_F16 : VKL_VULKAN_MATH_F32;
 #else
     (void)e, (void)f16;
+#endif
+}
+
+void vkl_env_set_matvec_dot(vkl_env_options *e, bool dot, bool residual) {
+#ifdef VKL_HAVE_VULKAN
+    e->vulkan.matvec = dot ? VKL_VULKAN_MATVEC_DOT : VKL_VULKAN_MATVEC_FLOAT;
+    e->vulkan.matvec_dot_residual = residual;
+#else
+    (void)e, (void)dot, (void)residual;
 #endif
 }

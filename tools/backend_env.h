@@ -21,19 +21,21 @@ typedef struct vkl_env_options {
 
 /* Defaults, then the environment: VKL_VK_DISABLE (comma list: fp16,
  * int8-dot, coopmat, fusion, priority, timestamps, subgroup-ops, f64),
- * VKL_VK_VALIDATION, VKL_VK_DEVICE, VKL_VK_PRIORITY, VKL_VK_MATH,
+ * VKL_VK_VALIDATION, VKL_VK_DEVICE, VKL_VK_PRIORITY, VKL_VK_MATH, VKL_VK_MATVEC (default, float, dot),
  * VKL_VK_PIPELINE_CACHE_DIR, VKL_VK_PIPELINE_CACHE (a file), VKL_VK_NO_SUBGROUP_OPS, VKL_VK_NO_F64, the
  * matvec tuning (VKL_VK_QMV_WG, _ROWS, _STAGE, _UNROLL, VKL_VK_E0M4_F32,
- * VKL_VK_F16_CENTER), attention (VKL_VK_ATTN, _SPLITS, _TARGET) and the
+ * VKL_VK_F16_CENTER, VKL_VK_DOT_RESIDUAL), attention (VKL_VK_ATTN, _SPLITS, _TARGET) and the
  * limits' testing knobs (VKL_VK_MAX_BINDING_BYTES, VKL_VK_MEMORY_BUDGET); for the
  * cpu backend VKL_CPU_DISABLE (comma list: avx2, dotprod, i8mm) -> disable_isa. A
  * malformed value is VKL_ERR_INVALID_ARGUMENT naming the variable. */
 vkl_status vkl_env_options_read(vkl_context *ctx, vkl_env_options *out);
 
-/* Device index (-1: the best) and matvec math of the Vulkan options, for
- * vkbench's sweep over devices; nothing without Vulkan. */
+/* Device index (-1: the best), matvec math and integer-dot matvecs (dot:
+ * forced, with or without the residual term; else float) of the Vulkan
+ * options, for vkbench's sweeps; nothing without Vulkan. */
 void vkl_env_set_device(vkl_env_options *e, int index);
 void vkl_env_set_f16_math(vkl_env_options *e, bool f16);
+void vkl_env_set_matvec_dot(vkl_env_options *e, bool dot, bool residual);
 
 /* vkl_model_load with the environment's backend options added to mo's. */
 vkl_status vkl_env_model_load(vkl_context *ctx, const char *path, vkl_model_options *mo, vkl_model **out);

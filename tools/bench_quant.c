@@ -17,8 +17,14 @@
  * each (the setting is chosen at open, by the math option): "f32" (f32
  * products and sums) and, where the device has shaderFloat16, "f16" (fp16
  * products and sums within each 32-code step: the paper's setting, where
- * E0M4's bitcast decode should beat int4's int -> half conversion). Other
- * backends run their one setting, labelled f32.
+ * E0M4's bitcast decode should beat int4's int -> half conversion), and,
+ * where the device has shaderIntegerDotProduct, "dot" (the activations
+ * quantized in the workgroup to two int8 terms, code and residual, packed
+ * 4 x 8-bit integer dot products: VKL_VK_MATVEC=dot, the default there) and
+ * "dot1" (one int8 term: VKL_VK_DOT_RESIDUAL=0, half the dot products, not
+ * accurate enough for the bundled model's greedy text); the f32 and f16
+ * rows force the float matvecs. Other backends run their one setting,
+ * labelled f32.
  *
  * Columns: arithmetic, latency (ms per matrix), weight GB/s (packed weight
  * bytes over latency), the device's copy bandwidth (bytes read + written per
@@ -35,7 +41,7 @@
  * Then, per device and arithmetic setting, the device's compute peaks
  * (register-only FMA kernels in f32 and fp16, and the matrix units'
  * fp16 -> f32 products where the GEMM uses them: backend compute_peaks)
- * and the prefill table: A [gemm_rows, K] (default 512) through the same
+ * and the prefill table (not for "dot", "dot1": the GEMM is f32's): A [gemm_rows, K] (default 512) through the same
  * graph, each GEMM's TFLOP/s beside the peak of the arithmetic it runs on
  * (bench_gemm says which). */
 
@@ -352,9 +358,9 @@ static int bench_gemm(vkl_context *ctx, const vkl_backend_vtable *be, vkl_backen
 }
 
 /* Every shape and format on one open device, in one arithmetic setting
- * (math: "f32" or "f16"). *copy_bw: measured here when 0 (then kept for the
+ * (math: "f32", "f16", "dot" or "dot1"). *copy_bw: measured here when 0 (then kept for the
  * device's next setting). f32_ms: the f32 setting's latencies, written by the
- * f32 pass and read by the f16 one (0: none). */
+ * f32 pass and read by the others (0: none). */
 static int bench_device(vkl_context *ctx, const vkl_backend_vtable *be, vkl_backend_device *dev,
                         vkl_backend_device *chain_dev, const vkl_backend_caps *caps, const vkl_bench_quant_options *o, const char *math,
                         double *copy_bw_io, double f32_ms[N_SHAPES][N_FMT]) {
@@ -420,7 +426,7 @@ static int bench_device(vkl_context *ctx, const vkl_backend_vtable *be, vkl_back
             fflush(stdout);
         }
     }
-    if (o->gemm_rows && timed) failed |= bench_gemm(ctx, be, dev, caps, o, math);
+    if (o->gemm_rows && timed && strncmp(math, "dot", 3)) failed |= bench_gemm(ctx, be, dev, caps, o, math);
     return failed;
 }
 
@@ -439,7 +445,8 @@ int vkl_bench_quant(vkl_context *ctx, const vkl_bench_quant_options *o) {
         vkl_backend_options bo = env.backend; /* its vulkan options stay env's */
         bo.profile = true;
         /* Vulkan: every device in turn (an absurd index finds how many:
-         * NOT_FOUND), each with f32 then f16 matvec math where it has fp16. */
+         * NOT_FOUND), each with f32 then f16 matvec math where it has fp16,
+         * then the integer-dot matvecs where it has them. */
         vkl_env_set_device(&env, 1 << 20);
         vkl_backend_caps caps;
         const bool several = vulkan && be->probe(ctx, &bo, &caps) == VKL_ERR_NOT_FOUND;
@@ -448,11 +455,14 @@ int vkl_bench_quant(vkl_context *ctx, const vkl_bench_quant_options *o) {
             vkl_status st = be->probe(ctx, &bo, &caps);
             if (st && several && d > 0 && st == VKL_ERR_NOT_FOUND) break; /* past the last device */
             const bool f16 = !st && vulkan && (caps.features & VKL_FEATURE_FP16);
-            const char *maths[2] = {"f32", "f16"};
+            const bool dot = !st && vulkan && (caps.features & VKL_FEATURE_INT8_DOT);
+            const char *maths[4] = {"f32", "f16", "dot", "dot1"};
             double copy_bw = 0, f32_ms[N_SHAPES][N_FMT];
             memset(f32_ms, 0, sizeof(f32_ms));
-            for (int m = 0; !st && m < (f16 ? 2 : 1); m++) {
+            for (int m = 0; !st && m < 4; m++) {
+                if ((m == 1 && !f16) || (m >= 2 && !dot) || (m > 0 && !vulkan)) continue;
                 vkl_env_set_f16_math(&env, m == 1);
+                vkl_env_set_matvec_dot(&env, m >= 2, m == 2);
                 vkl_backend_device *dev = NULL, *chain_dev = NULL;
                 vkl_backend_options plain = bo;
                 plain.profile = false; /* the chain's device: no per-dispatch barriers, no timestamps */
@@ -472,6 +482,9 @@ int vkl_bench_quant(vkl_context *ctx, const vkl_bench_quant_options *o) {
             if (vulkan && !f16)
                 printf("%-8s %-28.28s f16 math not timed: the device has no shaderFloat16 (or is older than Vulkan "
                        "1.2)\n", be->name, caps.device_name);
+            if (vulkan && !dot)
+                printf("%-8s %-28.28s dot matvecs not timed: the device has no shaderIntegerDotProduct\n", be->name,
+                       caps.device_name);
             if (!several) break;
         }
     }

@@ -88,7 +88,7 @@ static vkl_status vk_open(vkl_context *ctx, const vkl_backend_options *opt, vkl_
             "vulkan: %s (%s)%s, subgroup %u%s, timestamps %s, %s matvec math, GEMM %s, priority %s",
             dev->caps.device_name, dev->caps.driver, dev->external ? ", the app's device" : "", dev->subgroup_size,
             dev->subgroup_arith ? " with arithmetic" : "", dev->timestamp_bits ? "on" : "off",
-            dev->f16_math ? "f16" : "f32", gemm, dev->priority);
+            dev->matvec_dot ? "int8-dot" : dev->f16_math ? "f16" : "f32", gemm, dev->priority);
     vkl_log(ctx, VKL_LOG_INFO, "vulkan: bindings of at most %llu bytes (%s), allocations of %llu; memory budget from %s",
             (unsigned long long)dev->bind_limit, vkl_vk_bind_limit_name(dev), (unsigned long long)dev->alloc_limit,
             dev->has_memory_budget ? "VK_EXT_memory_budget" : "the heap's size");
@@ -789,6 +789,8 @@ uint32_t vkl_vk_validation_messages(const vkl_backend_device *dev) {
 }
 
 bool vkl_vk_f16_math(const vkl_backend_device *dev) { return dev && dev->f16_math; }
+
+bool vkl_vk_matvec_dot(const vkl_backend_device *dev) { return dev && dev->matvec_dot; }
 
 void vkl_vk_exec_stats_get(const vkl_backend_exec *e, vkl_vk_exec_stats *out) {
     *out = (vkl_vk_exec_stats){e->n_dispatches, e->n_barriers, e->n_fused};

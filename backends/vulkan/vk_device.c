@@ -250,10 +250,11 @@ static bool app_enabled(const vkl_vulkan_external *x, const char *name) {
 }
 
 /* What the app enabled at vkCreateDevice: shaderFloat16 (1.2 features or
- * the float16/int8 struct) and shaderFloat64, from its pNext chain or its
+ * the float16/int8 struct), shaderIntegerDotProduct (1.3 features or the
+ * extension's struct) and shaderFloat64, from its pNext chain or its
  * pEnabledFeatures. */
-static void app_features(const vkl_vulkan_external *x, bool *f16, bool *f64) {
-    *f16 = *f64 = false;
+static void app_features(const vkl_vulkan_external *x, bool *f16, bool *f64, bool *dot) {
+    *f16 = *f64 = *dot = false;
     if (x->enabled_core_features) *f64 = x->enabled_core_features->shaderFloat64;
     for (const VkBaseInStructure *p = x->enabled_features_chain; p; p = p->pNext) {
         if (p->sType == VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2)
@@ -262,6 +263,10 @@ static void app_features(const vkl_vulkan_external *x, bool *f16, bool *f64) {
             *f16 |= ((const VkPhysicalDeviceVulkan12Features *)p)->shaderFloat16;
         else if (p->sType == VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES)
             *f16 |= ((const VkPhysicalDeviceShaderFloat16Int8Features *)p)->shaderFloat16;
+        else if (p->sType == VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES)
+            *dot |= ((const VkPhysicalDeviceVulkan13Features *)p)->shaderIntegerDotProduct;
+        else if (p->sType == VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES)
+            *dot |= ((const VkPhysicalDeviceShaderIntegerDotProductFeatures *)p)->shaderIntegerDotProduct;
     }
 }
 
@@ -276,22 +281,6 @@ static vkl_status describe(vkl_backend_device *dev, const vkl_backend_options *o
     memset(c, 0, sizeof(*c));
     dev->vki.vkGetPhysicalDeviceMemoryProperties(dev->phys, &dev->memory);
     const bool v12 = dev->props.apiVersion >= VK_API_VERSION_1_2;
-    const bool v13 = dev->props.apiVersion >= VK_API_VERSION_1_3 && dev->instance_version >= VK_API_VERSION_1_3;
-    VkPhysicalDeviceSubgroupSizeControlProperties size = {
-        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES};
-    VkPhysicalDeviceDriverProperties drv = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES,
-                                            .pNext = v13 ? &size : NULL};
-    VkPhysicalDeviceSubgroupProperties sub = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES,
-                                              .pNext = v12 ? &drv : NULL};
-    VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &sub};
-    dev->vki.vkGetPhysicalDeviceProperties2(dev->phys, &p2);
-    VkPhysicalDeviceShaderFloat16Int8Features f16 = {
-        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
-    VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = v12 ? &f16 : NULL};
-    dev->vki.vkGetPhysicalDeviceFeatures2(dev->phys, &f2);
-    bool has_f16 = v12 && f16.shaderFloat16, has_f64 = f2.features.shaderFloat64;
-    if (dev->external) app_features(dev->external, &has_f16, &has_f64);
-
     uint32_t n_ext = 0;
     vkl_status st = VKL_VKI(dev, vkEnumerateDeviceExtensionProperties, (dev->phys, NULL, &n_ext, NULL));
     VkExtensionProperties *ext = st || !n_ext ? NULL : vkl_calloc(ctx, n_ext, sizeof(*ext));
@@ -301,6 +290,41 @@ static vkl_status describe(vkl_backend_device *dev, const vkl_backend_options *o
         vkl_free(ctx, ext);
         return st;
     }
+    /* integer dot products: core in Vulkan 1.3 (the device's and the
+     * instance's version), else the KHR extension; its structs are chained
+     * only where one of them is there */
+    const bool v13 = dev->props.apiVersion >= VK_API_VERSION_1_3 && dev->instance_version >= VK_API_VERSION_1_3;
+    dev->has_dot_ext = has_extension(ext, n_ext, "VK_KHR_shader_integer_dot_product");
+    const bool dot_known = dev->has_dot_ext || v13;
+    VkPhysicalDeviceSubgroupSizeControlProperties size = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES};
+    VkPhysicalDeviceShaderIntegerDotProductProperties dotp = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_PROPERTIES, .pNext = v13 ? &size : NULL};
+    VkPhysicalDeviceDriverProperties drv = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES,
+                                            .pNext = dot_known ? &dotp : NULL};
+    VkPhysicalDeviceSubgroupProperties sub = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES,
+                                              .pNext = v12 ? (void *)&drv : dot_known ? (void *)&dotp : NULL};
+    VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &sub};
+    dev->vki.vkGetPhysicalDeviceProperties2(dev->phys, &p2);
+    VkPhysicalDeviceShaderIntegerDotProductFeatures dotf = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES};
+    VkPhysicalDeviceShaderFloat16Int8Features f16 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES, .pNext = dot_known ? &dotf : NULL};
+    VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
+                                    .pNext = v12 ? (void *)&f16 : dot_known ? (void *)&dotf : NULL};
+    dev->vki.vkGetPhysicalDeviceFeatures2(dev->phys, &f2);
+    bool has_f16 = v12 && f16.shaderFloat16, has_f64 = f2.features.shaderFloat64;
+    bool has_dot = dot_known && dotf.shaderIntegerDotProduct;
+    if (dev->external) {
+        bool app_dot;
+        app_features(dev->external, &has_f16, &has_f64, &app_dot);
+        /* the app enabled the feature, and the extension where it is not core */
+        has_dot = has_dot && app_dot &&
+                  (v13 || app_enabled(dev->external, "VK_KHR_shader_integer_dot_product"));
+    }
+    /* the shaders' two forms (OpSDotKHR, OpSUDotKHR) on packed 4 x 8 bits */
+    dev->int8_dot_fast = has_dot && dotp.integerDotProduct4x8BitPackedSignedAccelerated &&
+                         dotp.integerDotProduct4x8BitPackedMixedSignednessAccelerated;
     snprintf(c->device_name, sizeof(c->device_name), "%.127s", dev->props.deviceName);
     if (v12 && drv.driverName[0])
         snprintf(c->driver, sizeof(c->driver), "%.40s %.50s, Vulkan %u.%u.%u", drv.driverName, drv.driverInfo,
@@ -320,7 +344,8 @@ static vkl_status describe(vkl_backend_device *dev, const vkl_backend_options *o
      * refuses them as if it were missing. */
     dev->has_f64 = has_f64 && !o->no_f64;
     if (dev->has_f16) f |= VKL_FEATURE_FP16;
-    if (EXT("VK_KHR_shader_integer_dot_product")) f |= VKL_FEATURE_INT8_DOT;
+    dev->has_int8_dot = has_dot;
+    if (has_dot) f |= VKL_FEATURE_INT8_DOT;
     if (EXT("VK_KHR_cooperative_matrix") || EXT("VK_NV_cooperative_matrix")) f |= VKL_FEATURE_COOPMAT;
     vkl_vk_coopmat_probe(dev, EXT("VK_NV_cooperative_matrix"));
     /* a priority vkllm can ask for: only on its own device */
@@ -415,6 +440,36 @@ static vkl_status choose_math(vkl_backend_device *dev, const vkl_vulkan_options 
     return VKL_OK;
 }
 
+/* The decode matvecs' products, decided here and nowhere else:
+ *
+ *   integer dot (the _dot variants)  iff  VKL_FEATURE_INT8_DOT is in caps
+ *              (shaderIntegerDotProduct: Vulkan 1.3 or the KHR extension,
+ *              on an app's device enabled by the app, not masked)
+ *         and  options.matvec is DOT, or DEFAULT and the driver reports the
+ *              4 x 8-bit packed signed and mixed-signedness dot products as
+ *              accelerated (lavapipe does not: its CI runs force DOT);
+ *   float (options.math's arithmetic) otherwise; FLOAT forces it.
+ *
+ * DOT on a device without the feature fails open, saying why. The dot
+ * matvecs replace the float ones whatever options.math says; the GEMM keeps
+ * options.math. */
+static vkl_status choose_matvec(vkl_backend_device *dev, const vkl_vulkan_options *o) {
+    const bool can = (dev->caps.features & VKL_FEATURE_INT8_DOT) != 0;
+    if (o->matvec > VKL_VULKAN_MATVEC_DOT)
+        return vkl_fail(dev->ctx, VKL_ERR_INVALID_ARGUMENT, "vulkan: option matvec = %d: want DEFAULT, FLOAT or DOT",
+                        (int)o->matvec);
+    if (o->matvec == VKL_VULKAN_MATVEC_DOT && !can)
+        return vkl_fail(dev->ctx, VKL_ERR_UNSUPPORTED, "vulkan: integer-dot matvecs asked for, but %s %s",
+                        dev->caps.device_name,
+                        dev->has_int8_dot ? "has integer dot disabled by the options (VKL_FEATURE_INT8_DOT)"
+                        : dev->external   ? "was made without shaderIntegerDotProduct enabled by the app"
+                                          : "has no shaderIntegerDotProduct (Vulkan 1.3 or "
+                                            "VK_KHR_shader_integer_dot_product)");
+    dev->matvec_dot = o->matvec == VKL_VULKAN_MATVEC_DOT || (o->matvec == VKL_VULKAN_MATVEC_DEFAULT && can &&
+                                                             dev->int8_dot_fast);
+    return VKL_OK;
+}
+
 static vkl_status tuning(vkl_backend_device *dev, const vkl_vulkan_options *o) {
     /* Matvec shape: 64 invocations, 4 output rows each on a GPU: on an H100
      * with compute-only barriers, a 1B decode ran 4% faster than with 8
@@ -427,10 +482,21 @@ static vkl_status tuning(vkl_backend_device *dev, const vkl_vulkan_options *o) {
      * say what each does). */
     dev->qmv_wg = 64;
     dev->qmv_rows = dev->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ? 8 : 4;
+    /* The dot matvecs quantize each 16-byte step's activations once per
+     * workgroup (~4 instructions a value: |x| and max, scale and round,
+     * pack, the codes' sum), then spend ~1 instruction a code per row
+     * (mask, dot product): 4 rows leave the quantization half the work on
+     * a GPU, 8 a third (unmeasured on a GPU yet; docs/vulkan.md, "Integer
+     * dot products"). 8 rows still give 256 workgroups for a 2048-row
+     * projection on 132 SMs. */
+    if (dev->matvec_dot) dev->qmv_rows = 8;
     dev->qmv_stage = dev->props.deviceType != VK_PHYSICAL_DEVICE_TYPE_CPU;
     dev->qmv_unroll = 1;
     dev->qmv_e0m4_f32 = 0;
     dev->qmv_f16_center = 1; /* fp16 math: as fast as the fold on the H100, 3-7x smaller error */
+    /* two int8 terms: one alone broke the bundled model's greedy text
+     * (docs/vulkan.md, "Integer dot products") */
+    dev->qmv_dot_residual = 1;
     uint32_t max_wg = dev->props.limits.maxComputeWorkGroupSize[0];
     if (dev->props.limits.maxComputeWorkGroupInvocations < max_wg)
         max_wg = dev->props.limits.maxComputeWorkGroupInvocations;
@@ -441,6 +507,7 @@ static vkl_status tuning(vkl_backend_device *dev, const vkl_vulkan_options *o) {
     if (!st) st = option_uint(ctx, "matvec_unroll", o->matvec_unroll, 1, 4, false, &dev->qmv_unroll);
     if (!st) st = option_bool(ctx, "matvec_e0m4_f32", o->matvec_e0m4_f32, &dev->qmv_e0m4_f32);
     if (!st) st = option_bool(ctx, "matvec_f16_center", o->matvec_f16_center, &dev->qmv_f16_center);
+    if (!st) st = option_bool(ctx, "matvec_dot_residual", o->matvec_dot_residual, &dev->qmv_dot_residual);
     /* Shared memory: staged activations (9 vec4 per invocation and unrolled
      * step for 4-bit formats) and one partial sum per invocation and row. */
     const size_t shared =
@@ -540,14 +607,23 @@ static vkl_status own_device_create(vkl_backend_device *dev, const vkl_vulkan_op
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV, .pNext = &mm,
         .cooperativeMatrix = VK_TRUE};
     if (dev->gemm_coopmat) f16.pNext = &cm;
-    const char *exts[3];
+    /* The dot matvecs: shaderIntegerDotProduct (SPIR-V DotProduct and
+     * DotProductInput4x8BitPacked), with the extension where it is listed
+     * (needed below Vulkan 1.3, harmless at or above it). */
+    VkPhysicalDeviceShaderIntegerDotProductFeatures dotf = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES,
+        .pNext = dev->f16_math || dev->gemm_coopmat ? &f16 : NULL,
+        .shaderIntegerDotProduct = VK_TRUE};
+    void *chain = dev->matvec_dot ? (void *)&dotf : dev->f16_math || dev->gemm_coopmat ? (void *)&f16 : NULL;
+    const char *exts[4];
     uint32_t n_ext = 0;
     if (ask) exts[n_ext++] = ext; /* first: a refused priority drops it alone */
     if (dev->gemm_coopmat) exts[n_ext++] = "VK_NV_cooperative_matrix";
     if (dev->has_memory_budget) exts[n_ext++] = "VK_EXT_memory_budget";
+    if (dev->matvec_dot && dev->has_dot_ext) exts[n_ext++] = "VK_KHR_shader_integer_dot_product";
     VkPhysicalDeviceFeatures core = {.shaderFloat64 = dev->has_f64};
     VkDeviceCreateInfo info = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
-                               .pNext = dev->f16_math || dev->gemm_coopmat ? &f16 : NULL,
+                               .pNext = chain,
                                .queueCreateInfoCount = 1,
                                .pQueueCreateInfos = &q,
                                .enabledExtensionCount = n_ext,
@@ -591,6 +667,7 @@ vkl_status vkl_vk_device_create(vkl_context *ctx, const vkl_backend_options *opt
     vkl_vulkan_options defaults;
     const vkl_vulkan_options *o = options_of(opt, &defaults);
     vkl_status st = find_device(dev, opt, o);
+    if (!st) st = choose_matvec(dev, o); /* before tuning: the dot matvecs' rows */
     if (!st) st = tuning(dev, o);
     if (!st) st = choose_math(dev, o);
     if (!st) st = vkl_vk_limits_init(dev, o);

@@ -170,6 +170,7 @@ struct vkl_backend_device {
     bool profile;                   /* executables record per-node timestamps (options.profile) */
     bool subgroup_arith;            /* compute shaders may use subgroupAdd */
     bool has_f16;                   /* shaderFloat16, before options mask VKL_FEATURE_FP16 */
+    bool has_dot_ext;               /* VK_KHR_shader_integer_dot_product listed (enabled with matvec_dot) */
     bool has_f64;                   /* shaderFloat64 enabled: the _f64 kernel variants may run */
     bool has_khr_priority, has_ext_priority; /* VK_KHR/EXT_global_priority (own device only) */
     uint32_t subgroup_size;
@@ -199,13 +200,23 @@ struct vkl_backend_device {
      * per workgroup, activations staged through shared memory or not, K
      * steps per invocation per block, E0M4 codes built as f32 directly
      * (f32 math), 4-bit codes centered (w1 - b, q - z) before the fp16
-     * products, else the fold (f16 math; quant_matvec_e0m4.comp) */
-    uint32_t qmv_wg, qmv_rows, qmv_stage, qmv_unroll, qmv_e0m4_f32, qmv_f16_center;
+     * products, else the fold (f16 math; quant_matvec_e0m4.comp), the
+     * integer-dot matvecs' activations as two int8 terms (code and
+     * residual) rather than one (quant_matvec.glsl) */
+    uint32_t qmv_wg, qmv_rows, qmv_stage, qmv_unroll, qmv_e0m4_f32, qmv_f16_center, qmv_dot_residual;
     /* the matvecs' arithmetic: the _f16 shader variants (fp16 products and
      * sums within each 16-byte step) or f32; decided once, at open, by
      * vk_device.c's choose_math (shaderFloat16 is enabled iff true or
      * gemm_coopmat) */
     bool f16_math;
+    /* the decode matvecs' products: the _dot variants (int8 activations,
+     * packed integer dot products) or the float ones (f16_math says which);
+     * decided at open by vk_device.c's choose_matvec (shaderIntegerDotProduct
+     * is enabled iff true). has_int8_dot: the feature is usable (the
+     * device's, or the app's enabled); int8_dot_fast: the driver reports
+     * both 4 x 8-bit packed forms the shaders use (signed, mixed signedness)
+     * as accelerated. */
+    bool matvec_dot, has_int8_dot, int8_dot_fast;
     /* the quantized GEMM (prefill; vk_gemm_tuning.c, at open): QuantMatMul
      * with at least qmm_min_rows rows of A runs it. Tiled build: qmm_wx x
      * qmm_wy invocations of qmm_tm x qmm_tn outputs. Cooperative-matrix

@@ -9,7 +9,9 @@
  * so its tile loader needs no bound on K.
  * Fewer than qmm_min_rows rows of A (decode): the quant_matvec_* shaders,
  * one dispatch of (ceil(N / rows), M) workgroups, each row of A rereading
- * W. From qmm_min_rows rows (prefill), with K and group multiples of 32:
+ * W; their _dot builds (int8 activations, integer dot products) wherever
+ * vk_device.c's choose_matvec took them, plain, fused, pieced and with a
+ * short last group alike. From qmm_min_rows rows (prefill), with K and group multiples of 32:
  * the quant_gemm_* shaders, W decoded once per 64 x 64 tile of Y, on the
  * matrix units where vk_gemm_tuning.c chose the cooperative-matrix build
  * (_cm), else the tiled one (_f16 with the matvecs' fp16 math). Everything
@@ -226,25 +228,18 @@ static vkl_status record_matvec(const vkl_vk_node *nd, const qmm_shape *s, int f
     const vkl_vk_tensor *bias = nd->n_in > 2 && nd->in[2].id != VKL_NONE ? &nd->in[2] : NULL;
     const int64_t M = s->M, N = s->N, K = s->K, KQ = s->KQ;
     const uint32_t chunk = s->chunk;
-    /* [format][fuse][subgroup reduction][fp16 math]: the variant names of
-     * cmake/shaders.cmake; dev->f16_math is vk_device.c's choose_math (the one rule). */
-    static const char *const names[3][3][2][2] = {
-        {{{"quant_matvec_e0m4", "quant_matvec_e0m4_f16"}, {"quant_matvec_e0m4_sg", "quant_matvec_e0m4_sg_f16"}},
-         {{"quant_matvec_e0m4_add", "quant_matvec_e0m4_f16_add"},
-          {"quant_matvec_e0m4_sg_add", "quant_matvec_e0m4_sg_f16_add"}},
-         {{"quant_matvec_e0m4_glu", "quant_matvec_e0m4_f16_glu"},
-          {"quant_matvec_e0m4_sg_glu", "quant_matvec_e0m4_sg_f16_glu"}}},
-        {{{"quant_matvec_int4", "quant_matvec_int4_f16"}, {"quant_matvec_int4_sg", "quant_matvec_int4_sg_f16"}},
-         {{"quant_matvec_int4_add", "quant_matvec_int4_f16_add"},
-          {"quant_matvec_int4_sg_add", "quant_matvec_int4_sg_f16_add"}},
-         {{"quant_matvec_int4_glu", "quant_matvec_int4_f16_glu"},
-          {"quant_matvec_int4_sg_glu", "quant_matvec_int4_sg_f16_glu"}}},
-        {{{"quant_matvec_int8", "quant_matvec_int8_f16"}, {"quant_matvec_int8_sg", "quant_matvec_int8_sg_f16"}},
-         {{"quant_matvec_int8_add", "quant_matvec_int8_f16_add"},
-          {"quant_matvec_int8_sg_add", "quant_matvec_int8_sg_f16_add"}},
-         {{"quant_matvec_int8_glu", "quant_matvec_int8_f16_glu"},
-          {"quant_matvec_int8_sg_glu", "quant_matvec_int8_sg_f16_glu"}}}};
-    const char *shader = names[s->format][fuse][dev->subgroup_arith][dev->f16_math];
+    /* [format][fuse][subgroup reduction][f32, fp16 math, integer dot]: the
+     * variant names of cmake/shaders.cmake; dev->f16_math and
+     * dev->matvec_dot are vk_device.c's choose_math and choose_matvec. */
+#define QMV_NAMES(f, fuse)                                                                                          \
+    {{"quant_matvec_" f fuse, "quant_matvec_" f "_f16" fuse, "quant_matvec_" f "_dot" fuse},                       \
+     {"quant_matvec_" f "_sg" fuse, "quant_matvec_" f "_sg_f16" fuse, "quant_matvec_" f "_sg_dot" fuse}}
+#define QMV_FORMAT(f) {QMV_NAMES(f, ""), QMV_NAMES(f, "_add"), QMV_NAMES(f, "_glu")}
+    static const char *const names[3][3][2][3] = {QMV_FORMAT("e0m4"), QMV_FORMAT("int4"), QMV_FORMAT("int8")};
+#undef QMV_FORMAT
+#undef QMV_NAMES
+    const int math = dev->matvec_dot ? 2 : dev->f16_math ? 1 : 0;
+    const char *shader = names[s->format][fuse][dev->subgroup_arith][math];
     const uint32_t rows = dev->qmv_rows;
     const int64_t blocks = (N + rows - 1) / rows;
     const VkPhysicalDeviceLimits *lim = &dev->props.limits;
@@ -282,7 +277,8 @@ static vkl_status record_matvec(const vkl_vk_node *nd, const qmm_shape *s, int f
             d->spec[3] = dev->qmv_unroll;
             d->spec[4] = dev->qmv_e0m4_f32;   /* E0M4 f32 math only; other shaders ignore it */
             d->spec[5] = dev->qmv_f16_center; /* 4-bit f16 math only */
-            d->n_spec = 6;
+            d->spec[6] = dev->qmv_dot_residual; /* the _dot builds only */
+            d->n_spec = 7;
             d->bind[1] = p->qs;
             d->bind[2] = p->params;
             d->bind[4] = bias ? bias->at : A->at; /* any buffer: has_bias = 0 never reads it */

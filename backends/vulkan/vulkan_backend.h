@@ -30,6 +30,13 @@ uint32_t vkl_vk_validation_messages(const vkl_backend_device *dev);
  * VKL_VK_MATH=f16 (f32 is the default; VKL_VK_MATH=f32 forces it). */
 bool vkl_vk_f16_math(const vkl_backend_device *dev);
 
+/* True when the QuantMatMul matvecs of this device run the _dot shaders
+ * (int8 activations, packed integer dot products; docs/vulkan.md, "Integer
+ * dot products"). Decided at open: iff VKL_FEATURE_INT8_DOT is in caps and
+ * VKL_VK_MATVEC=dot, or it is unset (default) and the driver reports the
+ * 4 x 8-bit dot products accelerated; VKL_VK_MATVEC=float forces false. */
+bool vkl_vk_matvec_dot(const vkl_backend_device *dev);
+
 /* Which QuantMatMul GEMM (prefill) this device runs, in words, into buf:
  * "cooperative matrix (NV) 16x16x16 fp16 -> f32, ..." or "tiled f32, ...".
  * Decided at open (backends/vulkan/vk_gemm_tuning.c): the cooperative-matrix

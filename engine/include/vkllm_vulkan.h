@@ -56,7 +56,10 @@ typedef struct vkl_vulkan_external {
     /* The chain the app passed to vkCreateDevice as pNext (a
      * VkPhysicalDeviceFeatures2, possibly followed by
      * VkPhysicalDeviceVulkan12Features or
-     * VkPhysicalDeviceShaderFloat16Int8Features), or NULL when it passed
+     * VkPhysicalDeviceShaderFloat16Int8Features, and for the integer-dot
+     * matvecs VkPhysicalDeviceVulkan13Features or
+     * VkPhysicalDeviceShaderIntegerDotProductFeatures with
+     * shaderIntegerDotProduct), or NULL when it passed
      * pEnabledFeatures instead (then enabled_core_features) or none. */
     const void *enabled_features_chain;
     const VkPhysicalDeviceFeatures *enabled_core_features; /* or NULL */
@@ -88,6 +91,15 @@ typedef enum vkl_vulkan_math {
     VKL_VULKAN_MATH_F32,
     VKL_VULKAN_MATH_F16          /* needs shaderFloat16 (VKL_FEATURE_FP16); the model fails to load without */
 } vkl_vulkan_math;
+
+/* The decode matvec's products (docs/vulkan.md, "Integer dot products"). */
+typedef enum vkl_vulkan_matvec {
+    VKL_VULKAN_MATVEC_DEFAULT = 0, /* DOT where the device accelerates 4 x 8-bit dot products, else FLOAT */
+    VKL_VULKAN_MATVEC_FLOAT,       /* float activations, the math option's arithmetic */
+    VKL_VULKAN_MATVEC_DOT          /* int8 activations (per 32 or 16), packed integer dot products; needs
+                                    * shaderIntegerDotProduct (VKL_FEATURE_INT8_DOT); the model fails to load
+                                    * without */
+} vkl_vulkan_matvec;
 
 /* Which attention kernel runs. */
 typedef enum vkl_vulkan_attention {
@@ -128,6 +140,7 @@ typedef struct vkl_vulkan_options {
      * on its own, as with VKL_FEATURE_FUSION in disable_features. */
     bool no_fusion;
     vkl_vulkan_math math;
+    vkl_vulkan_matvec matvec;
     /* Tuning for a new device; 0 (init) is the backend's choice for the
      * probed device (docs/vulkan.md, "Tuning"). */
     uint32_t matvec_workgroup;     /* invocations per matvec workgroup, a power of two >= 32 */
@@ -136,6 +149,7 @@ typedef struct vkl_vulkan_options {
     uint32_t matvec_unroll;        /* K steps per invocation, 1..4 */
     int matvec_e0m4_f32;           /* -1 (init): by device; 1: E0M4 codes built as f32 (f32 math) */
     int matvec_f16_center;         /* -1 (init): by device; 1: 4-bit codes centered before fp16 products */
+    int matvec_dot_residual;       /* -1 (init): by device; 1: the dot matvecs' activations as two int8 terms */
     uint32_t gemm_min_rows;        /* rows of A from which QuantMatMul runs the GEMM, not the matvec */
     uint32_t gemm_tile_m;          /* tiled GEMM: outputs per invocation along M, 1..16 */
     uint32_t gemm_tile_n;          /* and along N, 1..16 */

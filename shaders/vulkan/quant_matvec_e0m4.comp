@@ -8,7 +8,25 @@
 #define QV_CHUNK 32u
 #include "quant_common.glsl"
 
-#ifndef VKL_F16
+#if defined(VKL_DOT)
+// int8 activations (quant_matvec.glsl, "Integer dot products"): E0M4 is an
+// int4 asymmetric format in disguise. b = 2^n (1 + z/16), z its top four
+// fraction bits (the quantizer zeroes the rest, and loading rejects a b
+// that is not such a code of [2, 4) or [4, 8): engine/quant/e0m4.c), and
+// w1 = 2^n (1 + q/16), so w0 = (w1 - b) d = d 2^(n-4) (q - z) exactly:
+//   sum_k ia_k w0_k = d 2^(n-4) (sum_k ia_k q_k - z sum_k ia_k),
+// the integer part qv_dot_int, the scale d 2^(n-4) qv_dot_scale;
+// integers up to 32 * 127 * 15 each side, exact in int32 and in f32.
+vec4 qv_dot_bytes(vec4 x[8], uint i) { return vkl_nibble_order(x, i); }
+
+int qv_dot_int(uvec4 w, uint ia[8], int isum, uint p) {
+    return vkl_dot_nibbles(w, ia) - int(bitfieldExtract(p, 22, 4)) * isum;
+}
+
+float qv_dot_scale(uint p) {
+    return vkl_half_exact(p & 0xFFFFu) * (unpackHalf2x16((p >> 16) & 0xFC00u).x * 0.0625);  // d 2^n / 16
+}
+#elif !defined(VKL_F16)
 // A measured alternative, off by default (VKL_VK_E0M4_F32=1): build each
 // code directly as the f32 with the same value, uintBitsToFloat(EXP32 |
 // q << 19) -- the E0M4 idea in an f32 container: one shift and one AND/OR

@@ -8,7 +8,17 @@
 #define QV_CHUNK 32u
 #include "quant_common.glsl"
 
-#ifndef VKL_F16
+#if defined(VKL_DOT)
+// int8 activations (quant_matvec.glsl, "Integer dot products"):
+//   sum_k ia_k (q_k - z) = sum_k ia_k q_k - z sum_k ia_k, exact in int32.
+vec4 qv_dot_bytes(vec4 x[8], uint i) { return vkl_nibble_order(x, i); }
+
+int qv_dot_int(uvec4 w, uint ia[8], int isum, uint p) {
+    return vkl_dot_nibbles(w, ia) - int(unpackHalf2x16(p >> 16).x) * isum;  // z: an integer 0..15
+}
+
+float qv_dot_scale(uint p) { return vkl_half_exact(p & 0xFFFFu); }
+#elif !defined(VKL_F16)
 float qv_chunk(uvec4 w, vec4 x[8], float sum_x, uint p) {
     float s0 = 0.0, s1 = 0.0;
     for (uint t = 0u; t < 4u; t++) {

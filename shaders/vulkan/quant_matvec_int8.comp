@@ -7,7 +7,20 @@
 #define QV_CHUNK 16u
 #include "quant_common.glsl"
 
-#ifndef VKL_F16
+#if defined(VKL_DOT)
+// int8 activations (quant_matvec.glsl, "Integer dot products"): word t's
+// bytes are elements 4t..4t+3 in order, signed, against the activations'
+// word t: OpSDotKHR, exact in int32 (16 * 128 * 127).
+vec4 qv_dot_bytes(vec4 x[4], uint i) { return x[i]; }
+
+int qv_dot_int(uvec4 w, uint ia[4], int isum, uint p) {
+    int s = 0;
+    for (uint t = 0u; t < 4u; t++) s = vkl_sdot(ia[t], w[t], VKL_DOT_4X8) + s;
+    return s;
+}
+
+float qv_dot_scale(uint p) { return uintBitsToFloat(p); }
+#elif !defined(VKL_F16)
 float qv_chunk(uvec4 w, vec4 x[4], float sum_x, uint p) {
     float s = 0.0;
     for (uint t = 0u; t < 4u; t++) {

@@ -7,7 +7,12 @@
  *      the nodes counted as fused) agrees with ref within the quantized
  *      matvec's bound (relative L2 1e-5; 1e-4 with at most 10 outputs, as
  *      in test_vk_quant), outputs poisoned with NaN first, and the same
- *      graph with VKL_VK_NO_FUSE=1 records every node on its own;
+ *      graph with VKL_VK_NO_FUSE=1 records every node on its own; all of
+ *      it with the float matvecs (VKL_VK_MATVEC=float) and, where the
+ *      device has integer dot products, once more with the integer-dot
+ *      ones (VKL_VK_MATVEC=dot): within their bound against ref (relative
+ *      L2 3e-2, test_vk_quant's DOT_L2_BOUND) and the fused outputs equal
+ *      to the unfused ones bit for bit (the same sums, the same store);
  *  (c) an Add whose output the layout puts over A's memory (the planner
  *      may: A is dead after the QuantMatMul), where one dispatch would read
  *      A while writing it: fused with the output moved to memory of its
@@ -231,7 +236,7 @@ static double rel_l2(const float *got, const float *want, size_t n) {
 /* One pattern, format and shape: ref, then Vulkan fused and not (or, for
  * the cases that must not fuse, only as it comes). */
 static void test_pattern(vkl_context *ctx, rng *r, pattern p, const fmt *f, int64_t M, int64_t K, int64_t N,
-                         bool output_over_a) {
+                         bool output_over_a, bool dot) {
     vkl_graph *g = pattern_graph(ctx, r, p, f, M, K, N);
     if (!g) return;
     vkl_host_tensor ins[2] = {{0}, {0}};
@@ -256,13 +261,15 @@ static void test_pattern(vkl_context *ctx, rng *r, pattern p, const fmt *f, int6
         under = g->inputs[0];
     }
     const uint32_t expect_fused = must_not ? 0 : p == P_GLU ? 3 : 2;
+    setenv("VKL_VK_MATVEC", dot ? "dot" : "float", 1);
+    float *fused[2] = {NULL, NULL};
     for (int off = 0; off < (must_not ? 1 : 2); off++) {
         setenv("VKL_VK_NO_FUSE", off ? "1" : "0", 1); /* whatever the environment said */
         float *outs[2] = {NULL, NULL};
         vkl_vk_exec_stats stats = {0, 0, 0};
         if (want[0].data && run_vulkan(ctx, g, ins, over, under, outs, &stats)) {
             const size_t n = (size_t)(M * N);
-            const double bound = n <= 10 ? 1e-4 : 1e-5;
+            const double bound = dot ? 3e-2 : n <= 10 ? 1e-4 : 1e-5;
             double worst = 0;
             for (uint32_t o = 0; o < g->n_outputs; o++) {
                 const double e = rel_l2(outs[o], want[o].data, n);
@@ -274,14 +281,23 @@ static void test_pattern(vkl_context *ctx, rng *r, pattern p, const fmt *f, int6
                    pattern_names[p], f->name, (long long)M, (long long)K, (long long)N,
                    output_over_a ? ", output over A" : "", off ? ", VKL_VK_NO_FUSE=1" : "", worst, bound,
                    stats.fused, want_fused);
-            printf("  %-30s %-4s M=%lld K=%4lld N=%3lld%-16s%-18s rel L2 %.2e, %u dispatches, %u nodes fused\n",
+            printf("  %-30s %-4s M=%lld K=%4lld N=%3lld%-16s%-18s%s rel L2 %.2e, %u dispatches, %u nodes fused\n",
                    pattern_names[p], f->name, (long long)M, (long long)K, (long long)N,
-                   output_over_a ? " (out over A)" : "", off ? " VKL_VK_NO_FUSE=1" : "", worst, stats.dispatches,
-                   stats.fused);
+                   output_over_a ? " (out over A)" : "", off ? " VKL_VK_NO_FUSE=1" : "", dot ? " dot" : "", worst,
+                   stats.dispatches, stats.fused);
+            for (uint32_t o = 0; dot && off && fused[0] && o < g->n_outputs; o++)
+                CHECKF(!memcmp(outs[o], fused[o], n * sizeof(float)),
+                       "%s %s M=%lld K=%lld N=%lld, integer-dot matvecs: output %u fused differs from unfused",
+                       pattern_names[p], f->name, (long long)M, (long long)K, (long long)N, o);
         }
-        for (uint32_t o = 0; o < 2; o++) free(outs[o]);
+        for (uint32_t o = 0; o < 2; o++) {
+            if (!off) fused[o] = outs[o];
+            else free(outs[o]);
+        }
     }
+    for (uint32_t o = 0; o < 2; o++) free(fused[o]);
     unsetenv("VKL_VK_NO_FUSE");
+    unsetenv("VKL_VK_MATVEC");
     for (uint32_t o = 0; o < 2; o++) vkl_free(ctx, want[o].data);
     for (uint32_t i = 0; i < 2; i++) free(ins[i].data);
     vkl_graph_destroy(g);
@@ -360,15 +376,19 @@ int main(int argc, char **argv) {
         /* K a multiple of the formats' 16-byte steps (32 codes), N not a
          * multiple of the rows per workgroup (4 or 8), M = 1 (decode) and 3 */
         static const int64_t shapes[][3] = {{1, 64, 5}, {1, 256, 130}, {3, 96, 33}};
-        for (size_t fi = 0; fi < VKL_ARRAY_LEN(formats); fi++)
-            for (size_t si = 0; si < VKL_ARRAY_LEN(shapes); si++)
-                for (int p = P_ADD; p <= P_GLU; p++)
-                    test_pattern(ctx, &r, (pattern)p, &formats[fi], shapes[si][0], shapes[si][1], shapes[si][2],
-                                 false);
-        test_pattern(ctx, &r, P_TWO_USES, &formats[0], 1, 128, 37, false);
-        test_pattern(ctx, &r, P_ADD, &formats[1], 1, 96, 96, true);
-        test_pattern(ctx, &r, P_ADD_READ, &formats[1], 1, 96, 96, true);
-        test_pattern(ctx, &r, P_ADD_READ, &formats[0], 3, 64, 64, true);
+        const bool has_dot = (caps.features & VKL_FEATURE_INT8_DOT) != 0;
+        if (!has_dot) printf("integer-dot matvecs: skipped (no shaderIntegerDotProduct)\n");
+        for (int dot = 0; dot <= has_dot; dot++) {
+            for (size_t fi = 0; fi < VKL_ARRAY_LEN(formats); fi++)
+                for (size_t si = 0; si < VKL_ARRAY_LEN(shapes); si++)
+                    for (int p = P_ADD; p <= P_GLU; p++)
+                        test_pattern(ctx, &r, (pattern)p, &formats[fi], shapes[si][0], shapes[si][1], shapes[si][2],
+                                     false, dot);
+            test_pattern(ctx, &r, P_TWO_USES, &formats[0], 1, 128, 37, false, dot);
+            test_pattern(ctx, &r, P_ADD, &formats[1], 1, 96, 96, true, dot);
+            test_pattern(ctx, &r, P_ADD_READ, &formats[1], 1, 96, 96, true, dot);
+            test_pattern(ctx, &r, P_ADD_READ, &formats[0], 3, 64, 64, true, dot);
+        }
         test_decode_counts(ctx, argv[1]);
     }
     CHECKF(validation_messages == 0, "%d validation messages", validation_messages);
