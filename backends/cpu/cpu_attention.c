@@ -35,6 +35,14 @@ static float softmax_exp(float *x, size_t n, float max) {
     return sum;
 }
 
+/* The additive mask's value at element mt: 0 or -inf for a bool mask, 0
+ * without one. */
+static inline float mask_at(const vkl_ref_tensor *mask, int64_t mt) {
+    if (!mask) return 0.0f;
+    if (mask->dtype == VKL_DTYPE_BOOL) return ((const uint8_t *)mask->data)[mt] ? 0.0f : -INFINITY;
+    return ((const float *)mask->data)[mt];
+}
+
 /* Row `row` in f32: scores of the visible keys (mask added; -inf skips a
  * key), softmax with the max subtracted, the weighted sum of V's rows, or
  * zeros when no key is visible. The keys' rows lie a fixed stride apart, so
@@ -53,7 +61,12 @@ static void f32_row(const attn_job *j, int64_t row, float *scores, float *acc) {
         m0 = vkl_ref_broadcast_offset(mask, idx, 4);
         mstep = mask->dims[mask->rank - 1] == 1 ? 0 : 1;
     }
-    const size_t n = at.hi > at.lo ? (size_t)(at.hi - at.lo) : 0;
+    size_t n = at.hi > at.lo ? (size_t)(at.hi - at.lo) : 0;
+    /* A mask's trailing -inf keys (a causal mask's future, half of a prompt's
+     * keys) are dropped before the products: their weights are 0 either way,
+     * and the softmax pads its last round with -inf, so the visible keys'
+     * sums are what they were. */
+    while (n && mask_at(mask, m0 + (at.lo + (int64_t)n - 1) * mstep) == -INFINITY) n--;
     const int64_t k0 = vkl_ref_attn_kv_offset(s, at.b, at.g, at.lo, s->D);
     const int64_t v0 = vkl_ref_attn_kv_offset(s, at.b, at.g, at.lo, s->Dv);
     const size_t kstride = (size_t)(vkl_ref_attn_kv_offset(s, at.b, at.g, at.lo + 1, s->D) - k0);
@@ -62,10 +75,7 @@ static void f32_row(const attn_job *j, int64_t row, float *scores, float *acc) {
     float max = -INFINITY;
     bool any = false;
     for (size_t t = 0; t < n; t++) {
-        float m = 0;
-        const int64_t mt = m0 + (at.lo + (int64_t)t) * mstep;
-        if (mask && mask->dtype == VKL_DTYPE_BOOL) m = ((const uint8_t *)mask->data)[mt] ? 0 : -INFINITY;
-        else if (mask) m = ((const float *)mask->data)[mt];
+        const float m = mask_at(mask, m0 + (at.lo + (int64_t)t) * mstep);
         const float sc = m != -INFINITY ? (float)s->sc * scores[t] + m : m;
         scores[t] = sc;
         any = any || sc != -INFINITY;
