@@ -34,12 +34,16 @@ typedef struct vkl_cpu_act {
 
 /* VKL_CPU_GEMM_MR activation rows laid out so the GEMM tile streams them:
  * per 32-element tile of K, codes 0..15 of every row in row order, then codes
- * 16..31 of every row (32 * VKL_CPU_GEMM_MR bytes a tile); per group g, the
- * rows' scales d[g * MR + r] and code sums s[g * MR + r]. */
+ * 16..31 of every row (32 * VKL_CPU_GEMM_MR bytes a tile); per group g and
+ * row r, the row's scale and its code sum, the sum as the float the f32 step
+ * converts it to, each VKL_CPU_HP times: d[(g * MR + r) * VKL_CPU_HP + i],
+ * i < VKL_CPU_HP. Two rows' values are then one 8-float vector against a
+ * block's 4 weight rows, read as it is (built in the tile, a conversion, a
+ * broadcast and an insert a row were a tenth of its instructions). */
 typedef struct vkl_cpu_panel {
     const int8_t *q;
     const float *d;
-    const int32_t *s;
+    const float *s;
 } vkl_cpu_panel;
 
 typedef struct vkl_cpu_dot {

@@ -168,19 +168,22 @@ static void test_tile(const vkl_cpu_dot *d, const char *what) {
     enum { MR = VKL_CPU_GEMM_MR };
     static uint8_t q4[Q4_BYTES];
     static int8_t q8[Q8_BYTES], a4[A_BYTES], a8[A_BYTES], panel[MAX_GROUPS * MAX_CHUNKS * VKL_CPU_LP * MR];
-    float rec[MAX_GROUPS * 2 * VKL_CPU_HP], pd[MAX_GROUPS * MR];
-    int32_t ps[MAX_GROUPS * MR];
+    float rec[MAX_GROUPS * 2 * VKL_CPU_HP], pd[MAX_GROUPS * MR * VKL_CPU_HP], ps[MAX_GROUPS * MR * VKL_CPU_HP];
     int cases = 0;
     for (int kind = 0; kind < N_FILLS; kind++) {
         fill(kind, q4, q8, a4, a8);
         for (int i = 0; i < MAX_GROUPS * 2 * VKL_CPU_HP; i++) rec[i] = (float)(next() % 1000) / 997.0f;
+        /* each row's group scale and code sum, 4 copies (the panel's layout) */
         for (int i = 0; i < MAX_GROUPS * MR; i++) {
-            pd[i] = (float)(next() % 1000) / 1013.0f;
-            ps[i] = (int32_t)(next() % 20001) - 10000;
+            const float di = (float)(next() % 1000) / 1013.0f, si = (float)((int32_t)(next() % 20001) - 10000);
+            for (int c = 0; c < VKL_CPU_HP; c++) {
+                pd[i * VKL_CPU_HP + c] = di;
+                ps[i * VKL_CPU_HP + c] = si;
+            }
         }
         for (uint32_t chunks = 1; chunks <= MAX_CHUNKS; chunks++, cases++) {
             const uint32_t tiles = chunks * MAX_GROUPS;
-            /* row r is a4 + 32 r; its group g scale and sum at [g * MR + r] */
+            /* row r is a4 + 32 r; its group g scale and sum at [(g * MR + r) * 4] */
             for (uint32_t t = 0; t < tiles; t++)
                 for (int half = 0; half < 2; half++)
                     for (int r = 0; r < MR; r++)
@@ -193,8 +196,8 @@ static void test_tile(const vkl_cpu_dot *d, const char *what) {
                 float rd[MAX_GROUPS];
                 int32_t rs[MAX_GROUPS];
                 for (int g = 0; g < MAX_GROUPS; g++) {
-                    rd[g] = pd[g * MR + r];
-                    rs[g] = ps[g * MR + r];
+                    rd[g] = pd[(g * MR + r) * VKL_CPU_HP];
+                    rs[g] = (int32_t)ps[(g * MR + r) * VKL_CPU_HP];
                 }
                 const vkl_cpu_act act = {a4 + 32 * r, rd, rs};
                 vkl_cpu_dot_portable.q4(q4, rec, &act, 1, chunks, MAX_GROUPS, y + VKL_CPU_HP * r);

@@ -50,19 +50,18 @@ static inline __attribute__((always_inline)) void sums(const uint8_t *w, const i
 
 /* The group's f32 step (cpu_dot.h) for two panel rows at once, row r in
  * the low lane and r + 1 in the high one: the same multiplies and
- * subtractions per element as the portable code, none fused. */
+ * subtractions per element as the portable code, none fused. d8 / s8: the
+ * two rows' scales and code sums, 4 copies each (the panel's layout). */
 static inline __attribute__((always_inline)) void apply2(__m256i s01a, __m256i s23a, __m256i s01b, __m256i s23b,
-                                                         const float *rec, float da, float db, int32_t sa, int32_t sb,
+                                                         const float *rec, const float *d8, const float *s8,
                                                          float *acc) {
     /* [a0 a0 a2 a2 | a1 a1 a3 a3], the same for b, then [a0 a2 b0 b2 | a1 a3 b1 b3]: put in row order */
     const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(s01a, s23a), _mm256_hadd_epi32(s01b, s23b));
     const __m256i isum = _mm256_permutevar8x32_epi32(h, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
     const __m256 zero = _mm256_broadcast_ps((const __m128 *)(const void *)(rec + VKL_CPU_HP));
     const __m256 scale = _mm256_broadcast_ps((const __m128 *)(const void *)rec);
-    const __m256 s = _mm256_setr_m128(_mm_set1_ps((float)sa), _mm_set1_ps((float)sb));
-    const __m256 d = _mm256_setr_m128(_mm_set1_ps(da), _mm_set1_ps(db));
-    const __m256 t = _mm256_sub_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(zero, s));
-    const __m256 u = _mm256_mul_ps(scale, d);
+    const __m256 t = _mm256_sub_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(zero, _mm256_loadu_ps(s8)));
+    const __m256 u = _mm256_mul_ps(scale, _mm256_loadu_ps(d8));
     _mm256_storeu_ps(acc, _mm256_add_ps(_mm256_loadu_ps(acc), _mm256_mul_ps(u, t)));
 }
 
@@ -80,11 +79,11 @@ static inline __attribute__((always_inline)) void tile(const uint8_t *w, const f
             w += (size_t)n * VKL_CPU_HP * 16;
             a += (size_t)n * VKL_CPU_LP * MR;
         }
-        const float *d = p->d + (size_t)g * MR;
-        const int32_t *s = p->s + (size_t)g * MR;
+        const float *d = p->d + (size_t)g * MR * VKL_CPU_HP, *s = p->s + (size_t)g * MR * VKL_CPU_HP;
         _Pragma("GCC unroll 4")
         for (int r = 0; r < MR; r += 2)
-            apply2(s01[r], s23[r], s01[r + 1], s23[r + 1], rec, d[r], d[r + 1], s[r], s[r + 1], acc + VKL_CPU_HP * r);
+            apply2(s01[r], s23[r], s01[r + 1], s23[r + 1], rec, d + VKL_CPU_HP * r, s + VKL_CPU_HP * r,
+                   acc + VKL_CPU_HP * r);
     }
 }
 
