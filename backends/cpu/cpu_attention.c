@@ -8,6 +8,7 @@
  *  - an int8 / fp8 cache: ref's kernel on one thread, since a row that fails
  *    to decode reports on the context, which is one thread's.
  * Which keys a row sees, and where their rows are, come from attention.h. */
+#include <float.h>
 #include <math.h>
 
 #include "../ref/attention.h"
@@ -62,11 +63,18 @@ static void f32_row(const attn_job *j, int64_t row, float *scores, float *acc) {
         mstep = mask->dims[mask->rank - 1] == 1 ? 0 : 1;
     }
     size_t n = at.hi > at.lo ? (size_t)(at.hi - at.lo) : 0;
-    /* A mask's trailing -inf keys (a causal mask's future, half of a prompt's
-     * keys) are dropped before the products: their weights are 0 either way,
-     * and the softmax pads its last round with -inf, so the visible keys'
-     * sums are what they were. */
-    while (n && mask_at(mask, m0 + (at.lo + (int64_t)n - 1) * mstep) == -INFINITY) n--;
+    /* A mask's trailing fully masked keys (a causal mask's future: half of a
+     * prompt's keys) are dropped before the products, when a key with a real
+     * mask value (>= -1e30) precedes them. Masked means -inf or the lowest
+     * float (exporters mask with torch.finfo(float32).min): the key's score
+     * is then at most -3.4e38 + scale * q.k against a max of at least
+     * -1e30 + scale * q.k', so its weight is 0 either way unless the products
+     * themselves reach ~1e38 (or a masked key's row holds NaN, which ref would
+     * carry into the output). The softmax pads its last round with -inf, so
+     * the kept keys' sums are what they were. */
+    size_t kept = n;
+    while (kept && mask_at(mask, m0 + (at.lo + (int64_t)kept - 1) * mstep) <= -FLT_MAX) kept--;
+    if (kept && mask_at(mask, m0 + (at.lo + (int64_t)kept - 1) * mstep) >= -1e30f) n = kept;
     const int64_t k0 = vkl_ref_attn_kv_offset(s, at.b, at.g, at.lo, s->D);
     const int64_t v0 = vkl_ref_attn_kv_offset(s, at.b, at.g, at.lo, s->Dv);
     const size_t kstride = (size_t)(vkl_ref_attn_kv_offset(s, at.b, at.g, at.lo + 1, s->D) - k0);
