@@ -56,9 +56,12 @@ static void q8(const int8_t *w, const float *rec, const vkl_cpu_act *act, uint32
 /* The panel's rows one after the other, each read from its place in the
  * panel layout (cpu_dot.h). */
 static void q4_tile(const uint8_t *w, const float *rec, const vkl_cpu_panel *p, uint32_t chunks, uint32_t groups,
-                    float *acc) {
+                    bool first, float *y, size_t ldy) {
     const uint32_t mr = VKL_CPU_GEMM_MR;
     for (uint32_t r = 0; r < mr; r++) {
+        float *acc = y + r * ldy;
+        if (first)
+            for (int i = 0; i < VKL_CPU_HP; i++) acc[i] = 0.0f;
         const uint8_t *wr = w;
         const int8_t *x = p->q;
         const float *rc = rec;
@@ -71,7 +74,7 @@ static void q4_tile(const uint8_t *w, const float *rec, const vkl_cpu_panel *p, 
                         s[i] += (b & 15) * x[16 * r + j] + (b >> 4) * x[16 * (mr + r) + j];
                     }
             const size_t at = ((size_t)g * mr + r) * VKL_CPU_HP;
-            apply(s, rc, rc + VKL_CPU_HP, p->d[at], p->s[at], acc + VKL_CPU_HP * r);
+            apply(s, rc, rc + VKL_CPU_HP, p->d[at], p->s[at], acc);
         }
     }
 }

@@ -101,21 +101,6 @@ static inline void store(const gemm_job *j, int64_t m, int64_t n0, const float *
         j->Y[m * N + n0 + i] = acc[i] + (j->bias ? j->bias[n0 + i] : 0.0f);
 }
 
-/* Between K slices a tile's sums wait in Y, bias not yet added (an f32
- * round trip: exact). */
-static inline void keep(const gemm_job *j, int64_t m, int64_t n0, const float *acc) {
-    const int64_t N = j->w->N;
-    for (int64_t i = 0; i < VKL_CPU_HP && n0 + i < N; i++) j->Y[m * N + n0 + i] = acc[i];
-}
-
-/* A tile's starting sums: 0 for the first K slice, else what keep() left.
- * Element by element, not `= {0}`: gcc made that a `rep stos`, 15% of the
- * GEMM's time outside the tile. */
-static inline void resume(const gemm_job *j, bool first, int64_t m, int64_t n0, float *acc) {
-    const int64_t N = j->w->N;
-    for (int64_t i = 0; i < VKL_CPU_HP; i++) acc[i] = !first && n0 + i < N ? j->Y[m * N + n0 + i] : 0.0f;
-}
-
 /* One block of 4 weight rows against every row of X, VKL_CPU_MR rows of X a
  * call: the block's tiles stay in cache while the rows of X stream past,
  * and each tile is unpacked once for MR rows (the GEMM's blocking). */
@@ -161,8 +146,11 @@ static void float_block(const gemm_job *j, int64_t b) {
 
 /* The GEMM's register tile over a task's blocks b0..b1-1, panel after panel
  * (the blocks stay in L2 while the panels pass), one K slice at a time
- * (PANEL_SLICE_BYTES; each group's f32 step still runs in group order), then
- * the rows after the last full panel with the row kernel. */
+ * (PANEL_SLICE_BYTES; each group's f32 step still runs in group order), its
+ * sums written into Y's rows (between K slices they wait there: an f32
+ * round trip, exact), then the bias added, and the rows after the last full
+ * panel with the row kernel. A block past N's end (N % 4 rows) runs into a
+ * 4-column buffer and copies its rows out. */
 static void tile_blocks(const gemm_job *j, int64_t b0, int64_t b1) {
     const vkl_cpu_weight *w = j->w;
     const int64_t K = w->lay.cols, ng = K / w->lay.group, mr = VKL_CPU_GEMM_MR; /* Kq: whole groups */
@@ -180,16 +168,26 @@ static void tile_blocks(const gemm_job *j, int64_t b0, int64_t b1) {
             x.d += g0 * mr * VKL_CPU_HP;
             x.s += g0 * mr * VKL_CPU_HP;
             for (int64_t b = b0; b < b1; b++) {
-                float acc[VKL_CPU_GEMM_MR * VKL_CPU_HP];
-                for (int64_t r = 0; r < mr; r++) resume(j, g0 == 0, p * mr + r, b * VKL_CPU_HP, acc + VKL_CPU_HP * r);
-                j->dot->q4_tile(w->data + ((size_t)b * (size_t)(K / VKL_CPU_LP) + skip) * tile,
-                                params + (size_t)(b * ng + g0) * 8, &x, chunks, (uint32_t)gn, acc);
+                const uint8_t *wb = w->data + ((size_t)b * (size_t)(K / VKL_CPU_LP) + skip) * tile;
+                const float *rec = params + (size_t)(b * ng + g0) * 8;
+                float *y = j->Y + (size_t)(p * mr * w->N + b * VKL_CPU_HP);
+                if ((b + 1) * VKL_CPU_HP <= w->N) {
+                    j->dot->q4_tile(wb, rec, &x, chunks, (uint32_t)gn, g0 == 0, y, (size_t)w->N);
+                    continue;
+                }
+                const int64_t cols = w->N - b * VKL_CPU_HP;
+                float part[VKL_CPU_GEMM_MR * VKL_CPU_HP] = {0};
                 for (int64_t r = 0; r < mr; r++)
-                    if (g0 + gn == ng) store(j, p * mr + r, b * VKL_CPU_HP, acc + VKL_CPU_HP * r);
-                    else keep(j, p * mr + r, b * VKL_CPU_HP, acc + VKL_CPU_HP * r);
+                    for (int64_t i = 0; i < cols; i++) part[r * VKL_CPU_HP + i] = y[r * w->N + i];
+                j->dot->q4_tile(wb, rec, &x, chunks, (uint32_t)gn, g0 == 0, part, VKL_CPU_HP);
+                for (int64_t r = 0; r < mr; r++)
+                    for (int64_t i = 0; i < cols; i++) y[r * w->N + i] = part[r * VKL_CPU_HP + i];
             }
         }
     }
+    if (j->bias)
+        for (int64_t m = 0; m < j->panels * mr; m++)
+            for (int64_t n = b0 * VKL_CPU_HP; n < b1 * VKL_CPU_HP && n < w->N; n++) j->Y[m * w->N + n] += j->bias[n];
     for (int64_t b = b0; b < b1; b++) quant_block(j, b, j->panels * VKL_CPU_GEMM_MR);
 }
 
