@@ -8,6 +8,7 @@
  *  - an int8 / fp8 cache: ref's kernel on one thread, since a row that fails
  *    to decode reports on the context, which is one thread's.
  * Which keys a row sees, and where their rows are, come from attention.h. */
+#include <float.h>
 #include <math.h>
 
 #include "../ref/attention.h"
@@ -35,6 +36,14 @@ static float softmax_exp(float *x, size_t n, float max) {
     return sum;
 }
 
+/* The additive mask's value at element mt: 0 or -inf for a bool mask, 0
+ * without one. */
+static inline float mask_at(const vkl_ref_tensor *mask, int64_t mt) {
+    if (!mask) return 0.0f;
+    if (mask->dtype == VKL_DTYPE_BOOL) return ((const uint8_t *)mask->data)[mt] ? 0.0f : -INFINITY;
+    return ((const float *)mask->data)[mt];
+}
+
 /* Row `row` in f32: scores of the visible keys (mask added; -inf skips a
  * key), softmax with the max subtracted, the weighted sum of V's rows, or
  * zeros when no key is visible. The keys' rows lie a fixed stride apart, so
@@ -53,7 +62,19 @@ static void f32_row(const attn_job *j, int64_t row, float *scores, float *acc) {
         m0 = vkl_ref_broadcast_offset(mask, idx, 4);
         mstep = mask->dims[mask->rank - 1] == 1 ? 0 : 1;
     }
-    const size_t n = at.hi > at.lo ? (size_t)(at.hi - at.lo) : 0;
+    size_t n = at.hi > at.lo ? (size_t)(at.hi - at.lo) : 0;
+    /* A mask's trailing fully masked keys (a causal mask's future: half of a
+     * prompt's keys) are dropped before the products, when a key with a real
+     * mask value (>= -1e30) precedes them. Masked means -inf or the lowest
+     * float (exporters mask with torch.finfo(float32).min): the key's score
+     * is then at most -3.4e38 + scale * q.k against a max of at least
+     * -1e30 + scale * q.k', so its weight is 0 either way unless the products
+     * themselves reach ~1e38 (or a masked key's row holds NaN, which ref would
+     * carry into the output). The softmax pads its last round with -inf, so
+     * the kept keys' sums are what they were. */
+    size_t kept = n;
+    while (kept && mask_at(mask, m0 + (at.lo + (int64_t)kept - 1) * mstep) <= -FLT_MAX) kept--;
+    if (kept && mask_at(mask, m0 + (at.lo + (int64_t)kept - 1) * mstep) >= -1e30f) n = kept;
     const int64_t k0 = vkl_ref_attn_kv_offset(s, at.b, at.g, at.lo, s->D);
     const int64_t v0 = vkl_ref_attn_kv_offset(s, at.b, at.g, at.lo, s->Dv);
     const size_t kstride = (size_t)(vkl_ref_attn_kv_offset(s, at.b, at.g, at.lo + 1, s->D) - k0);
@@ -62,10 +83,7 @@ static void f32_row(const attn_job *j, int64_t row, float *scores, float *acc) {
     float max = -INFINITY;
     bool any = false;
     for (size_t t = 0; t < n; t++) {
-        float m = 0;
-        const int64_t mt = m0 + (at.lo + (int64_t)t) * mstep;
-        if (mask && mask->dtype == VKL_DTYPE_BOOL) m = ((const uint8_t *)mask->data)[mt] ? 0 : -INFINITY;
-        else if (mask) m = ((const float *)mask->data)[mt];
+        const float m = mask_at(mask, m0 + (at.lo + (int64_t)t) * mstep);
         const float sc = m != -INFINITY ? (float)s->sc * scores[t] + m : m;
         scores[t] = sc;
         any = any || sc != -INFINITY;

@@ -11,6 +11,7 @@
 #ifndef VKL_CPU_DOT_H
 #define VKL_CPU_DOT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -34,12 +35,16 @@ typedef struct vkl_cpu_act {
 
 /* VKL_CPU_GEMM_MR activation rows laid out so the GEMM tile streams them:
  * per 32-element tile of K, codes 0..15 of every row in row order, then codes
- * 16..31 of every row (32 * VKL_CPU_GEMM_MR bytes a tile); per group g, the
- * rows' scales d[g * MR + r] and code sums s[g * MR + r]. */
+ * 16..31 of every row (32 * VKL_CPU_GEMM_MR bytes a tile); per group g and
+ * row r, the row's scale and its code sum, the sum as the float the f32 step
+ * converts it to, each VKL_CPU_HP times: d[(g * MR + r) * VKL_CPU_HP + i],
+ * i < VKL_CPU_HP. Two rows' values are then one 8-float vector against a
+ * block's 4 weight rows, read as it is (built in the tile, a conversion, a
+ * broadcast and an insert a row were a tenth of its instructions). */
 typedef struct vkl_cpu_panel {
     const int8_t *q;
     const float *d;
-    const int32_t *s;
+    const float *s;
 } vkl_cpu_panel;
 
 typedef struct vkl_cpu_dot {
@@ -55,11 +60,15 @@ typedef struct vkl_cpu_dot {
     void (*q4)(const uint8_t *w, const float *rec, const vkl_cpu_act *act, uint32_t rows, uint32_t chunks,
                uint32_t groups, float *acc);
     /* The same sums and f32 steps as q4 for one 4-row block against the
-     * VKL_CPU_GEMM_MR rows of a panel (prefill's GEMM tile): acc[4r + i]
-     * for panel row r, weight row i, added to. NULL in a table without a
-     * tile (NEON): prefill then runs q4 on up to VKL_CPU_MR rows a call. */
+     * VKL_CPU_GEMM_MR rows of a panel (prefill's GEMM tile), into
+     * y[r * ldy + i] for panel row r, weight row i: added to, or from 0 when
+     * `first` (no read of y), so the GEMM's output rows are the tile's sums
+     * with no copy between (a copy of 24 floats through a buffer, read and
+     * written a float at a time, was 7-9% of a prefill's CPU time). NULL in
+     * a table without a tile (NEON): prefill then runs q4 on up to
+     * VKL_CPU_MR rows a call. */
     void (*q4_tile)(const uint8_t *w, const float *rec, const vkl_cpu_panel *p, uint32_t chunks, uint32_t groups,
-                    float *acc);
+                    bool first, float *y, size_t ldy);
     /* The same for int8 weights (any value, -128 included) with no zero:
      * t = (float)isum; rec: per group scale[4]. act[r].q must lie in
      * -127..127 (the activation quantizer's range): that is what lets a
@@ -114,7 +123,7 @@ extern const vkl_cpu_dot vkl_cpu_dot_avx2;
 extern const vkl_cpu_int8_loop vkl_cpu_int8_loop_avx2;
 /* x86/cpu_gemm_avx2.c: vkl_cpu_dot_avx2's q4_tile */
 void vkl_cpu_q4_tile_avx2(const uint8_t *w, const float *rec, const vkl_cpu_panel *p, uint32_t chunks,
-                          uint32_t groups, float *acc);
+                          uint32_t groups, bool first, float *y, size_t ldy);
 #endif
 
 #if defined(__aarch64__)

@@ -8,9 +8,9 @@
 #include "cpu_dot.h"
 
 /* The group's f32 step (cpu_dot.h): no expression left to contraction. */
-static void apply(const int32_t *isum, const float *scale, const float *zero, float d, int32_t s, float *acc) {
+static void apply(const int32_t *isum, const float *scale, const float *zero, float d, float s, float *acc) {
     for (int i = 0; i < VKL_CPU_HP; i++) {
-        const float z = zero ? zero[i] * (float)s : 0.0f;
+        const float z = zero ? zero[i] * s : 0.0f;
         const float t = (float)isum[i] - z;
         const float u = scale[i] * d;
         acc[i] = acc[i] + u * t;
@@ -27,7 +27,7 @@ static void q4_row(const uint8_t *w, const float *rec, vkl_cpu_act a, uint32_t c
                     const uint8_t b = w[16 * i + j];
                     s[i] += (b & 15) * x[j] + (b >> 4) * x[16 + j];
                 }
-        apply(s, rec, rec + VKL_CPU_HP, a.d[g], a.s[g], acc);
+        apply(s, rec, rec + VKL_CPU_HP, a.d[g], (float)a.s[g], acc);
     }
 }
 
@@ -56,9 +56,12 @@ static void q8(const int8_t *w, const float *rec, const vkl_cpu_act *act, uint32
 /* The panel's rows one after the other, each read from its place in the
  * panel layout (cpu_dot.h). */
 static void q4_tile(const uint8_t *w, const float *rec, const vkl_cpu_panel *p, uint32_t chunks, uint32_t groups,
-                    float *acc) {
+                    bool first, float *y, size_t ldy) {
     const uint32_t mr = VKL_CPU_GEMM_MR;
     for (uint32_t r = 0; r < mr; r++) {
+        float *acc = y + r * ldy;
+        if (first)
+            for (int i = 0; i < VKL_CPU_HP; i++) acc[i] = 0.0f;
         const uint8_t *wr = w;
         const int8_t *x = p->q;
         const float *rc = rec;
@@ -70,7 +73,8 @@ static void q4_tile(const uint8_t *w, const float *rec, const vkl_cpu_panel *p, 
                         const uint8_t b = wr[16 * i + j];
                         s[i] += (b & 15) * x[16 * r + j] + (b >> 4) * x[16 * (mr + r) + j];
                     }
-            apply(s, rc, rc + VKL_CPU_HP, p->d[g * mr + r], p->s[g * mr + r], acc + VKL_CPU_HP * r);
+            const size_t at = ((size_t)g * mr + r) * VKL_CPU_HP;
+            apply(s, rc, rc + VKL_CPU_HP, p->d[at], p->s[at], acc);
         }
     }
 }

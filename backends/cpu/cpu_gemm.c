@@ -28,6 +28,8 @@
  * slices' effect stayed within the noise (docs/perf.md, 2026-11-25). */
 #define PANEL_SLICE_BYTES (16u << 10)
 
+#define PANEL_PARAM_BYTES (2 * VKL_CPU_HP * sizeof(float))
+
 typedef struct gemm_job {
     const vkl_cpu_weight *w;
     const vkl_cpu_dot *dot;
@@ -42,7 +44,8 @@ typedef struct gemm_job {
     int32_t *xs;
     float *tail;
     /* the first `panels` * VKL_CPU_GEMM_MR rows again, as panels (cpu_dot.h):
-     * per panel Kq * MR codes, then per group MR scales and MR sums */
+     * per panel Kq * MR codes, then per group and row VKL_CPU_HP copies of
+     * the scale, then of the sum (PANEL_PARAM_BYTES a group and row) */
     int64_t panels;
     uint8_t *px;
 } gemm_job;
@@ -69,48 +72,33 @@ static void panel_task(void *user, size_t p, unsigned worker) {
     (void)worker;
     const gemm_job *j = user;
     const size_t K = (size_t)j->w->lay.cols, ng = K / j->w->lay.group, mr = VKL_CPU_GEMM_MR; /* Kq */
-    int8_t *q = (int8_t *)(j->px + p * (K * mr + ng * mr * 8));
-    float *d = (float *)(void *)(q + K * mr);
-    int32_t *s = (int32_t *)(void *)(d + ng * mr);
+    int8_t *q = (int8_t *)(j->px + p * (K + ng * PANEL_PARAM_BYTES) * mr);
+    float *d = (float *)(void *)(q + K * mr), *s = d + ng * mr * VKL_CPU_HP;
     for (size_t r = 0; r < mr; r++) {
         const size_t m = p * mr + r;
         const int8_t *x = j->xq + m * K;
         for (size_t t = 0; t < K / VKL_CPU_LP; t++)
             for (size_t half = 0; half < 2; half++)
                 memcpy(q + t * VKL_CPU_LP * mr + 16 * (mr * half + r), x + t * VKL_CPU_LP + 16 * half, 16);
-        for (size_t g = 0; g < ng; g++) {
-            d[g * mr + r] = j->xd[m * ng + g];
-            s[g * mr + r] = j->xs[m * ng + g];
-        }
+        for (size_t g = 0; g < ng; g++)
+            for (size_t i = 0; i < VKL_CPU_HP; i++) {
+                d[(g * mr + r) * VKL_CPU_HP + i] = j->xd[m * ng + g];
+                s[(g * mr + r) * VKL_CPU_HP + i] = (float)j->xs[m * ng + g];
+            }
     }
 }
 
 static vkl_cpu_panel panel_at(const gemm_job *j, int64_t p) {
     const size_t K = (size_t)j->w->lay.cols, ng = K / j->w->lay.group, mr = VKL_CPU_GEMM_MR; /* Kq */
-    const int8_t *q = (const int8_t *)(j->px + (size_t)p * (K * mr + ng * mr * 8));
+    const int8_t *q = (const int8_t *)(j->px + (size_t)p * (K + ng * PANEL_PARAM_BYTES) * mr);
     const float *d = (const float *)(const void *)(q + K * mr);
-    return (vkl_cpu_panel){q, d, (const int32_t *)(const void *)(d + ng * mr)};
+    return (vkl_cpu_panel){q, d, d + ng * mr * VKL_CPU_HP};
 }
 
 static inline void store(const gemm_job *j, int64_t m, int64_t n0, const float *acc) {
     const int64_t N = j->w->N;
     for (int64_t i = 0; i < VKL_CPU_HP && n0 + i < N; i++)
         j->Y[m * N + n0 + i] = acc[i] + (j->bias ? j->bias[n0 + i] : 0.0f);
-}
-
-/* Between K slices a tile's sums wait in Y, bias not yet added (an f32
- * round trip: exact). */
-static inline void keep(const gemm_job *j, int64_t m, int64_t n0, const float *acc) {
-    const int64_t N = j->w->N;
-    for (int64_t i = 0; i < VKL_CPU_HP && n0 + i < N; i++) j->Y[m * N + n0 + i] = acc[i];
-}
-
-/* A tile's starting sums: 0 for the first K slice, else what keep() left.
- * Element by element, not `= {0}`: gcc made that a `rep stos`, 15% of the
- * GEMM's time outside the tile. */
-static inline void resume(const gemm_job *j, bool first, int64_t m, int64_t n0, float *acc) {
-    const int64_t N = j->w->N;
-    for (int64_t i = 0; i < VKL_CPU_HP; i++) acc[i] = !first && n0 + i < N ? j->Y[m * N + n0 + i] : 0.0f;
 }
 
 /* One block of 4 weight rows against every row of X, VKL_CPU_MR rows of X a
@@ -158,8 +146,11 @@ static void float_block(const gemm_job *j, int64_t b) {
 
 /* The GEMM's register tile over a task's blocks b0..b1-1, panel after panel
  * (the blocks stay in L2 while the panels pass), one K slice at a time
- * (PANEL_SLICE_BYTES; each group's f32 step still runs in group order), then
- * the rows after the last full panel with the row kernel. */
+ * (PANEL_SLICE_BYTES; each group's f32 step still runs in group order), its
+ * sums written into Y's rows (between K slices they wait there: an f32
+ * round trip, exact), then the bias added, and the rows after the last full
+ * panel with the row kernel. A block past N's end (N % 4 rows) runs into a
+ * 4-column buffer and copies its rows out. */
 static void tile_blocks(const gemm_job *j, int64_t b0, int64_t b1) {
     const vkl_cpu_weight *w = j->w;
     const int64_t K = w->lay.cols, ng = K / w->lay.group, mr = VKL_CPU_GEMM_MR; /* Kq: whole groups */
@@ -174,19 +165,29 @@ static void tile_blocks(const gemm_job *j, int64_t b0, int64_t b1) {
         for (int64_t p = 0; p < j->panels; p++) {
             vkl_cpu_panel x = panel_at(j, p);
             x.q += skip * VKL_CPU_LP * (size_t)mr;
-            x.d += g0 * mr;
-            x.s += g0 * mr;
+            x.d += g0 * mr * VKL_CPU_HP;
+            x.s += g0 * mr * VKL_CPU_HP;
             for (int64_t b = b0; b < b1; b++) {
-                float acc[VKL_CPU_GEMM_MR * VKL_CPU_HP];
-                for (int64_t r = 0; r < mr; r++) resume(j, g0 == 0, p * mr + r, b * VKL_CPU_HP, acc + VKL_CPU_HP * r);
-                j->dot->q4_tile(w->data + ((size_t)b * (size_t)(K / VKL_CPU_LP) + skip) * tile,
-                                params + (size_t)(b * ng + g0) * 8, &x, chunks, (uint32_t)gn, acc);
+                const uint8_t *wb = w->data + ((size_t)b * (size_t)(K / VKL_CPU_LP) + skip) * tile;
+                const float *rec = params + (size_t)(b * ng + g0) * 8;
+                float *y = j->Y + (size_t)(p * mr * w->N + b * VKL_CPU_HP);
+                if ((b + 1) * VKL_CPU_HP <= w->N) {
+                    j->dot->q4_tile(wb, rec, &x, chunks, (uint32_t)gn, g0 == 0, y, (size_t)w->N);
+                    continue;
+                }
+                const int64_t cols = w->N - b * VKL_CPU_HP;
+                float part[VKL_CPU_GEMM_MR * VKL_CPU_HP] = {0};
                 for (int64_t r = 0; r < mr; r++)
-                    if (g0 + gn == ng) store(j, p * mr + r, b * VKL_CPU_HP, acc + VKL_CPU_HP * r);
-                    else keep(j, p * mr + r, b * VKL_CPU_HP, acc + VKL_CPU_HP * r);
+                    for (int64_t i = 0; i < cols; i++) part[r * VKL_CPU_HP + i] = y[r * w->N + i];
+                j->dot->q4_tile(wb, rec, &x, chunks, (uint32_t)gn, g0 == 0, part, VKL_CPU_HP);
+                for (int64_t r = 0; r < mr; r++)
+                    for (int64_t i = 0; i < cols; i++) y[r * w->N + i] = part[r * VKL_CPU_HP + i];
             }
         }
     }
+    if (j->bias)
+        for (int64_t m = 0; m < j->panels * mr; m++)
+            for (int64_t n = b0 * VKL_CPU_HP; n < b1 * VKL_CPU_HP && n < w->N; n++) j->Y[m * w->N + n] += j->bias[n];
     for (int64_t b = b0; b < b1; b++) quant_block(j, b, j->panels * VKL_CPU_GEMM_MR);
 }
 
@@ -213,15 +214,19 @@ vkl_status vkl_cpu_gemm(const vkl_ref_args *a, const vkl_cpu_weight *w, const fl
     if (M <= 0 || w->N <= 0) return VKL_OK;
     int64_t tasks = (int64_t)vkl_pool_threads(dev->pool) * TASKS_PER_THREAD;
     if (w->dtype == VKL_DTYPE_Q_E0M4 || w->dtype == VKL_DTYPE_Q_INT4 || w->dtype == VKL_DTYPE_Q_INT8) {
-        /* codes, then scales and sums: Kq bytes + 8 bytes a group, per row (Kq is a multiple of 32); twice
-         * for the rows that also go into panels; then a group of floats per row for a short last group */
+        /* codes, then scales and sums: Kq bytes + 8 bytes a group, per row (Kq is a multiple of 32); again
+         * for the rows that also go into panels, with PANEL_PARAM_BYTES a group; then a group of floats per
+         * row for a short last group */
         const size_t Kq = (size_t)w->lay.cols, ng = Kq / w->lay.group, row = Kq + 8 * ng;
+        const size_t panel_row = Kq + PANEL_PARAM_BYTES * ng;
         const size_t tail_row = (size_t)w->K < Kq ? (size_t)w->lay.group * sizeof(float) : 0;
         const bool q4 = w->dtype != VKL_DTYPE_Q_INT8;
         j.panels = q4 && dev->dot->q4_tile ? M / VKL_CPU_GEMM_MR : 0; /* no tile (NEON): row kernels */
-        size_t bytes, tail_bytes;
-        if (!vkl_mul_size(row, (size_t)M + (size_t)(j.panels * VKL_CPU_GEMM_MR), &bytes) ||
-            !vkl_mul_size(tail_row, (size_t)M, &tail_bytes) || !vkl_add_size(bytes, tail_bytes, &bytes))
+        size_t bytes, panel_bytes, tail_bytes;
+        if (!vkl_mul_size(row, (size_t)M, &bytes) ||
+            !vkl_mul_size(panel_row, (size_t)(j.panels * VKL_CPU_GEMM_MR), &panel_bytes) ||
+            !vkl_mul_size(tail_row, (size_t)M, &tail_bytes) || !vkl_add_size(bytes, panel_bytes, &bytes) ||
+            !vkl_add_size(bytes, tail_bytes, &bytes))
             return vkl_fail(a->ctx, VKL_ERR_OVERFLOW, "cpu: QuantMatMul scratch");
         uint8_t *s = vkl_ref_scratch_get(a, bytes);
         if (!s) return VKL_ERR_OUT_OF_MEMORY;
@@ -229,7 +234,7 @@ vkl_status vkl_cpu_gemm(const vkl_ref_args *a, const vkl_cpu_weight *w, const fl
         j.xd = (float *)(void *)(s + (size_t)M * Kq);
         j.xs = (int32_t *)(void *)(j.xd + (size_t)M * ng);
         j.px = s + (size_t)M * row;
-        j.tail = tail_row ? (float *)(void *)(s + (size_t)(M + j.panels * VKL_CPU_GEMM_MR) * row) : NULL;
+        j.tail = tail_row ? (float *)(void *)(s + (size_t)M * row + panel_bytes) : NULL;
         vkl_pool_run(M > 1 ? dev->pool : NULL, (size_t)M, quantize_task, &j);
         if (j.panels) {
             vkl_pool_run(dev->pool, (size_t)j.panels, panel_task, &j);

@@ -163,24 +163,28 @@ static void test_epilogue(const vkl_cpu_dot *d, const char *what) {
 /* The GEMM tile: VKL_CPU_GEMM_MR rows laid out as a panel (cpu_dot.h)
  * against whole blocks, every fill (the int16 extremes included) and 1..12
  * chunks a group, random scales, zeros and activation sums: the bits of the
- * portable row kernel run one row at a time. */
+ * portable row kernel run one row at a time; and from 0 (`first`) into rows
+ * of y a stride apart, y not read and its other columns untouched. */
 static void test_tile(const vkl_cpu_dot *d, const char *what) {
     enum { MR = VKL_CPU_GEMM_MR };
     static uint8_t q4[Q4_BYTES];
     static int8_t q8[Q8_BYTES], a4[A_BYTES], a8[A_BYTES], panel[MAX_GROUPS * MAX_CHUNKS * VKL_CPU_LP * MR];
-    float rec[MAX_GROUPS * 2 * VKL_CPU_HP], pd[MAX_GROUPS * MR];
-    int32_t ps[MAX_GROUPS * MR];
+    float rec[MAX_GROUPS * 2 * VKL_CPU_HP], pd[MAX_GROUPS * MR * VKL_CPU_HP], ps[MAX_GROUPS * MR * VKL_CPU_HP];
     int cases = 0;
     for (int kind = 0; kind < N_FILLS; kind++) {
         fill(kind, q4, q8, a4, a8);
         for (int i = 0; i < MAX_GROUPS * 2 * VKL_CPU_HP; i++) rec[i] = (float)(next() % 1000) / 997.0f;
+        /* each row's group scale and code sum, 4 copies (the panel's layout) */
         for (int i = 0; i < MAX_GROUPS * MR; i++) {
-            pd[i] = (float)(next() % 1000) / 1013.0f;
-            ps[i] = (int32_t)(next() % 20001) - 10000;
+            const float di = (float)(next() % 1000) / 1013.0f, si = (float)((int32_t)(next() % 20001) - 10000);
+            for (int c = 0; c < VKL_CPU_HP; c++) {
+                pd[i * VKL_CPU_HP + c] = di;
+                ps[i * VKL_CPU_HP + c] = si;
+            }
         }
         for (uint32_t chunks = 1; chunks <= MAX_CHUNKS; chunks++, cases++) {
             const uint32_t tiles = chunks * MAX_GROUPS;
-            /* row r is a4 + 32 r; its group g scale and sum at [g * MR + r] */
+            /* row r is a4 + 32 r; its group g scale and sum at [(g * MR + r) * 4] */
             for (uint32_t t = 0; t < tiles; t++)
                 for (int half = 0; half < 2; half++)
                     for (int r = 0; r < MR; r++)
@@ -188,13 +192,13 @@ static void test_tile(const vkl_cpu_dot *d, const char *what) {
             const vkl_cpu_panel p = {panel, pd, ps};
             float x[MR * VKL_CPU_HP], y[MR * VKL_CPU_HP];
             for (int i = 0; i < MR * VKL_CPU_HP; i++) x[i] = y[i] = (float)(i % 5) - 2.0f;
-            d->q4_tile(q4, rec, &p, chunks, MAX_GROUPS, x);
+            d->q4_tile(q4, rec, &p, chunks, MAX_GROUPS, false, x, VKL_CPU_HP);
             for (int r = 0; r < MR; r++) {
                 float rd[MAX_GROUPS];
                 int32_t rs[MAX_GROUPS];
                 for (int g = 0; g < MAX_GROUPS; g++) {
-                    rd[g] = pd[g * MR + r];
-                    rs[g] = ps[g * MR + r];
+                    rd[g] = pd[(g * MR + r) * VKL_CPU_HP];
+                    rs[g] = (int32_t)ps[(g * MR + r) * VKL_CPU_HP];
                 }
                 const vkl_cpu_act act = {a4 + 32 * r, rd, rs};
                 vkl_cpu_dot_portable.q4(q4, rec, &act, 1, chunks, MAX_GROUPS, y + VKL_CPU_HP * r);
@@ -203,6 +207,27 @@ static void test_tile(const vkl_cpu_dot *d, const char *what) {
                 fprintf(stderr, "  %s q4_tile fill %d, %u chunks: %.9g vs %.9g\n", what, kind, chunks, x[0], y[0]);
                 return;
             });
+            /* from 0 (`first`: y not read, NaN there) into rows LDY apart, the columns between untouched */
+            enum { LDY = 7 };
+            float z[MR * LDY], y0[MR * VKL_CPU_HP] = {0};
+            for (int i = 0; i < MR * LDY; i++) z[i] = NAN;
+            d->q4_tile(q4, rec, &p, chunks, MAX_GROUPS, true, z, LDY);
+            for (int r = 0; r < MR; r++) {
+                float rd[MAX_GROUPS];
+                int32_t rs[MAX_GROUPS];
+                for (int g = 0; g < MAX_GROUPS; g++) {
+                    rd[g] = pd[(g * MR + r) * VKL_CPU_HP];
+                    rs[g] = (int32_t)ps[(g * MR + r) * VKL_CPU_HP];
+                }
+                const vkl_cpu_act act = {a4 + 32 * r, rd, rs};
+                vkl_cpu_dot_portable.q4(q4, rec, &act, 1, chunks, MAX_GROUPS, y0 + VKL_CPU_HP * r);
+                CHECK_OR(!memcmp(z + LDY * r, y0 + VKL_CPU_HP * r, VKL_CPU_HP * sizeof(float)) &&
+                             isnan(z[LDY * r + VKL_CPU_HP]) && isnan(z[LDY * r + LDY - 1]),
+                         {
+                             fprintf(stderr, "  %s q4_tile from 0, fill %d, %u chunks, row %d\n", what, kind, chunks, r);
+                             return;
+                         });
+            }
         }
     }
     printf("%s: q4_tile = one row at a time, bit for bit, in %d cases\n", what, cases);

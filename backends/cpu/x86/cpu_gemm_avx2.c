@@ -50,25 +50,31 @@ static inline __attribute__((always_inline)) void sums(const uint8_t *w, const i
 
 /* The group's f32 step (cpu_dot.h) for two panel rows at once, row r in
  * the low lane and r + 1 in the high one: the same multiplies and
- * subtractions per element as the portable code, none fused. */
-static inline __attribute__((always_inline)) void apply2(__m256i s01a, __m256i s23a, __m256i s01b, __m256i s23b,
-                                                         const float *rec, float da, float db, int32_t sa, int32_t sb,
-                                                         float *acc) {
+ * subtractions per element as the portable code, none fused. d8 / s8: the
+ * two rows' scales and code sums, 4 copies each (the panel's layout). */
+static inline __attribute__((always_inline)) __m256 apply2(__m256i s01a, __m256i s23a, __m256i s01b, __m256i s23b,
+                                                           const float *rec, const float *d8, const float *s8,
+                                                           __m256 acc) {
     /* [a0 a0 a2 a2 | a1 a1 a3 a3], the same for b, then [a0 a2 b0 b2 | a1 a3 b1 b3]: put in row order */
     const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(s01a, s23a), _mm256_hadd_epi32(s01b, s23b));
     const __m256i isum = _mm256_permutevar8x32_epi32(h, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
     const __m256 zero = _mm256_broadcast_ps((const __m128 *)(const void *)(rec + VKL_CPU_HP));
     const __m256 scale = _mm256_broadcast_ps((const __m128 *)(const void *)rec);
-    const __m256 s = _mm256_setr_m128(_mm_set1_ps((float)sa), _mm_set1_ps((float)sb));
-    const __m256 d = _mm256_setr_m128(_mm_set1_ps(da), _mm_set1_ps(db));
-    const __m256 t = _mm256_sub_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(zero, s));
-    const __m256 u = _mm256_mul_ps(scale, d);
-    _mm256_storeu_ps(acc, _mm256_add_ps(_mm256_loadu_ps(acc), _mm256_mul_ps(u, t)));
+    const __m256 t = _mm256_sub_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(zero, _mm256_loadu_ps(s8)));
+    const __m256 u = _mm256_mul_ps(scale, _mm256_loadu_ps(d8));
+    return _mm256_add_ps(acc, _mm256_mul_ps(u, t));
 }
 
 static inline __attribute__((always_inline)) void tile(const uint8_t *w, const float *rec, const vkl_cpu_panel *p,
-                                                       const uint32_t chunks, uint32_t groups, float *acc) {
+                                                       const uint32_t chunks, uint32_t groups, bool first, float *y,
+                                                       size_t ldy) {
     const int8_t *a = p->q;
+    /* rows 2k and 2k + 1 of y in the low and high lanes; from +0 when first
+     * (0 + u * t, as the portable code adds to 0: a -0 product gives +0) */
+    __m256 acc[MR / 2];
+    _Pragma("GCC unroll 4")
+    for (int k = 0; k < MR / 2; k++)
+        acc[k] = first ? _mm256_setzero_ps() : _mm256_loadu2_m128(y + (2 * k + 1) * ldy, y + 2 * k * ldy);
     for (uint32_t g = 0; g < groups; g++, rec += 2 * VKL_CPU_HP) {
         __m256i s01[MR], s23[MR];
         _Pragma("GCC unroll 8")
@@ -80,17 +86,19 @@ static inline __attribute__((always_inline)) void tile(const uint8_t *w, const f
             w += (size_t)n * VKL_CPU_HP * 16;
             a += (size_t)n * VKL_CPU_LP * MR;
         }
-        const float *d = p->d + (size_t)g * MR;
-        const int32_t *s = p->s + (size_t)g * MR;
+        const float *d = p->d + (size_t)g * MR * VKL_CPU_HP, *s = p->s + (size_t)g * MR * VKL_CPU_HP;
         _Pragma("GCC unroll 4")
         for (int r = 0; r < MR; r += 2)
-            apply2(s01[r], s23[r], s01[r + 1], s23[r + 1], rec, d[r], d[r + 1], s[r], s[r + 1], acc + VKL_CPU_HP * r);
+            acc[r / 2] = apply2(s01[r], s23[r], s01[r + 1], s23[r + 1], rec, d + VKL_CPU_HP * r, s + VKL_CPU_HP * r,
+                                acc[r / 2]);
     }
+    _Pragma("GCC unroll 4")
+    for (int k = 0; k < MR / 2; k++) _mm256_storeu2_m128(y + (2 * k + 1) * ldy, y + 2 * k * ldy, acc[k]);
 }
 
 /* Group 128 (4 tiles) is the models' case: its own copy, fully unrolled. */
 void vkl_cpu_q4_tile_avx2(const uint8_t *w, const float *rec, const vkl_cpu_panel *p, uint32_t chunks,
-                          uint32_t groups, float *acc) {
-    if (chunks == 4) tile(w, rec, p, 4, groups, acc);
-    else tile(w, rec, p, chunks, groups, acc);
+                          uint32_t groups, bool first, float *y, size_t ldy) {
+    if (chunks == 4) tile(w, rec, p, 4, groups, first, y, ldy);
+    else tile(w, rec, p, chunks, groups, first, y, ldy);
 }
