@@ -483,13 +483,11 @@ static vkl_status tuning(vkl_backend_device *dev, const vkl_vulkan_options *o) {
     dev->qmv_wg = 64;
     dev->qmv_rows = dev->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ? 8 : 4;
     /* The dot matvecs quantize each 16-byte step's activations once per
-     * workgroup (~4 instructions a value: |x| and max, scale and round,
-     * pack, the codes' sum), then spend ~1 instruction a code per row
-     * (mask, dot product): 4 rows leave the quantization half the work on
-     * a GPU, 8 a third (unmeasured on a GPU yet; docs/vulkan.md, "Integer
-     * dot products"). 8 rows still give 256 workgroups for a 2048-row
-     * projection on 132 SMs. */
-    if (dev->matvec_dot) dev->qmv_rows = 8;
+     * workgroup (~4 instructions a value), then spend ~1 instruction a code
+     * per row; more rows would spread the quantization, but an H200's 1B
+     * decode ran 517 tok/s at 4 rows, 469 at 8 and 421 at 16 (the float
+     * build: 509): the kernel is bound by its loads' latency, not its
+     * arithmetic, and fewer rows give more workgroups. */
     dev->qmv_stage = dev->props.deviceType != VK_PHYSICAL_DEVICE_TYPE_CPU;
     dev->qmv_unroll = 1;
     dev->qmv_e0m4_f32 = 0;

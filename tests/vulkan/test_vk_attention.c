@@ -464,7 +464,7 @@ static void bench(vkl_context *ctx, const vkl_backend_vtable *vk, rng *r) {
         {"prefill S 2048, T 2048, f16 cache, causal", 1, 32, 8, 2048, 2048, 128, VKL_DTYPE_F16, VKL_DTYPE_F16, 1, 0,
          0},
     };
-    static const char *const kernels[] = {"decode", "decode-wg", "prefill"};
+    static const char *const kernels[] = {"decode", "decode-wg", "prefill"}; /* VKL_VK_ATTN_FOLD applies as set */
     printf(" bench (Hq 32, Hkv 8, D 128; best of 20):\n");
     for (size_t k = 0; k < VKL_ARRAY_LEN(cases); k++) {
         const attn_case *c = &cases[k];
