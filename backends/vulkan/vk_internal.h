@@ -58,7 +58,7 @@
 
 #define VKL_VK_MAX_BINDINGS 8         /* storage buffers per dispatch */
 #define VKL_VK_PUSH_BYTES 128         /* maxPushConstantsSize every device has */
-#define VKL_VK_MAX_SPEC 8             /* specialization constants per pipeline */
+#define VKL_VK_MAX_SPEC 9             /* specialization constants per pipeline */
 #define VKL_VK_MAX_DISPATCHES 64      /* dispatches one node may record (pieces: one per piece and row group) */
 #define VKL_VK_WAIT_NS 120000000000ull /* a fence wait longer than this is a hang */
 
@@ -210,11 +210,12 @@ struct vkl_backend_device {
      * qmm_wy invocations of qmm_tm x qmm_tn outputs. Cooperative-matrix
      * build (gemm_coopmat: has_coopmat_nv and neither coopmat nor fp16
      * masked): cm_wg invocations in cm_sg_m x cm_sg_n subgroups of cm_fm x
-     * cm_fn fragments of cm_m x cm_n x cm_k (the device's fp16 shape). */
+     * cm_fn fragments of cm_m x cm_n x cm_k (the device's fp16 shape), K in
+     * steps of cm_bk codes. */
     uint32_t qmm_wx, qmm_wy, qmm_tm, qmm_tn, qmm_min_rows;
     bool has_coopmat_nv;            /* VK_NV_cooperative_matrix usable (feature, memory model, fp16, a shape) */
     bool gemm_coopmat;
-    uint32_t cm_m, cm_n, cm_k, cm_wg, cm_sg_m, cm_sg_n, cm_fm, cm_fn;
+    uint32_t cm_m, cm_n, cm_k, cm_wg, cm_sg_m, cm_sg_n, cm_fm, cm_fn, cm_bk;
     vkl_vk_host_work work;          /* counted at each call (vulkan_backend.h) */
     /* Limits (vk_limits.c, at open): the most bytes one descriptor range may
      * span (maxStorageBufferRange, or less by options.max_binding_bytes, a

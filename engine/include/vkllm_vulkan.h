@@ -138,6 +138,9 @@ typedef struct vkl_vulkan_options {
     uint32_t gemm_min_rows;        /* rows of A from which QuantMatMul runs the GEMM, not the matvec */
     uint32_t gemm_tile_m;          /* tiled GEMM: outputs per invocation along M, 1..16 */
     uint32_t gemm_tile_n;          /* and along N, 1..16 */
+    uint32_t gemm_step_k;          /* cooperative-matrix GEMM: codes per K step, 32, 64 or 128 */
+    uint32_t gemm_subgroups_m;     /* and its subgroups per workgroup along M, 1..8 */
+    uint32_t gemm_subgroups_n;     /* and along N, 1..8 */
     vkl_vulkan_attention attention;
     uint32_t attention_splits;     /* split-K pieces of a decode step, 0: from the KV length */
     uint32_t attention_target;     /* workgroups a decode step aims at, 0: by device type */

@@ -386,21 +386,34 @@ static double test_matmul(vkl_context *ctx, rng *r, const mm_case *cases, size_t
  * build). Both fp16 kinds are held to F16_CENTER_BOUND (worst measured on lavapipe, tiled
  * fp16: 4.4e-4). Then other tile shapes (VKL_VK_GEMM_TM / _TN: 64 x 48 and
  * 32 x 32 tiles) in f32 math, and once with the threshold above M, which
- * must give the matvec's results (same bound). */
+ * must give the matvec's results (same bound). Then, in the default math,
+ * the cooperative-matrix build's other shapes (on a device without it, the
+ * tiled build's, with those TM / TN): K steps of 32 and 128 (one step at K
+ * = 128, an odd number at K = 384), 128 x 128 tiles (2 x 2 subgroups of 4 x
+ * 4 fragments), 128 x 64 (4 x 2 subgroups of 2 x 2), one subgroup of one
+ * fragment, and 16 x 48 tiles of 1 x 3 subgroups whose invocations do not
+ * divide a step's loads (some load nothing). */
 static void test_gemm(vkl_context *ctx, rng *r, bool f16_ok) {
-    static const char *const settings[][4] = {
-        /* VKL_VK_MATH, VKL_VK_GEMM_TM, VKL_VK_GEMM_TN, VKL_VK_GEMM_MIN_ROWS */
-        {"f32", "", "", "1"}, {"f16", "", "", "1"}, {"", "", "", "1"},
-        {"f32", "4", "3", "1"}, {"f32", "2", "2", "1"}, {"f32", "", "", "100000"},
+    static const char *const settings[][7] = {
+        /* VKL_VK_MATH, VKL_VK_GEMM_TM, _TN, _MIN_ROWS, _BK, _SGM, _SGN */
+        {"f32", "", "", "1", "", "", ""},       {"f16", "", "", "1", "", "", ""},
+        {"", "", "", "1", "", "", ""},          {"f32", "4", "3", "1", "", "", ""},
+        {"f32", "2", "2", "1", "", "", ""},     {"f32", "", "", "100000", "", "", ""},
+        {"", "", "", "1", "32", "", ""},        {"", "", "", "1", "128", "", ""},
+        {"", "4", "4", "1", "32", "2", "2"},    {"", "2", "2", "1", "32", "4", "2"},
+        {"", "1", "1", "1", "64", "1", "1"},    {"", "1", "1", "1", "128", "1", "3"},
     };
-    static const char *const knobs[4] = {"VKL_VK_MATH", "VKL_VK_GEMM_TM", "VKL_VK_GEMM_TN", "VKL_VK_GEMM_MIN_ROWS"};
+    enum { KNOBS = 7 };
+    static const char *const knobs[KNOBS] = {"VKL_VK_MATH",          "VKL_VK_GEMM_TM", "VKL_VK_GEMM_TN",
+                                             "VKL_VK_GEMM_MIN_ROWS", "VKL_VK_GEMM_BK", "VKL_VK_GEMM_SGM",
+                                             "VKL_VK_GEMM_SGN"};
     const vkl_backend_vtable *vk = vkl_backend_find("vulkan");
     for (size_t v = 0; v < VKL_ARRAY_LEN(settings); v++) {
         if (!strcmp(settings[v][0], "f16") && !f16_ok) {
             printf(" gemm f16 math: skipped (no fp16 math on this device)\n");
             continue;
         }
-        for (size_t k = 0; k < 4; k++) {
+        for (size_t k = 0; k < KNOBS; k++) {
             if (*settings[v][k]) setenv(knobs[k], settings[v][k], 1);
             else unsetenv(knobs[k]);
         }
@@ -411,27 +424,35 @@ static void test_gemm(vkl_context *ctx, rng *r, bool f16_ok) {
         vkl_vk_gemm_describe(dev, build, sizeof(build));
         const bool f16 = vkl_vk_f16_math(dev), exact = !f16 && strstr(build, "tiled f32") != NULL;
         vk->close(dev);
-        printf(" gemm: VKL_VK_MATH=%s TM=%s TN=%s MIN_ROWS=%s: %s\n", *settings[v][0] ? settings[v][0] : "(default)",
-               settings[v][1], settings[v][2], settings[v][3], build);
+        printf(" gemm: VKL_VK_MATH=%s TM=%s TN=%s MIN_ROWS=%s BK=%s SGM=%s SGN=%s: %s\n",
+               *settings[v][0] ? settings[v][0] : "(default)", settings[v][1], settings[v][2], settings[v][3],
+               settings[v][4], settings[v][5], settings[v][6], build);
         const double bound = exact ? F32_BOUND : F16_CENTER_BOUND;
         const double e = test_matmul(ctx, r, gemm_cases, VKL_ARRAY_LEN(gemm_cases), f16, bound, build);
         printf("  worst relative L2 error %.2e (bound %g)\n", e, bound);
     }
-    for (size_t k = 0; k < 4; k++) unsetenv(knobs[k]);
-    /* Bad tiles fail open, naming the option: out of range, and more shared
+    for (size_t k = 0; k < KNOBS; k++) unsetenv(knobs[k]);
+    /* Bad tiles fail open, naming the option: out of range, more shared
      * memory than the device has (16 x 16 outputs of 16 x 16 invocations:
-     * 66 KB in f32). */
-    static const char *const bad[][3] = {{"17", "4", "gemm_tile_m = 17"}, {"16", "16", "shared memory"}};
+     * 66 KB in f32), a K step the cooperative-matrix build lacks, too many
+     * subgroups (checked on every device, as the tile options are). */
+    static const char *const bad[][5] = {
+        /* knob, value, knob, value, the message */
+        {"VKL_VK_GEMM_TM", "17", "VKL_VK_GEMM_TN", "4", "gemm_tile_m = 17"},
+        {"VKL_VK_GEMM_TM", "16", "VKL_VK_GEMM_TN", "16", "shared memory"},
+        {"VKL_VK_GEMM_BK", "48", "VKL_VK_GEMM_SGM", "2", "gemm_step_k = 48"},
+        {"VKL_VK_GEMM_BK", "64", "VKL_VK_GEMM_SGN", "9", "gemm_subgroups_n = 9"},
+    };
     for (size_t i = 0; i < VKL_ARRAY_LEN(bad); i++) {
-        setenv("VKL_VK_GEMM_TM", bad[i][0], 1);
-        setenv("VKL_VK_GEMM_TN", bad[i][1], 1);
+        setenv(bad[i][0], bad[i][1], 1);
+        setenv(bad[i][2], bad[i][3], 1);
         setenv("VKL_VK_MATH", "f32", 1);
         vkl_backend_device *dev = NULL;
-        CHECK_ERR(ctx, test_open_env(ctx, vk, 0, false, &dev), VKL_ERR_INVALID_ARGUMENT, bad[i][2]);
+        CHECK_ERR(ctx, test_open_env(ctx, vk, 0, false, &dev), VKL_ERR_INVALID_ARGUMENT, bad[i][4]);
         if (dev) vk->close(dev);
+        unsetenv(bad[i][0]);
+        unsetenv(bad[i][2]);
     }
-    unsetenv("VKL_VK_GEMM_TM");
-    unsetenv("VKL_VK_GEMM_TN");
     unsetenv("VKL_VK_MATH");
 }
 
