@@ -142,6 +142,8 @@ static vkl_status env_vulkan(vkl_context *ctx, vkl_vulkan_options *o) {
     if (!st && !(st = env_flag(ctx, "VKL_VK_NO_F64", &flag))) o->no_f64 |= flag;
     flag = 0;
     if (!st && !(st = env_flag(ctx, "VKL_VK_NO_FUSE", &flag))) o->no_fusion |= flag;
+    flag = 0;
+    if (!st && !(st = env_flag(ctx, "VKL_VK_GEMM_CM_EMULATE", &flag))) o->gemm_coopmat_emulate |= flag;
     /* ranges are the backend's to check; these only parse */
     if (!st) st = env_uint(ctx, "VKL_VK_QMV_WG", 1, 1u << 16, &o->matvec_workgroup);
     if (!st) st = env_uint(ctx, "VKL_VK_QMV_ROWS", 1, 1u << 16, &o->matvec_rows);

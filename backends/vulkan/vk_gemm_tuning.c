@@ -171,7 +171,18 @@ vkl_status vkl_vk_gemm_tuning(vkl_backend_device *dev, const vkl_vulkan_options 
     if (!st) st = option_range(ctx, "gemm_subgroups_n", o->gemm_subgroups_n, 1, 8, &dev->cm_sg_n);
     if (st) return st;
     if (o->gemm_step_k) dev->cm_bk = o->gemm_step_k;
-    if (dev->gemm_coopmat) {
+    /* The emulation (tests): the same body and tiles on fp16 math, at
+     * 16x16x16 fragments where the device has no shape of its own. */
+    dev->gemm_cm_emulated = false;
+    if (o->gemm_coopmat_emulate) {
+        if (!dev->f16_math || !dev->subgroup_size)
+            return vkl_fail(ctx, VKL_ERR_INVALID_ARGUMENT, "vulkan: option gemm_coopmat_emulate needs fp16 math "
+                            "(math = F16 on a device with shaderFloat16) and a known subgroup size");
+        dev->gemm_cm_emulated = true;
+        dev->gemm_coopmat = false;
+        if (!dev->has_coopmat_nv) dev->cm_m = dev->cm_n = dev->cm_k = 16;
+    }
+    if (dev->gemm_coopmat || dev->gemm_cm_emulated) {
         st = option_range(ctx, "gemm_tile_m", o->gemm_tile_m, 1, 8, &dev->cm_fm);
         if (!st) st = option_range(ctx, "gemm_tile_n", o->gemm_tile_n, 1, 8, &dev->cm_fn);
         if (st) return st;
@@ -191,7 +202,7 @@ vkl_status vkl_vk_gemm_tuning(vkl_backend_device *dev, const vkl_vulkan_options 
                     dev->cm_m, dev->cm_n, dev->cm_k, dev->cm_bk, (unsigned long long)wg,
                     vkl_vk_gemm_shared_bytes(dev, true), lim->maxComputeWorkGroupInvocations,
                     lim->maxComputeSharedMemorySize);
-            dev->gemm_coopmat = false;
+            dev->gemm_coopmat = dev->gemm_cm_emulated = false;
         }
     }
     return VKL_OK;
@@ -204,13 +215,15 @@ void vkl_vk_gemm_describe(const vkl_backend_device *dev, char *buf, size_t cap) 
         return;
     }
     uint32_t bm, bn;
-    vkl_vk_gemm_tile(dev, dev->gemm_coopmat, &bm, &bn);
+    const bool cm = dev->gemm_coopmat || dev->gemm_cm_emulated;
+    vkl_vk_gemm_tile(dev, cm, &bm, &bn);
     if (dev->qmm_min_rows == UINT32_MAX)
         snprintf(buf, cap, "off (the matvec for every M; VKL_VK_GEMM_MIN_ROWS turns it on)");
-    else if (dev->gemm_coopmat)
-        snprintf(buf, cap, "cooperative matrix (NV) %ux%ux%u fp16 -> f32, %ux%u tiles (%ux%u subgroups of %ux%u "
-                 "fragments), K steps of %u, from %u rows", dev->cm_m, dev->cm_n, dev->cm_k, bm, bn, dev->cm_sg_m,
-                 dev->cm_sg_n, dev->cm_fm, dev->cm_fn, dev->cm_bk, dev->qmm_min_rows);
+    else if (cm)
+        snprintf(buf, cap, "%s %ux%ux%u fp16 -> f32, %ux%u tiles (%ux%u subgroups of %ux%u fragments), K steps of %u, "
+                 "from %u rows", dev->gemm_coopmat ? "cooperative matrix (NV)" : "coopmat body emulated in plain f32,",
+                 dev->cm_m, dev->cm_n, dev->cm_k, bm, bn, dev->cm_sg_m, dev->cm_sg_n, dev->cm_fm, dev->cm_fn,
+                 dev->cm_bk, dev->qmm_min_rows);
     else
         snprintf(buf, cap, "tiled %s, %ux%u tiles of %ux%u invocations, from %u rows", dev->f16_math ? "fp16" : "f32",
                  bm, bn, dev->qmm_wx, dev->qmm_wy, dev->qmm_min_rows);

@@ -88,13 +88,16 @@ static vkl_status record_gemm(const vkl_vk_node *nd, vkl_dtype wt, int64_t M, in
     const vkl_backend_device *dev = nd->dev;
     const vkl_vk_tensor *A = &nd->in[0], *W = &nd->in[1], *Y = &nd->out[0];
     const vkl_vk_tensor *bias = nd->n_in > 2 && nd->in[2].id != VKL_NONE ? &nd->in[2] : NULL;
-    /* [tiled f32, tiled fp16, cooperative matrix]: cmake/shaders.cmake's names */
-    static const char *const e0m4[3] = {"quant_gemm_e0m4", "quant_gemm_e0m4_f16", "quant_gemm_e0m4_cm"};
-    static const char *const int4[3] = {"quant_gemm_int4", "quant_gemm_int4_f16", "quant_gemm_int4_cm"};
-    static const char *const int8[3] = {"quant_gemm_int8", "quant_gemm_int8_f16", "quant_gemm_int8_cm"};
+    /* [tiled f32, tiled fp16, cooperative matrix, its emulation]: cmake/shaders.cmake's names */
+    static const char *const e0m4[4] = {"quant_gemm_e0m4", "quant_gemm_e0m4_f16", "quant_gemm_e0m4_cm",
+                                        "quant_gemm_e0m4_cmemu"};
+    static const char *const int4[4] = {"quant_gemm_int4", "quant_gemm_int4_f16", "quant_gemm_int4_cm",
+                                        "quant_gemm_int4_cmemu"};
+    static const char *const int8[4] = {"quant_gemm_int8", "quant_gemm_int8_f16", "quant_gemm_int8_cm",
+                                        "quant_gemm_int8_cmemu"};
     /* a short last group, or K not a multiple of the coopmat step: the tiled build */
-    const bool coopmat = dev->gemm_coopmat && KQ == K && K % dev->cm_bk == 0;
-    const int build = coopmat ? 2 : dev->f16_math;
+    const bool coopmat = (dev->gemm_coopmat || dev->gemm_cm_emulated) && KQ == K && K % dev->cm_bk == 0;
+    const int build = coopmat ? 2 + dev->gemm_cm_emulated : dev->f16_math;
     d->shader = wt == VKL_DTYPE_Q_E0M4 ? e0m4[build] : wt == VKL_DTYPE_Q_INT4 ? int4[build] : int8[build];
     uint32_t bm, bn;
     vkl_vk_gemm_tile(dev, coopmat, &bm, &bn);

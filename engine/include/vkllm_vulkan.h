@@ -154,6 +154,12 @@ typedef struct vkl_vulkan_options {
      * fails at load, saying so. */
     uint64_t max_binding_bytes;
     uint64_t memory_budget_bytes;
+    /* For tests: the cooperative-matrix GEMM's body with its fragments in
+     * plain f32 arithmetic (the _cmemu shaders), on a device with fp16 math
+     * (math = F16), with or without cooperative matrices, so that a device
+     * without them checks the rest of that kernel (docs/vulkan.md, "Prefill:
+     * the quantized GEMM"). */
+    bool gemm_coopmat_emulate;
 } vkl_vulkan_options;
 
 /* Defaults: own device, the best one, LOW priority, no validation, the

@@ -32,8 +32,18 @@
 // TFLOP/s. The operands are then A and d * w rounded to fp16 once each
 // (relative 2^-11), the accumulation f32: test_vk_quant bounds the result
 // at 5e-3 relative L2.
+//
+// VKL_COOPMAT_EMULATED (the _cmemu builds, for tests only): the same body
+// with the fragments' loads, products and stores done by each subgroup's
+// invocations in plain f32 arithmetic on the same shared memory, offsets
+// and strides (coopMatLoadNV's meaning: element (r, k) of A's fragment at
+// half k of row r, rows SK uvec4s apart; B's column-major), so that a
+// device without cooperative matrices (lavapipe) checks everything else
+// this kernel does: loads, decode, double buffering, epilogue.
+#ifndef VKL_COOPMAT_EMULATED
 #extension GL_NV_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
+#endif
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_EXT_control_flow_attributes : require
 
@@ -58,7 +68,10 @@ const uint HALF4 = QG_CODES / 2u;        // uvec4s of fp16 one chunk decodes int
 const uint A_UNITS = BM * A_ROW, W_UNITS = BN * W_ROW;
 // Each invocation's share of a step: A_PER units of A, W_PER chunks of W
 // (rounded up: invocations past the end load and store nothing).
-const uint A_PER = (A_UNITS + WG - 1u) / WG, W_PER = (W_UNITS + WG - 1u) / WG;
+// A_REGS: the vec4s holding A's share. (Arrays passed to functions are
+// sized by these names only: glslang matches spec-constant array sizes by
+// expression, and a repeated expression such as 2u * A_PER may not match.)
+const uint A_PER = (A_UNITS + WG - 1u) / WG, W_PER = (W_UNITS + WG - 1u) / WG, A_REGS = 2u * A_PER;
 
 #include "quant_gemm_io.glsl"
 
@@ -66,10 +79,36 @@ shared uvec4 As[2u * BM * SK];  // [buffer][m][k]: 8 halves per uvec4
 shared uvec4 Ws[2u * BN * SK];  // [buffer][n][k]: (d w)^T, read as column-major B
 shared float Cs[SUBGROUPS * CM_M * CM_N];  // one fragment per subgroup on its way out
 
+#ifdef VKL_COOPMAT_EMULATED
+const uint LANES = WG / SUBGROUPS;                   // the subgroup's size
+const uint EL = (CM_M * CM_N + LANES - 1u) / LANES;  // elements of one fragment per invocation
+
+float half_at(uvec4 v, uint h) { return unpackHalf2x16(v[h / 2u] >> (16u * (h % 2u))).x; }
+
+// c += A's CM_M x CM_K fragment at As[a_at] times B's CM_K x CM_N one at
+// Ws[b_at]: this invocation's elements x = lane + q LANES, row-major.
+void fragment_mul_add(inout float c[EL], uint a_at, uint b_at, uint lane) {
+    for (uint q = 0u; q < EL; q++) {
+        const uint x = lane + q * LANES, r = x / CM_N, n = x % CM_N;
+        if (x < CM_M * CM_N)
+            for (uint k = 0u; k < CM_K; k++)
+                c[q] += half_at(As[a_at + r * SK + k / 8u], k % 8u) * half_at(Ws[b_at + n * SK + k / 8u], k % 8u);
+    }
+}
+
+// coopMatStoreNV(c, Cs, base, CM_N, false): row-major, rows CM_N apart.
+void fragment_store(float c[EL], uint base, uint lane) {
+    for (uint q = 0u; q < EL; q++) {
+        const uint x = lane + q * LANES;
+        if (x < CM_M * CM_N) Cs[base + x] = c[q];
+    }
+}
+#endif
+
 // Step k0's share of this invocation from global memory into registers:
 // ra[2t], ra[2t + 1] the 8 floats of unit t (zeros past M), rq[t] and
 // rp[t] the codes of chunk t and its group's parameters.
-void load_step(uint k0, uint m0, uint n0, uint tid, uint groups, out vec4 ra[2u * A_PER], out uvec4 rq[W_PER],
+void load_step(uint k0, uint m0, uint n0, uint tid, uint groups, out vec4 ra[A_REGS], out uvec4 rq[W_PER],
                out uint rp[W_PER]) {
     [[unroll]] for (uint t = 0u; t < A_PER; t++) {
         const uint e = t * WG + tid, m = m0 + e / A_ROW;
@@ -95,7 +134,7 @@ void load_step(uint k0, uint m0, uint n0, uint tid, uint groups, out vec4 ra[2u 
 
 // The registers load_step filled into shared buffer b: A converted to
 // fp16, W decoded, scaled by d and rounded to fp16, both as uvec4s.
-void store_step(uint b, uint tid, vec4 ra[2u * A_PER], uvec4 rq[W_PER], uint rp[W_PER]) {
+void store_step(uint b, uint tid, vec4 ra[A_REGS], uvec4 rq[W_PER], uint rp[W_PER]) {
     [[unroll]] for (uint t = 0u; t < A_PER; t++) {
         const uint e = t * WG + tid;
         if (e < A_UNITS) {
@@ -128,11 +167,19 @@ void main() {
     const uint m0 = gl_WorkGroupID.y * BM, n0 = gl_WorkGroupID.x * BN;
     const uint sg = gl_SubgroupID, sm = sg / SG_N, sn = sg % SG_N;
     const uint groups = pc.K / pc.group, steps = pc.K / BK;
+    const uint lane = gl_SubgroupInvocationID, lanes = gl_SubgroupSize;
+#ifdef VKL_COOPMAT_EMULATED
+    float c[FM][FN][EL];
+    for (uint i = 0u; i < FM; i++)
+        for (uint j = 0u; j < FN; j++)
+            for (uint q = 0u; q < EL; q++) c[i][j][q] = 0.0;
+#else
     fcoopmatNV<32, gl_ScopeSubgroup, CM_M, CM_N> c[FM][FN];
     for (uint i = 0u; i < FM; i++)
         for (uint j = 0u; j < FN; j++) c[i][j] = fcoopmatNV<32, gl_ScopeSubgroup, CM_M, CM_N>(0.0);
+#endif
 
-    vec4 ra[2u * A_PER];
+    vec4 ra[A_REGS];
     uvec4 rq[W_PER];
     uint rp[W_PER];
     load_step(0u, m0, n0, tid, groups, ra, rq, rp);
@@ -145,15 +192,21 @@ void main() {
         const uint b = s % 2u;
         if (s + 1u < steps) load_step((s + 1u) * BK, m0, n0, tid, groups, ra, rq, rp);
         for (uint kk = 0u; kk < BK; kk += CM_K) {
+            // Offsets and strides in uvec4s (8 halves; CM_K % 8 == 0).
+            uint a_at[FM], b_at[FN];
+            for (uint i = 0u; i < FM; i++) a_at[i] = (b * BM + (sm * FM + i) * CM_M) * SK + kk / 8u;
+            for (uint j = 0u; j < FN; j++) b_at[j] = (b * BN + (sn * FN + j) * CM_N) * SK + kk / 8u;
+#ifdef VKL_COOPMAT_EMULATED
+            for (uint i = 0u; i < FM; i++)
+                for (uint j = 0u; j < FN; j++) fragment_mul_add(c[i][j], a_at[i], b_at[j], lane);
+#else
             fcoopmatNV<16, gl_ScopeSubgroup, CM_M, CM_K> fa[FM];
             fcoopmatNV<16, gl_ScopeSubgroup, CM_K, CM_N> fb[FN];
-            // Offsets and strides in uvec4s (8 halves; CM_K % 8 == 0).
-            for (uint i = 0u; i < FM; i++)
-                coopMatLoadNV(fa[i], As, (b * BM + (sm * FM + i) * CM_M) * SK + kk / 8u, SK, false);
-            for (uint j = 0u; j < FN; j++)
-                coopMatLoadNV(fb[j], Ws, (b * BN + (sn * FN + j) * CM_N) * SK + kk / 8u, SK, true);
+            for (uint i = 0u; i < FM; i++) coopMatLoadNV(fa[i], As, a_at[i], SK, false);
+            for (uint j = 0u; j < FN; j++) coopMatLoadNV(fb[j], Ws, b_at[j], SK, true);
             for (uint i = 0u; i < FM; i++)
                 for (uint j = 0u; j < FN; j++) c[i][j] = coopMatMulAddNV(fa[i], fb[j], c[i][j]);
+#endif
         }
         if (s + 1u < steps) store_step(1u - b, tid, ra, rq, rp);
         barrier();
@@ -161,10 +214,14 @@ void main() {
 
     // Out, one fragment at a time through this subgroup's staging area: no
     // other subgroup touches it, so a subgroup barrier orders it.
-    const uint lane = gl_SubgroupInvocationID, lanes = gl_SubgroupSize, base = sg * CM_M * CM_N;
+    const uint base = sg * CM_M * CM_N;
     for (uint i = 0u; i < FM; i++)
         for (uint j = 0u; j < FN; j++) {
+#ifdef VKL_COOPMAT_EMULATED
+            fragment_store(c[i][j], base, lane);
+#else
             coopMatStoreNV(c[i][j], Cs, base, CM_N, false);
+#endif
             subgroupMemoryBarrierShared();
             subgroupBarrier();
             const uint fm = m0 + (sm * FM + i) * CM_M, fn = n0 + (sn * FN + j) * CM_N;

@@ -392,21 +392,30 @@ static double test_matmul(vkl_context *ctx, rng *r, const mm_case *cases, size_t
  * = 128, an odd number at K = 384), 128 x 128 tiles (2 x 2 subgroups of 4 x
  * 4 fragments), 128 x 64 (4 x 2 subgroups of 2 x 2), one subgroup of one
  * fragment, and 16 x 48 tiles of 1 x 3 subgroups whose invocations do not
- * divide a step's loads (some load nothing). */
+ * divide a step's loads (some load nothing). Last, where fp16 math runs,
+ * the cooperative-matrix body with its fragments emulated in plain f32
+ * (VKL_VK_GEMM_CM_EMULATE: the _cmemu shaders, which must be what runs),
+ * so that lavapipe checks that kernel's loads, decode, double buffering
+ * and epilogue: the default shape, steps of 32 and 128 (one step at K =
+ * 128, three at 384), 2 x 2 subgroups of 2 x 2 fragments, one subgroup,
+ * and 1 x 3 subgroups whose invocations do not divide a step's A loads. */
 static void test_gemm(vkl_context *ctx, rng *r, bool f16_ok) {
-    static const char *const settings[][7] = {
-        /* VKL_VK_MATH, VKL_VK_GEMM_TM, _TN, _MIN_ROWS, _BK, _SGM, _SGN */
-        {"f32", "", "", "1", "", "", ""},       {"f16", "", "", "1", "", "", ""},
-        {"", "", "", "1", "", "", ""},          {"f32", "4", "3", "1", "", "", ""},
-        {"f32", "2", "2", "1", "", "", ""},     {"f32", "", "", "100000", "", "", ""},
-        {"", "", "", "1", "32", "", ""},        {"", "", "", "1", "128", "", ""},
-        {"", "4", "4", "1", "32", "2", "2"},    {"", "2", "2", "1", "32", "4", "2"},
-        {"", "1", "1", "1", "64", "1", "1"},    {"", "1", "1", "1", "128", "1", "3"},
+    static const char *const settings[][8] = {
+        /* VKL_VK_MATH, VKL_VK_GEMM_TM, _TN, _MIN_ROWS, _BK, _SGM, _SGN, _CM_EMULATE */
+        {"f32", "", "", "1", "", "", "", ""},       {"f16", "", "", "1", "", "", "", ""},
+        {"", "", "", "1", "", "", "", ""},          {"f32", "4", "3", "1", "", "", "", ""},
+        {"f32", "2", "2", "1", "", "", "", ""},     {"f32", "", "", "100000", "", "", "", ""},
+        {"", "", "", "1", "32", "", "", ""},        {"", "", "", "1", "128", "", "", ""},
+        {"", "4", "4", "1", "32", "2", "2", ""},    {"", "2", "2", "1", "32", "4", "2", ""},
+        {"", "1", "1", "1", "64", "1", "1", ""},    {"", "1", "1", "1", "128", "1", "3", ""},
+        {"f16", "", "", "1", "", "", "", "1"},      {"f16", "", "", "1", "32", "", "", "1"},
+        {"f16", "1", "1", "1", "128", "1", "2", "1"}, {"f16", "2", "2", "1", "32", "2", "2", "1"},
+        {"f16", "1", "1", "1", "64", "1", "1", "1"},  {"f16", "1", "1", "1", "32", "1", "3", "1"},
     };
-    enum { KNOBS = 7 };
-    static const char *const knobs[KNOBS] = {"VKL_VK_MATH",          "VKL_VK_GEMM_TM", "VKL_VK_GEMM_TN",
+    enum { KNOBS = 8 };
+    static const char *const knobs[KNOBS] = {"VKL_VK_MATH",     "VKL_VK_GEMM_TM",  "VKL_VK_GEMM_TN",
                                              "VKL_VK_GEMM_MIN_ROWS", "VKL_VK_GEMM_BK", "VKL_VK_GEMM_SGM",
-                                             "VKL_VK_GEMM_SGN"};
+                                             "VKL_VK_GEMM_SGN", "VKL_VK_GEMM_CM_EMULATE"};
     const vkl_backend_vtable *vk = vkl_backend_find("vulkan");
     for (size_t v = 0; v < VKL_ARRAY_LEN(settings); v++) {
         if (!strcmp(settings[v][0], "f16") && !f16_ok) {
@@ -424,9 +433,10 @@ static void test_gemm(vkl_context *ctx, rng *r, bool f16_ok) {
         vkl_vk_gemm_describe(dev, build, sizeof(build));
         const bool f16 = vkl_vk_f16_math(dev), exact = !f16 && strstr(build, "tiled f32") != NULL;
         vk->close(dev);
-        printf(" gemm: VKL_VK_MATH=%s TM=%s TN=%s MIN_ROWS=%s BK=%s SGM=%s SGN=%s: %s\n",
+        printf(" gemm: VKL_VK_MATH=%s TM=%s TN=%s MIN_ROWS=%s BK=%s SGM=%s SGN=%s CM_EMULATE=%s: %s\n",
                *settings[v][0] ? settings[v][0] : "(default)", settings[v][1], settings[v][2], settings[v][3],
-               settings[v][4], settings[v][5], settings[v][6], build);
+               settings[v][4], settings[v][5], settings[v][6], settings[v][7], build);
+        CHECKF(!*settings[v][7] || strstr(build, "emulated"), "emulation asked, got %s", build);
         const double bound = exact ? F32_BOUND : F16_CENTER_BOUND;
         const double e = test_matmul(ctx, r, gemm_cases, VKL_ARRAY_LEN(gemm_cases), f16, bound, build);
         printf("  worst relative L2 error %.2e (bound %g)\n", e, bound);
