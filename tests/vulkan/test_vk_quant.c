@@ -398,8 +398,10 @@ static double test_matmul(vkl_context *ctx, rng *r, const mm_case *cases, size_t
  * so that lavapipe checks that kernel's loads, decode, double buffering
  * and epilogue: the default shape, steps of 32 and 128 (one step at K =
  * 128, three at 384), 2 x 2 subgroups of 2 x 2 fragments, one subgroup,
- * and 1 x 3 subgroups whose invocations do not divide a step's A loads. */
-static void test_gemm(vkl_context *ctx, rng *r, bool f16_ok) {
+ * and 1 x 3 subgroups whose invocations do not divide a step's A loads.
+ * `emulated` runs those last rows only (ctest vulkan.quant.coopmat-emulated:
+ * lavapipe takes ~2 minutes over them), else every other row. */
+static void test_gemm(vkl_context *ctx, rng *r, bool f16_ok, bool emulated) {
     static const char *const settings[][8] = {
         /* VKL_VK_MATH, VKL_VK_GEMM_TM, _TN, _MIN_ROWS, _BK, _SGM, _SGN, _CM_EMULATE */
         {"f32", "", "", "1", "", "", "", ""},       {"f16", "", "", "1", "", "", "", ""},
@@ -418,6 +420,7 @@ static void test_gemm(vkl_context *ctx, rng *r, bool f16_ok) {
                                              "VKL_VK_GEMM_SGN", "VKL_VK_GEMM_CM_EMULATE"};
     const vkl_backend_vtable *vk = vkl_backend_find("vulkan");
     for (size_t v = 0; v < VKL_ARRAY_LEN(settings); v++) {
+        if (!*settings[v][7] != !emulated) continue;
         if (!strcmp(settings[v][0], "f16") && !f16_ok) {
             printf(" gemm f16 math: skipped (no fp16 math on this device)\n");
             continue;
@@ -442,6 +445,7 @@ static void test_gemm(vkl_context *ctx, rng *r, bool f16_ok) {
         printf("  worst relative L2 error %.2e (bound %g)\n", e, bound);
     }
     for (size_t k = 0; k < KNOBS; k++) unsetenv(knobs[k]);
+    if (emulated) return;
     /* Bad tiles fail open, naming the option: out of range, more shared
      * memory than the device has (16 x 16 outputs of 16 x 16 invocations:
      * 66 KB in f32), a K step the cooperative-matrix build lacks, too many
@@ -538,7 +542,10 @@ static void test_unsupported(vkl_context *ctx) {
     vkl_graph_destroy(g);
 }
 
-int main(void) {
+/* test_vk_quant [--coopmat-emulation]: everything, or the cooperative-
+ * matrix GEMM's emulation alone (test_gemm). */
+int main(int argc, char **argv) {
+    const bool emulation = argc > 1 && !strcmp(argv[1], "--coopmat-emulation");
     vkl_context *ctx;
     const vkl_backend_vtable *vk;
     vkl_backend_caps caps;
@@ -557,6 +564,18 @@ int main(void) {
     rng r = {0x9E3779B97F4A7C15ull ^ (getenv("VKL_TEST_SEED") ? strtoull(getenv("VKL_TEST_SEED"), NULL, 10) : 0)};
     vkl_backend_device *dev = NULL;
     CHECK_OK(ctx, test_open_env(ctx, vk, 0, false, &dev));
+    if (dev && emulation) {
+        vk->close(dev);
+        setenv("VKL_VK_MATH", "f16", 1);
+        dev = NULL;
+        const bool f16_ok = test_open_env(ctx, vk, 0, false, &dev) == VKL_OK && vkl_vk_f16_math(dev);
+        if (dev) vk->close(dev);
+        unsetenv("VKL_VK_MATH");
+        test_gemm(ctx, &r, f16_ok, true);
+        CHECKF(validation_messages == 0, "%d validation message(s)", validation_messages);
+        vkl_context_destroy(ctx);
+        return check_finish("test_vk_quant");
+    }
     if (dev) {
         test_dequant(ctx, dev, &r);
         vk->close(dev);
@@ -636,7 +655,7 @@ int main(void) {
                F16_FOLD_BOUND);
     else
         printf("; f16 math skipped\n");
-    test_gemm(ctx, &r, f16_ok);
+    test_gemm(ctx, &r, f16_ok, false);
     test_peaks(ctx, false);
     if (f16_ok) test_peaks(ctx, true);
     test_unsupported(ctx);
