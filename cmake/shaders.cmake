@@ -43,7 +43,8 @@ endif()
 # plain ones use shared memory only, for devices without it. The _f16 ones
 # compute in fp16 (needs shaderFloat16; choose_math in vk_device.c says when).
 # The _cm ones run on NVIDIA's matrix units (GL_NV_cooperative_matrix, which
-# this glslc compiles; vk_gemm_tuning.c says when).
+# this glslc compiles; vk_gemm_tuning.c says when); the _cmemu ones are the
+# same body with its fragments in plain arithmetic, for tests on any device.
 # The _v4 builds of gather_rows, copy_view, concat and split move 16 bytes
 # an invocation (uvec4s) where rows and pieces allow.
 # The _f64 ones compute in double for f64 tensors (need shaderFloat64).
@@ -63,6 +64,9 @@ set(VKL_SHADER_VARIANTS
   "quant_gemm_e0m4:cm:VKL_F16=1,VKL_COOPMAT=1"
   "quant_gemm_int4:cm:VKL_F16=1,VKL_COOPMAT=1"
   "quant_gemm_int8:cm:VKL_F16=1,VKL_COOPMAT=1"
+  "quant_gemm_e0m4:cmemu:VKL_F16=1,VKL_COOPMAT=1,VKL_COOPMAT_EMULATED=1"
+  "quant_gemm_int4:cmemu:VKL_F16=1,VKL_COOPMAT=1,VKL_COOPMAT_EMULATED=1"
+  "quant_gemm_int8:cmemu:VKL_F16=1,VKL_COOPMAT=1,VKL_COOPMAT_EMULATED=1"
   "peak_fma:f16:VKL_F16=1"
   "gather_rows:v4:VKL_VEC4=1"
   "copy_view:v4:VKL_VEC4=1"

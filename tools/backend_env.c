@@ -148,6 +148,8 @@ static vkl_status env_vulkan(vkl_context *ctx, vkl_vulkan_options *o) {
     if (!st && !(st = env_flag(ctx, "VKL_VK_NO_F64", &flag))) o->no_f64 |= flag;
     flag = 0;
     if (!st && !(st = env_flag(ctx, "VKL_VK_NO_FUSE", &flag))) o->no_fusion |= flag;
+    flag = 0;
+    if (!st && !(st = env_flag(ctx, "VKL_VK_GEMM_CM_EMULATE", &flag))) o->gemm_coopmat_emulate |= flag;
     /* ranges are the backend's to check; these only parse */
     if (!st) st = env_uint(ctx, "VKL_VK_QMV_WG", 1, 1u << 16, &o->matvec_workgroup);
     if (!st) st = env_uint(ctx, "VKL_VK_QMV_ROWS", 1, 1u << 16, &o->matvec_rows);
@@ -159,6 +161,9 @@ static vkl_status env_vulkan(vkl_context *ctx, vkl_vulkan_options *o) {
     if (!st) st = env_uint(ctx, "VKL_VK_GEMM_MIN_ROWS", 1, UINT32_MAX, &o->gemm_min_rows);
     if (!st) st = env_uint(ctx, "VKL_VK_GEMM_TM", 1, 1u << 16, &o->gemm_tile_m);
     if (!st) st = env_uint(ctx, "VKL_VK_GEMM_TN", 1, 1u << 16, &o->gemm_tile_n);
+    if (!st) st = env_uint(ctx, "VKL_VK_GEMM_BK", 1, 1u << 16, &o->gemm_step_k);
+    if (!st) st = env_uint(ctx, "VKL_VK_GEMM_SGM", 1, 1u << 16, &o->gemm_subgroups_m);
+    if (!st) st = env_uint(ctx, "VKL_VK_GEMM_SGN", 1, 1u << 16, &o->gemm_subgroups_n);
     if (!st) st = env_uint(ctx, "VKL_VK_ATTN_SPLITS", 0, 1u << 16, &o->attention_splits);
     if (!st) st = env_uint(ctx, "VKL_VK_ATTN_TARGET", 1, 1u << 16, &o->attention_target);
     if (!st) st = env_flag(ctx, "VKL_VK_ATTN_FOLD", &o->attention_fold);

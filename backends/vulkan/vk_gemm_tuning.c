@@ -32,7 +32,9 @@ static void app_coopmat_features(const vkl_vulkan_external *x, bool *coopmat, bo
 }
 
 /* The device's fp16 x fp16 -> f32 subgroup shapes: 16x16x16 where listed
- * (the common one), else the first whose K divides the 32-code step. */
+ * (the common one), else the first whose K divides the 32-code step and is
+ * a multiple of 8 (quant_gemm_coopmat.glsl addresses shared memory in
+ * uvec4s of 8 halves). */
 static bool pick_shape(vkl_backend_device *dev, PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV get) {
     uint32_t n = 0;
     if (get(dev->phys, &n, NULL) != VK_SUCCESS || !n) return false;
@@ -45,7 +47,8 @@ static bool pick_shape(vkl_backend_device *dev, PFN_vkGetPhysicalDeviceCooperati
             const VkCooperativeMatrixPropertiesNV *c = &p[i];
             if (c->AType != VK_COMPONENT_TYPE_FLOAT16_NV || c->BType != VK_COMPONENT_TYPE_FLOAT16_NV ||
                 c->CType != VK_COMPONENT_TYPE_FLOAT32_NV || c->DType != VK_COMPONENT_TYPE_FLOAT32_NV ||
-                c->scope != VK_SCOPE_SUBGROUP_NV || !c->KSize || 32 % c->KSize || !c->MSize || !c->NSize)
+                c->scope != VK_SCOPE_SUBGROUP_NV || !c->KSize || 32 % c->KSize || c->KSize % 8 || !c->MSize ||
+                !c->NSize)
                 continue;
             const bool best = c->MSize == 16 && c->NSize == 16 && c->KSize == 16;
             if (!found || best) {
@@ -101,8 +104,10 @@ size_t vkl_vk_gemm_shared_bytes(const vkl_backend_device *dev, bool coopmat) {
     uint32_t bm, bn;
     vkl_vk_gemm_tile(dev, coopmat, &bm, &bn);
     if (coopmat) {
+        /* quant_gemm_coopmat.glsl's As and Ws: two buffers of bm + bn rows of
+         * cm_bk + 8 halves; Cs: a fragment of floats per subgroup */
         const size_t staging = (size_t)dev->cm_sg_m * dev->cm_sg_n * dev->cm_m * dev->cm_n;
-        return 2 * ((size_t)bm + bn) * (32 + 8) + 4 * staging; /* quant_gemm_coopmat.glsl's As, Ws, Cs */
+        return 2 * 2 * ((size_t)bm + bn) * (dev->cm_bk + 8) + 4 * staging;
     }
     return (dev->f16_math ? 2 : 4) * 32 * ((size_t)bm + 1 + bn + 1) + 4 * (size_t)bn; /* quant_gemm.glsl's As, Ws, ds */
 }
@@ -139,33 +144,65 @@ vkl_status vkl_vk_gemm_tuning(vkl_backend_device *dev, const vkl_vulkan_options 
      * neither the options nor a quirk turned coopmat or fp16 off, unless
      * math = F32 asks for exact f32 products (its operands are fp16: A and
      * d * w rounded once each). 2 x 2 subgroups of 2 x 1 fragments (64 x 32
-     * tiles at 16 x 16 fragments): the kernel is bound by latency, not by
-     * its matrix units, so more workgroups win; an H200's 1B prefill of 512
-     * tokens took 25.1 ms with them, 25.9 with 1 x 2, 29.3 with 1 x 1, 45.6
-     * with 2 x 2, 50.4 with 1 x 4, 63.8 with 4 x 4 (2026-11-25, one run
-     * each); gemm_tile_m / gemm_tile_n set the fragments per subgroup instead
-     * (1..8). Each invocation loads an equal share of a K step's A (BM x 32)
-     * and W words (BN x 4 for 4-bit codes, BN x 8 for int8). */
+     * tiles at 16 x 16 fragments): with one f32 of A and one word of W per
+     * invocation, two barriers per 32-code step and no shared double
+     * buffering, the kernel was bound by latency, not by its matrix units, so
+     * more workgroups won; an H200's 1B prefill of 512 tokens took 25.1 ms
+     * with them, 25.9 with 1 x 2, 29.3 with 1 x 1, 45.6 with 2 x 2, 50.4 with
+     * 1 x 4, 63.8 with 4 x 4 (2026-11-25, one run each). The kernel now
+     * loads 16 bytes per access, stores packed fp16 and double-buffers steps
+     * of cm_bk = 64 codes (one barrier each): the tile sweep is to be redone
+     * with it (docs/vulkan.md, "Prefill"). gemm_tile_m / gemm_tile_n set the
+     * fragments per subgroup (1..8), gemm_subgroups_m / _n the subgroups
+     * (1..8, at most the device's workgroup size), gemm_step_k the step (32,
+     * 64, 128; K must be a multiple of it, else the node runs the tiled
+     * build). */
     const uint32_t need = VKL_FEATURE_COOPMAT | VKL_FEATURE_FP16;
     dev->gemm_coopmat = dev->has_coopmat_nv && (dev->caps.features & need) == need && dev->subgroup_size &&
                         o->math != VKL_VULKAN_MATH_F32;
     dev->cm_sg_m = dev->cm_sg_n = 2;
     dev->cm_fm = 2;
     dev->cm_fn = 1;
-    if (dev->gemm_coopmat) {
+    dev->cm_bk = 64;
+    if (o->gemm_step_k && o->gemm_step_k != 32 && o->gemm_step_k != 64 && o->gemm_step_k != 128)
+        return vkl_fail(ctx, VKL_ERR_INVALID_ARGUMENT, "vulkan: option gemm_step_k = %u: want 32, 64 or 128",
+                        o->gemm_step_k);
+    st = option_range(ctx, "gemm_subgroups_m", o->gemm_subgroups_m, 1, 8, &dev->cm_sg_m);
+    if (!st) st = option_range(ctx, "gemm_subgroups_n", o->gemm_subgroups_n, 1, 8, &dev->cm_sg_n);
+    if (st) return st;
+    if (o->gemm_step_k) dev->cm_bk = o->gemm_step_k;
+    /* The emulation (tests): the same body and tiles on fp16 math, at
+     * 16x16x16 fragments where the device has no shape of its own. */
+    dev->gemm_cm_emulated = false;
+    if (o->gemm_coopmat_emulate) {
+        if (!dev->f16_math || !dev->subgroup_size)
+            return vkl_fail(ctx, VKL_ERR_INVALID_ARGUMENT, "vulkan: option gemm_coopmat_emulate needs fp16 math "
+                            "(math = F16 on a device with shaderFloat16) and a known subgroup size");
+        dev->gemm_cm_emulated = true;
+        dev->gemm_coopmat = false;
+        if (!dev->has_coopmat_nv) dev->cm_m = dev->cm_n = dev->cm_k = 16;
+    }
+    if (dev->gemm_coopmat || dev->gemm_cm_emulated) {
         st = option_range(ctx, "gemm_tile_m", o->gemm_tile_m, 1, 8, &dev->cm_fm);
         if (!st) st = option_range(ctx, "gemm_tile_n", o->gemm_tile_n, 1, 8, &dev->cm_fn);
         if (st) return st;
-        const uint64_t wg = 4ull * dev->subgroup_size;
-        uint32_t bm, bn;
-        vkl_vk_gemm_tile(dev, true, &bm, &bn);
+        const uint64_t wg = (uint64_t)dev->cm_sg_m * dev->cm_sg_n * dev->subgroup_size;
         dev->cm_wg = (uint32_t)wg;
-        if (wg > lim->maxComputeWorkGroupInvocations || wg > lim->maxComputeWorkGroupSize[0] || bm * 32ull % wg ||
-            bn * 4ull % wg ||
+        /* Any tile fits the shader's loads (each invocation takes a rounded-up
+         * share of a step); what can fail is the workgroup size and shared
+         * memory (maxComputeSharedMemorySize: 48 KiB on an H200, which has
+         * no larger opt-in under Vulkan). */
+        if (wg > lim->maxComputeWorkGroupInvocations || wg > lim->maxComputeWorkGroupSize[0] ||
             vkl_vk_gemm_shared_bytes(dev, true) > lim->maxComputeSharedMemorySize) {
-            vkl_log(ctx, VKL_LOG_INFO, "vulkan: cooperative-matrix GEMM off: %ux%u fragments of %ux%ux%u do not fit "
-                    "the device's workgroup or shared memory", dev->cm_fm, dev->cm_fn, dev->cm_m, dev->cm_n, dev->cm_k);
-            dev->gemm_coopmat = false;
+            uint32_t bm, bn;
+            vkl_vk_gemm_tile(dev, true, &bm, &bn);
+            vkl_log(ctx, VKL_LOG_INFO, "vulkan: cooperative-matrix GEMM off: %u x %u tiles (%u x %u subgroups of "
+                    "%u x %u fragments of %ux%ux%u, K steps of %u) need %llu invocations and %zu bytes of shared "
+                    "memory; the device allows %u and %u", bm, bn, dev->cm_sg_m, dev->cm_sg_n, dev->cm_fm, dev->cm_fn,
+                    dev->cm_m, dev->cm_n, dev->cm_k, dev->cm_bk, (unsigned long long)wg,
+                    vkl_vk_gemm_shared_bytes(dev, true), lim->maxComputeWorkGroupInvocations,
+                    lim->maxComputeSharedMemorySize);
+            dev->gemm_coopmat = dev->gemm_cm_emulated = false;
         }
     }
     return VKL_OK;
@@ -178,12 +215,15 @@ void vkl_vk_gemm_describe(const vkl_backend_device *dev, char *buf, size_t cap) 
         return;
     }
     uint32_t bm, bn;
-    vkl_vk_gemm_tile(dev, dev->gemm_coopmat, &bm, &bn);
+    const bool cm = dev->gemm_coopmat || dev->gemm_cm_emulated;
+    vkl_vk_gemm_tile(dev, cm, &bm, &bn);
     if (dev->qmm_min_rows == UINT32_MAX)
         snprintf(buf, cap, "off (the matvec for every M; VKL_VK_GEMM_MIN_ROWS turns it on)");
-    else if (dev->gemm_coopmat)
-        snprintf(buf, cap, "cooperative matrix (NV) %ux%ux%u fp16 -> f32, %ux%u tiles, from %u rows", dev->cm_m,
-                 dev->cm_n, dev->cm_k, bm, bn, dev->qmm_min_rows);
+    else if (cm)
+        snprintf(buf, cap, "%s %ux%ux%u fp16 -> f32, %ux%u tiles (%ux%u subgroups of %ux%u fragments), K steps of %u, "
+                 "from %u rows", dev->gemm_coopmat ? "cooperative matrix (NV)" : "coopmat body emulated in plain f32,",
+                 dev->cm_m, dev->cm_n, dev->cm_k, bm, bn, dev->cm_sg_m, dev->cm_sg_n, dev->cm_fm, dev->cm_fn,
+                 dev->cm_bk, dev->qmm_min_rows);
     else
         snprintf(buf, cap, "tiled %s, %ux%u tiles of %ux%u invocations, from %u rows", dev->f16_math ? "fp16" : "f32",
                  bm, bn, dev->qmm_wx, dev->qmm_wy, dev->qmm_min_rows);

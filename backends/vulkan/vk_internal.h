@@ -222,11 +222,14 @@ struct vkl_backend_device {
      * qmm_wy invocations of qmm_tm x qmm_tn outputs. Cooperative-matrix
      * build (gemm_coopmat: has_coopmat_nv and neither coopmat nor fp16
      * masked): cm_wg invocations in cm_sg_m x cm_sg_n subgroups of cm_fm x
-     * cm_fn fragments of cm_m x cm_n x cm_k (the device's fp16 shape). */
+     * cm_fn fragments of cm_m x cm_n x cm_k (the device's fp16 shape), K in
+     * steps of cm_bk codes. gemm_cm_emulated: that build's body with the
+     * fragments in plain arithmetic instead (option gemm_coopmat_emulate,
+     * for tests), same tiles; gemm_coopmat is then false. */
     uint32_t qmm_wx, qmm_wy, qmm_tm, qmm_tn, qmm_min_rows;
     bool has_coopmat_nv;            /* VK_NV_cooperative_matrix usable (feature, memory model, fp16, a shape) */
-    bool gemm_coopmat;
-    uint32_t cm_m, cm_n, cm_k, cm_wg, cm_sg_m, cm_sg_n, cm_fm, cm_fn;
+    bool gemm_coopmat, gemm_cm_emulated;
+    uint32_t cm_m, cm_n, cm_k, cm_wg, cm_sg_m, cm_sg_n, cm_fm, cm_fn, cm_bk;
     vkl_vk_host_work work;          /* counted at each call (vulkan_backend.h) */
     /* Limits (vk_limits.c, at open): the most bytes one descriptor range may
      * span (maxStorageBufferRange, or less by options.max_binding_bytes, a
@@ -294,7 +297,9 @@ vkl_status vkl_vk_leave(vkl_backend_device *dev, vkl_status st);
  * cm_k), given whether the device (the app: enabled) has the extension. */
 void vkl_vk_coopmat_probe(vkl_backend_device *dev, bool nv_extension);
 /* At open, after the math is chosen: tiles, threshold, coopmat on or off
- * (options gemm_min_rows, gemm_tile_m, gemm_tile_n; bad values fail). */
+ * (options gemm_min_rows, gemm_tile_m, gemm_tile_n, gemm_step_k,
+ * gemm_subgroups_m, gemm_subgroups_n, gemm_coopmat_emulate; bad values
+ * fail). */
 vkl_status vkl_vk_gemm_tuning(vkl_backend_device *dev, const vkl_vulkan_options *o);
 /* Shared memory the tiled (coopmat false) or cooperative-matrix build needs. */
 size_t vkl_vk_gemm_shared_bytes(const vkl_backend_device *dev, bool coopmat);

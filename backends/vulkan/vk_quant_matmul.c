@@ -83,26 +83,31 @@ static int64_t dispatch_rows(const vkl_backend_device *dev, int64_t M, int64_t N
 }
 
 /* The GEMM: workgroups of a BM x BN tile of Y, K in steps of 32 codes (to
- * KQ, W's row length in whole groups). */
+ * KQ, W's row length in whole groups; the cooperative-matrix build: steps
+ * of cm_bk, K = KQ). */
 static vkl_status record_gemm(const vkl_vk_node *nd, vkl_dtype wt, int64_t M, int64_t N, int64_t K, int64_t KQ,
                               vkl_vk_dispatch *d) {
     const vkl_backend_device *dev = nd->dev;
     const vkl_vk_tensor *A = &nd->in[0], *W = &nd->in[1], *Y = &nd->out[0];
     const vkl_vk_tensor *bias = nd->n_in > 2 && nd->in[2].id != VKL_NONE ? &nd->in[2] : NULL;
-    /* [tiled f32, tiled fp16, cooperative matrix]: cmake/shaders.cmake's names */
-    static const char *const e0m4[3] = {"quant_gemm_e0m4", "quant_gemm_e0m4_f16", "quant_gemm_e0m4_cm"};
-    static const char *const int4[3] = {"quant_gemm_int4", "quant_gemm_int4_f16", "quant_gemm_int4_cm"};
-    static const char *const int8[3] = {"quant_gemm_int8", "quant_gemm_int8_f16", "quant_gemm_int8_cm"};
-    const bool coopmat = dev->gemm_coopmat && KQ == K; /* a short last group: the tiled build */
-    const int build = coopmat ? 2 : dev->f16_math;
+    /* [tiled f32, tiled fp16, cooperative matrix, its emulation]: cmake/shaders.cmake's names */
+    static const char *const e0m4[4] = {"quant_gemm_e0m4", "quant_gemm_e0m4_f16", "quant_gemm_e0m4_cm",
+                                        "quant_gemm_e0m4_cmemu"};
+    static const char *const int4[4] = {"quant_gemm_int4", "quant_gemm_int4_f16", "quant_gemm_int4_cm",
+                                        "quant_gemm_int4_cmemu"};
+    static const char *const int8[4] = {"quant_gemm_int8", "quant_gemm_int8_f16", "quant_gemm_int8_cm",
+                                        "quant_gemm_int8_cmemu"};
+    /* a short last group, or K not a multiple of the coopmat step: the tiled build */
+    const bool coopmat = (dev->gemm_coopmat || dev->gemm_cm_emulated) && KQ == K && K % dev->cm_bk == 0;
+    const int build = coopmat ? 2 + dev->gemm_cm_emulated : dev->f16_math;
     d->shader = wt == VKL_DTYPE_Q_E0M4 ? e0m4[build] : wt == VKL_DTYPE_Q_INT4 ? int4[build] : int8[build];
     uint32_t bm, bn;
     vkl_vk_gemm_tile(dev, coopmat, &bm, &bn);
     if (coopmat) {
-        const uint32_t spec[8] = {dev->cm_wg, dev->cm_sg_m, dev->cm_sg_n, dev->cm_fm,
-                                  dev->cm_fn, dev->cm_m,   dev->cm_n,   dev->cm_k};
+        const uint32_t spec[9] = {dev->cm_wg, dev->cm_sg_m, dev->cm_sg_n, dev->cm_fm, dev->cm_fn,
+                                  dev->cm_m,  dev->cm_n,     dev->cm_k,     dev->cm_bk};
         memcpy(d->spec, spec, sizeof(spec));
-        d->n_spec = 8;
+        d->n_spec = 9;
     } else {
         d->spec[0] = dev->qmm_wx;
         d->spec[1] = dev->qmm_wy;

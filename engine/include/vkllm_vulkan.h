@@ -153,6 +153,9 @@ typedef struct vkl_vulkan_options {
     uint32_t gemm_min_rows;        /* rows of A from which QuantMatMul runs the GEMM, not the matvec */
     uint32_t gemm_tile_m;          /* tiled GEMM: outputs per invocation along M, 1..16 */
     uint32_t gemm_tile_n;          /* and along N, 1..16 */
+    uint32_t gemm_step_k;          /* cooperative-matrix GEMM: codes per K step, 32, 64 or 128 */
+    uint32_t gemm_subgroups_m;     /* and its subgroups per workgroup along M, 1..8 */
+    uint32_t gemm_subgroups_n;     /* and along N, 1..8 */
     vkl_vulkan_attention attention;
     uint32_t attention_splits;     /* split-K pieces of a decode step, 0: from the KV length */
     uint32_t attention_target;     /* workgroups a decode step aims at, 0: by device type */
@@ -168,6 +171,12 @@ typedef struct vkl_vulkan_options {
      * fails at load, saying so. */
     uint64_t max_binding_bytes;
     uint64_t memory_budget_bytes;
+    /* For tests: the cooperative-matrix GEMM's body with its fragments in
+     * plain f32 arithmetic (the _cmemu shaders), on a device with fp16 math
+     * (math = F16), with or without cooperative matrices, so that a device
+     * without them checks the rest of that kernel (docs/vulkan.md, "Prefill:
+     * the quantized GEMM"). */
+    bool gemm_coopmat_emulate;
 } vkl_vulkan_options;
 
 /* Defaults: own device, the best one, LOW priority, no validation, the

@@ -1,65 +1,164 @@
 // The cooperative-matrix GEMM (the _cm builds of quant_gemm_*.comp, for
 // NVIDIA's VK_NV_cooperative_matrix: tensor cores): the same product as
 // quant_gemm.glsl, its products on the device's fp16 x fp16 -> f32 matrix
-// units.
+// units. The including file defines QG_CODES (codes per u32 word of W) and
+//   void qg_decode_pairs(uint u, uint param, out vec2 v[QG_CODES / 2])
+//   float qg_scale(uint param)
+// word u's exact centered codes as f32 pairs of consecutive elements (2s,
+// 2s + 1) and the group's scale d.
 //
 // A workgroup of SG_M x SG_N subgroups computes a BM x BN tile of Y; each
 // subgroup owns FM x FN fragments of CM_M x CM_N (CM_M, CM_N, CM_K: a shape
 // from vkGetPhysicalDeviceCooperativeMatrixPropertiesNV, chosen by
-// vk_device.c). Per K step of BK = 32 codes the step's A slice (as fp16) and
-// W slice (each word decoded once, scaled by its group's d and rounded to
-// fp16 once) go to shared memory as [m][k] and [n][k], loaded into
-// registers one step ahead (below); the fragments
-// accumulate in f32 over the whole of K and are stored once, through a
-// per-subgroup staging fragment, with the bounds and the bias. Folding d
-// into W's operand keeps the matrix units busy: scaling each group's sums
-// apart (the tiled kernel's way, exact) stored every fragment to shared
-// memory once a group, which held an H100 to 12-15 TFLOP/s. The operands
-// are then A and d * w rounded to fp16 once each (relative 2^-11), the
-// accumulation f32: test_vk_quant bounds the result at 5e-3 relative L2.
+// vk_gemm_tuning.c, CM_K a multiple of 8). K walks in steps of BK codes
+// (32, 64 or 128; K % BK == 0: vk_quant_matmul.c). A step's A slice (as
+// fp16) and W slice (each code decoded once, scaled by its group's d and
+// rounded to fp16 once) go to shared memory as [m][k] and [n][k] rows of
+// packed fp16, written and read as uvec4s (8 halves), into one of two
+// buffers: while the matrix units work on step s from one, the invocations
+// hold step s + 1's global loads in registers and then store them into the
+// other, so each step costs one barrier and the loads' latency overlaps the
+// products. The fragments accumulate in f32 over the whole of K and are
+// stored once, through a per-subgroup staging fragment, with the bounds and
+// the bias.
+//
+// Loads: A in units of 8 consecutive floats of a row (two 16-byte loads,
+// one uvec4 store of 8 halves); W in chunks of one uvec4 of codes (4
+// words: 32 codes of a 4-bit format, 16 of int8, inside one group since
+// group % 32 == 0), each word decoded to packed fp16 pairs and stored as
+// uvec4s. Folding d into W's operand keeps the matrix units busy: scaling
+// each group's sums apart (the tiled kernel's way, exact) stored every
+// fragment to shared memory once a group, which held an H100 to 12-15
+// TFLOP/s. The operands are then A and d * w rounded to fp16 once each
+// (relative 2^-11), the accumulation f32: test_vk_quant bounds the result
+// at 5e-3 relative L2.
+//
+// VKL_COOPMAT_EMULATED (the _cmemu builds, for tests only): the same body
+// with the fragments' loads, products and stores done by each subgroup's
+// invocations in plain f32 arithmetic on the same shared memory, offsets
+// and strides (coopMatLoadNV's meaning: element (r, k) of A's fragment at
+// half k of row r, rows SK uvec4s apart; B's column-major), so that a
+// device without cooperative matrices (lavapipe) checks everything else
+// this kernel does: loads, decode, double buffering, epilogue.
+#ifndef VKL_COOPMAT_EMULATED
 #extension GL_NV_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
+#endif
 #extension GL_KHR_shader_subgroup_basic : require
+#extension GL_EXT_control_flow_attributes : require
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint WG = 128;   // SG_M * SG_N subgroups of the device's size
 layout(constant_id = 1) const uint SG_M = 2;   // subgroups along m
 layout(constant_id = 2) const uint SG_N = 2;   // subgroups along n
 layout(constant_id = 3) const uint FM = 2;     // fragments per subgroup along m
-layout(constant_id = 4) const uint FN = 2;     // fragments per subgroup along n
+layout(constant_id = 4) const uint FN = 1;     // fragments per subgroup along n
 layout(constant_id = 5) const uint CM_M = 16;  // one fragment: CM_M x CM_K times CM_K x CM_N
 layout(constant_id = 6) const uint CM_N = 16;
 layout(constant_id = 7) const uint CM_K = 16;
+layout(constant_id = 8) const uint BK = 64;    // codes per K step: 32, 64 or 128
 
-const uint BK = 32u;
 const uint BM = SG_M * FM * CM_M, BN = SG_N * FN * CM_N;
-const uint SK = BK + 8u;  // shared row stride in halves: 16-byte aligned rows, staggered banks
-const uint WORDS = BK / QG_CODES;
+const uint SK = BK / 8u + 1u;  // shared row stride in uvec4s: the step's row and one uvec4 staggering the banks
 const uint SUBGROUPS = SG_M * SG_N;
+const uint A_ROW = BK / 8u;              // units of 8 floats in a row's step
+const uint CHUNK = 4u * QG_CODES;        // codes in one uvec4 of W
+const uint W_ROW = BK / CHUNK;           // chunks in a row's step
+const uint HALF4 = QG_CODES / 2u;        // uvec4s of fp16 one chunk decodes into
+const uint A_UNITS = BM * A_ROW, W_UNITS = BN * W_ROW;
+// Each invocation's share of a step: A_PER units of A, W_PER chunks of W
+// (rounded up: invocations past the end load and store nothing).
+// A_REGS: the vec4s holding A's share. (Arrays passed to functions are
+// sized by these names only: glslang matches spec-constant array sizes by
+// expression, and a repeated expression such as 2u * A_PER may not match.)
+const uint A_PER = (A_UNITS + WG - 1u) / WG, W_PER = (W_UNITS + WG - 1u) / WG, A_REGS = 2u * A_PER;
 
 #include "quant_gemm_io.glsl"
 
-shared float16_t As[BM * SK];  // [m][k]
-shared float16_t Ws[BN * SK];  // [n][k]: (d w)^T, read as column-major B
+shared uvec4 As[2u * BM * SK];  // [buffer][m][k]: 8 halves per uvec4
+shared uvec4 Ws[2u * BN * SK];  // [buffer][n][k]: (d w)^T, read as column-major B
 shared float Cs[SUBGROUPS * CM_M * CM_N];  // one fragment per subgroup on its way out
 
-// Each invocation's share of one K step: A_PER values of A, W_PER words
-// of W with their groups' parameters (BM * BK and BN * WORDS are multiples
-// of WG for every tile vk_gemm_tuning.c picks: it checks).
-const uint A_PER = BM * BK / WG, W_PER = BN * WORDS / WG;
+#ifdef VKL_COOPMAT_EMULATED
+const uint LANES = WG / SUBGROUPS;                   // the subgroup's size
+const uint EL = (CM_M * CM_N + LANES - 1u) / LANES;  // elements of one fragment per invocation
 
-void load_step(uint k0, uint m0, uint n0, uint tid, uint words, uint groups, out float ra[A_PER], out uint rq[W_PER],
-               out uint rp[W_PER]) {
-    for (uint t = 0u; t < A_PER; t++) {
-        const uint e = t * WG + tid, m = m0 + e / BK;
-        ra[t] = m < pc.M ? a[m * pc.K + k0 + e % BK] : 0.0;
+float half_at(uvec4 v, uint h) { return unpackHalf2x16(v[h / 2u] >> (16u * (h % 2u))).x; }
+
+// c += A's CM_M x CM_K fragment at As[a_at] times B's CM_K x CM_N one at
+// Ws[b_at]: this invocation's elements x = lane + q LANES, row-major.
+void fragment_mul_add(inout float c[EL], uint a_at, uint b_at, uint lane) {
+    for (uint q = 0u; q < EL; q++) {
+        const uint x = lane + q * LANES, r = x / CM_N, n = x % CM_N;
+        if (x < CM_M * CM_N)
+            for (uint k = 0u; k < CM_K; k++)
+                c[q] += half_at(As[a_at + r * SK + k / 8u], k % 8u) * half_at(Ws[b_at + n * SK + k / 8u], k % 8u);
     }
-    for (uint t = 0u; t < W_PER; t++) {
-        const uint e = t * WG + tid, r = e / WORDS, j = e % WORDS;
-        const uint n = min(n0 + r, pc.N - 1u);  // rows past N reread row N - 1, never written
-        const uint k = k0 + j * QG_CODES;
-        rq[t] = qs[n * words + k / QG_CODES];
-        rp[t] = params[n * groups + k / pc.group];
+}
+
+// coopMatStoreNV(c, Cs, base, CM_N, false): row-major, rows CM_N apart.
+void fragment_store(float c[EL], uint base, uint lane) {
+    for (uint q = 0u; q < EL; q++) {
+        const uint x = lane + q * LANES;
+        if (x < CM_M * CM_N) Cs[base + x] = c[q];
+    }
+}
+#endif
+
+// Step k0's share of this invocation from global memory into registers:
+// ra[2t], ra[2t + 1] the 8 floats of unit t (zeros past M), rq[t] and
+// rp[t] the codes of chunk t and its group's parameters.
+void load_step(uint k0, uint m0, uint n0, uint tid, uint groups, out vec4 ra[A_REGS], out uvec4 rq[W_PER],
+               out uint rp[W_PER]) {
+    [[unroll]] for (uint t = 0u; t < A_PER; t++) {
+        const uint e = t * WG + tid, m = m0 + e / A_ROW;
+        ra[2u * t] = ra[2u * t + 1u] = vec4(0.0);
+        if (e < A_UNITS && m < pc.M) {
+            const uint v = m * (pc.K / 4u) + k0 / 4u + 2u * (e % A_ROW);  // in vec4s
+            ra[2u * t] = a[v];
+            ra[2u * t + 1u] = a[v + 1u];
+        }
+    }
+    [[unroll]] for (uint t = 0u; t < W_PER; t++) {
+        const uint e = t * WG + tid;
+        const uint n = min(n0 + e / W_ROW, pc.N - 1u);  // rows past N reread row N - 1, never written
+        const uint k = k0 + (e % W_ROW) * CHUNK;
+        rq[t] = uvec4(0u);
+        rp[t] = 0u;
+        if (e < W_UNITS) {
+            rq[t] = qs[n * (pc.K / CHUNK) + k / CHUNK];
+            rp[t] = params[n * groups + k / pc.group];
+        }
+    }
+}
+
+// The registers load_step filled into shared buffer b: A converted to
+// fp16, W decoded, scaled by d and rounded to fp16, both as uvec4s.
+void store_step(uint b, uint tid, vec4 ra[A_REGS], uvec4 rq[W_PER], uint rp[W_PER]) {
+    [[unroll]] for (uint t = 0u; t < A_PER; t++) {
+        const uint e = t * WG + tid;
+        if (e < A_UNITS) {
+            const vec4 x = ra[2u * t], z = ra[2u * t + 1u];
+            As[(b * BM + e / A_ROW) * SK + e % A_ROW] =
+                uvec4(packFloat2x16(f16vec2(x.xy)), packFloat2x16(f16vec2(x.zw)), packFloat2x16(f16vec2(z.xy)),
+                      packFloat2x16(f16vec2(z.zw)));
+        }
+    }
+    [[unroll]] for (uint t = 0u; t < W_PER; t++) {
+        const uint e = t * WG + tid;
+        if (e < W_UNITS) {
+            const float d = qg_scale(rp[t]);
+            uint h[2u * QG_CODES];  // the chunk's 4 * QG_CODES codes as fp16 pairs, in order
+            [[unroll]] for (uint w = 0u; w < 4u; w++) {
+                vec2 v[QG_CODES / 2u];
+                qg_decode_pairs(rq[t][w], rp[t], v);
+                [[unroll]] for (uint s = 0u; s < QG_CODES / 2u; s++)
+                    h[w * (QG_CODES / 2u) + s] = packFloat2x16(f16vec2(d * v[s]));
+            }
+            const uint base = (b * BN + e / W_ROW) * SK + (e % W_ROW) * HALF4;
+            [[unroll]] for (uint q = 0u; q < HALF4; q++)
+                Ws[base + q] = uvec4(h[4u * q], h[4u * q + 1u], h[4u * q + 2u], h[4u * q + 3u]);
+        }
     }
 }
 
@@ -67,52 +166,62 @@ void main() {
     const uint tid = gl_LocalInvocationIndex;
     const uint m0 = gl_WorkGroupID.y * BM, n0 = gl_WorkGroupID.x * BN;
     const uint sg = gl_SubgroupID, sm = sg / SG_N, sn = sg % SG_N;
-    const uint words = pc.K / QG_CODES, groups = pc.K / pc.group;
+    const uint groups = pc.K / pc.group, steps = pc.K / BK;
+    const uint lane = gl_SubgroupInvocationID, lanes = gl_SubgroupSize;
+#ifdef VKL_COOPMAT_EMULATED
+    float c[FM][FN][EL];
+    for (uint i = 0u; i < FM; i++)
+        for (uint j = 0u; j < FN; j++)
+            for (uint q = 0u; q < EL; q++) c[i][j][q] = 0.0;
+#else
     fcoopmatNV<32, gl_ScopeSubgroup, CM_M, CM_N> c[FM][FN];
     for (uint i = 0u; i < FM; i++)
         for (uint j = 0u; j < FN; j++) c[i][j] = fcoopmatNV<32, gl_ScopeSubgroup, CM_M, CM_N>(0.0);
+#endif
 
-    // Software pipelined: the next step's A values and W words are loaded
-    // into registers while this step's products run, so a workgroup keeps
-    // global loads in flight instead of waiting out their latency at every
-    // step (an H100 ran 2-4 workgroups of this size per SM: too few to hide
-    // it by occupancy alone).
-    float ra[A_PER];
-    uint rq[W_PER], rp[W_PER];
-    load_step(0u, m0, n0, tid, words, groups, ra, rq, rp);
-    for (uint k0 = 0u; k0 < pc.K; k0 += BK) {
-        for (uint t = 0u; t < A_PER; t++) {
-            const uint e = t * WG + tid;
-            As[(e / BK) * SK + e % BK] = float16_t(ra[t]);
-        }
-        for (uint t = 0u; t < W_PER; t++) {
-            const uint e = t * WG + tid, r = e / WORDS, j = e % WORDS;
-            const float d = qg_scale(rp[t]);
-            float16_t v[QG_CODES];
-            qg_decode(rq[t], rp[t], v);
-            for (uint q = 0u; q < QG_CODES; q++) Ws[r * SK + j * QG_CODES + q] = float16_t(d * float(v[q]));
-        }
-        barrier();
-        if (k0 + BK < pc.K) load_step(k0 + BK, m0, n0, tid, words, groups, ra, rq, rp);
+    vec4 ra[A_REGS];
+    uvec4 rq[W_PER];
+    uint rp[W_PER];
+    load_step(0u, m0, n0, tid, groups, ra, rq, rp);
+    store_step(0u, tid, ra, rq, rp);
+    barrier();
+    for (uint s = 0u; s < steps; s++) {
+        // Buffer s % 2 holds step s (the barrier above or at the end of the
+        // last iteration made it visible); buffer (s + 1) % 2 was last read
+        // in step s - 1, which every subgroup finished before that barrier.
+        const uint b = s % 2u;
+        if (s + 1u < steps) load_step((s + 1u) * BK, m0, n0, tid, groups, ra, rq, rp);
         for (uint kk = 0u; kk < BK; kk += CM_K) {
+            // Offsets and strides in uvec4s (8 halves; CM_K % 8 == 0).
+            uint a_at[FM], b_at[FN];
+            for (uint i = 0u; i < FM; i++) a_at[i] = (b * BM + (sm * FM + i) * CM_M) * SK + kk / 8u;
+            for (uint j = 0u; j < FN; j++) b_at[j] = (b * BN + (sn * FN + j) * CM_N) * SK + kk / 8u;
+#ifdef VKL_COOPMAT_EMULATED
+            for (uint i = 0u; i < FM; i++)
+                for (uint j = 0u; j < FN; j++) fragment_mul_add(c[i][j], a_at[i], b_at[j], lane);
+#else
             fcoopmatNV<16, gl_ScopeSubgroup, CM_M, CM_K> fa[FM];
             fcoopmatNV<16, gl_ScopeSubgroup, CM_K, CM_N> fb[FN];
-            for (uint i = 0u; i < FM; i++)
-                coopMatLoadNV(fa[i], As, ((sm * FM + i) * CM_M) * SK + kk, SK, false);
-            for (uint j = 0u; j < FN; j++)
-                coopMatLoadNV(fb[j], Ws, ((sn * FN + j) * CM_N) * SK + kk, SK, true);
+            for (uint i = 0u; i < FM; i++) coopMatLoadNV(fa[i], As, a_at[i], SK, false);
+            for (uint j = 0u; j < FN; j++) coopMatLoadNV(fb[j], Ws, b_at[j], SK, true);
             for (uint i = 0u; i < FM; i++)
                 for (uint j = 0u; j < FN; j++) c[i][j] = coopMatMulAddNV(fa[i], fb[j], c[i][j]);
+#endif
         }
-        barrier();  // As and Ws are rewritten by the next step
+        if (s + 1u < steps) store_step(1u - b, tid, ra, rq, rp);
+        barrier();
     }
 
     // Out, one fragment at a time through this subgroup's staging area: no
     // other subgroup touches it, so a subgroup barrier orders it.
-    const uint lane = gl_SubgroupInvocationID, lanes = gl_SubgroupSize, base = sg * CM_M * CM_N;
+    const uint base = sg * CM_M * CM_N;
     for (uint i = 0u; i < FM; i++)
         for (uint j = 0u; j < FN; j++) {
+#ifdef VKL_COOPMAT_EMULATED
+            fragment_store(c[i][j], base, lane);
+#else
             coopMatStoreNV(c[i][j], Cs, base, CM_N, false);
+#endif
             subgroupMemoryBarrierShared();
             subgroupBarrier();
             const uint fm = m0 + (sm * FM + i) * CM_M, fn = n0 + (sn * FN + j) * CM_N;

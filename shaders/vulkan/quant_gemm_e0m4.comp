@@ -11,7 +11,19 @@
 #define QG_CODES 8u
 #include "quant_common.glsl"
 
-#ifdef VKL_F16
+#ifdef VKL_COOPMAT
+// Pair s of word u as f32 (w1 - b), exact (the cooperative-matrix body
+// scales it by d and rounds the product to fp16 once).
+void qg_decode_pairs(uint u, uint p, out vec2 v[4]) {
+    const uint e = (p >> 16) & 0xFC00u;
+    const uint e2 = e | (e << 16);
+    const float b = unpackHalf2x16(p >> 16).x;
+    v[0] = VKL_E0M4_PAIR0(u, e2) - b;
+    v[1] = VKL_E0M4_PAIR1(u, e2) - b;
+    v[2] = VKL_E0M4_PAIR2(u, e2) - b;
+    v[3] = VKL_E0M4_PAIR3(u, e2) - b;
+}
+#elif defined(VKL_F16)
 #define QG_T float16_t
 void qg_decode(uint u, uint p, out float16_t v[8]) {
     const uint e = (p >> 16) & 0xFC00u;  // EXP: b's sign and exponent, every code's

@@ -8,6 +8,13 @@
 #define QG_CODES 8u
 #include "quant_common.glsl"
 
+#ifdef VKL_COOPMAT
+// Pair s of word u as f32 q - z (the cooperative-matrix body's form).
+void qg_decode_pairs(uint u, uint p, out vec2 v[4]) {
+    const float z = unpackHalf2x16(p >> 16).x;  // an integer 0..15
+    for (uint s = 0u; s < 4u; s++) v[s] = VKL_INT4_PAIR(u, s) - z;
+}
+#else
 #ifdef VKL_F16
 #define QG_T float16_t
 #else
@@ -22,6 +29,7 @@ void qg_decode(uint u, uint p, out QG_T v[8]) {
         v[2u * s + 1u] = QG_T(q.y) - z;
     }
 }
+#endif
 
 float qg_scale(uint p) { return vkl_half_exact(p & 0xFFFFu); }
 

@@ -8,6 +8,13 @@
 #define QG_CODES 4u
 #include "quant_common.glsl"
 
+#ifdef VKL_COOPMAT
+// Pair s of word u: codes 2s and 2s + 1 (bytes 2s, 2s + 1) as f32.
+void qg_decode_pairs(uint u, uint p, out vec2 v[2]) {
+    const int w = int(u);
+    for (int s = 0; s < 2; s++) v[s] = vec2(bitfieldExtract(w, 16 * s, 8), bitfieldExtract(w, 16 * s + 8, 8));
+}
+#else
 #ifdef VKL_F16
 #define QG_T float16_t
 #else
@@ -18,6 +25,7 @@ void qg_decode(uint u, uint p, out QG_T v[4]) {
     const int w = int(u);
     for (int c = 0; c < 4; c++) v[c] = QG_T(bitfieldExtract(w, 8 * c, 8));
 }
+#endif
 
 float qg_scale(uint p) { return uintBitsToFloat(p); }
 

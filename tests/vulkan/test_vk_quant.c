@@ -454,21 +454,46 @@ static double test_matmul(vkl_context *ctx, rng *r, const mm_case *cases, size_t
  * build). Both fp16 kinds are held to F16_CENTER_BOUND (worst measured on lavapipe, tiled
  * fp16: 4.4e-4). Then other tile shapes (VKL_VK_GEMM_TM / _TN: 64 x 48 and
  * 32 x 32 tiles) in f32 math, and once with the threshold above M, which
- * must give the matvec's results (same bound). */
-static void test_gemm(vkl_context *ctx, rng *r, bool f16_ok) {
-    static const char *const settings[][4] = {
-        /* VKL_VK_MATH, VKL_VK_GEMM_TM, VKL_VK_GEMM_TN, VKL_VK_GEMM_MIN_ROWS */
-        {"f32", "", "", "1"}, {"f16", "", "", "1"}, {"", "", "", "1"},
-        {"f32", "4", "3", "1"}, {"f32", "2", "2", "1"}, {"f32", "", "", "100000"},
+ * must give the matvec's results (same bound). Then, in the default math,
+ * the cooperative-matrix build's other shapes (on a device without it, the
+ * tiled build's, with those TM / TN): K steps of 32 and 128 (one step at K
+ * = 128, an odd number at K = 384), 128 x 128 tiles (2 x 2 subgroups of 4 x
+ * 4 fragments), 128 x 64 (4 x 2 subgroups of 2 x 2), one subgroup of one
+ * fragment, and 16 x 48 tiles of 1 x 3 subgroups whose invocations do not
+ * divide a step's loads (some load nothing). Last, where fp16 math runs,
+ * the cooperative-matrix body with its fragments emulated in plain f32
+ * (VKL_VK_GEMM_CM_EMULATE: the _cmemu shaders, which must be what runs),
+ * so that lavapipe checks that kernel's loads, decode, double buffering
+ * and epilogue: the default shape, steps of 32 and 128 (one step at K =
+ * 128, three at 384), 2 x 2 subgroups of 2 x 2 fragments, one subgroup,
+ * and 1 x 3 subgroups whose invocations do not divide a step's A loads.
+ * `emulated` runs those last rows only (ctest vulkan.quant.coopmat-emulated:
+ * lavapipe takes ~2 minutes over them), else every other row. */
+static void test_gemm(vkl_context *ctx, rng *r, bool f16_ok, bool emulated) {
+    static const char *const settings[][8] = {
+        /* VKL_VK_MATH, VKL_VK_GEMM_TM, _TN, _MIN_ROWS, _BK, _SGM, _SGN, _CM_EMULATE */
+        {"f32", "", "", "1", "", "", "", ""},       {"f16", "", "", "1", "", "", "", ""},
+        {"", "", "", "1", "", "", "", ""},          {"f32", "4", "3", "1", "", "", "", ""},
+        {"f32", "2", "2", "1", "", "", "", ""},     {"f32", "", "", "100000", "", "", "", ""},
+        {"", "", "", "1", "32", "", "", ""},        {"", "", "", "1", "128", "", "", ""},
+        {"", "4", "4", "1", "32", "2", "2", ""},    {"", "2", "2", "1", "32", "4", "2", ""},
+        {"", "1", "1", "1", "64", "1", "1", ""},    {"", "1", "1", "1", "128", "1", "3", ""},
+        {"f16", "", "", "1", "", "", "", "1"},      {"f16", "", "", "1", "32", "", "", "1"},
+        {"f16", "1", "1", "1", "128", "1", "2", "1"}, {"f16", "2", "2", "1", "32", "2", "2", "1"},
+        {"f16", "1", "1", "1", "64", "1", "1", "1"},  {"f16", "1", "1", "1", "32", "1", "3", "1"},
     };
-    static const char *const knobs[4] = {"VKL_VK_MATH", "VKL_VK_GEMM_TM", "VKL_VK_GEMM_TN", "VKL_VK_GEMM_MIN_ROWS"};
+    enum { KNOBS = 8 };
+    static const char *const knobs[KNOBS] = {"VKL_VK_MATH",     "VKL_VK_GEMM_TM",  "VKL_VK_GEMM_TN",
+                                             "VKL_VK_GEMM_MIN_ROWS", "VKL_VK_GEMM_BK", "VKL_VK_GEMM_SGM",
+                                             "VKL_VK_GEMM_SGN", "VKL_VK_GEMM_CM_EMULATE"};
     const vkl_backend_vtable *vk = vkl_backend_find("vulkan");
     for (size_t v = 0; v < VKL_ARRAY_LEN(settings); v++) {
+        if (!*settings[v][7] != !emulated) continue;
         if (!strcmp(settings[v][0], "f16") && !f16_ok) {
             printf(" gemm f16 math: skipped (no fp16 math on this device)\n");
             continue;
         }
-        for (size_t k = 0; k < 4; k++) {
+        for (size_t k = 0; k < KNOBS; k++) {
             if (*settings[v][k]) setenv(knobs[k], settings[v][k], 1);
             else unsetenv(knobs[k]);
         }
@@ -479,27 +504,37 @@ static void test_gemm(vkl_context *ctx, rng *r, bool f16_ok) {
         vkl_vk_gemm_describe(dev, build, sizeof(build));
         const bool f16 = vkl_vk_f16_math(dev), exact = !f16 && strstr(build, "tiled f32") != NULL;
         vk->close(dev);
-        printf(" gemm: VKL_VK_MATH=%s TM=%s TN=%s MIN_ROWS=%s: %s\n", *settings[v][0] ? settings[v][0] : "(default)",
-               settings[v][1], settings[v][2], settings[v][3], build);
+        printf(" gemm: VKL_VK_MATH=%s TM=%s TN=%s MIN_ROWS=%s BK=%s SGM=%s SGN=%s CM_EMULATE=%s: %s\n",
+               *settings[v][0] ? settings[v][0] : "(default)", settings[v][1], settings[v][2], settings[v][3],
+               settings[v][4], settings[v][5], settings[v][6], settings[v][7], build);
+        CHECKF(!*settings[v][7] || strstr(build, "emulated"), "emulation asked, got %s", build);
         const double bound = exact ? F32_BOUND : F16_CENTER_BOUND;
         const double e = test_matmul(ctx, r, gemm_cases, VKL_ARRAY_LEN(gemm_cases), f16, false, bound, build);
         printf("  worst relative L2 error %.2e (bound %g)\n", e, bound);
     }
-    for (size_t k = 0; k < 4; k++) unsetenv(knobs[k]);
-    /* Bad tiles fail open, naming the option: out of range, and more shared
+    for (size_t k = 0; k < KNOBS; k++) unsetenv(knobs[k]);
+    if (emulated) return;
+    /* Bad tiles fail open, naming the option: out of range, more shared
      * memory than the device has (16 x 16 outputs of 16 x 16 invocations:
-     * 66 KB in f32). */
-    static const char *const bad[][3] = {{"17", "4", "gemm_tile_m = 17"}, {"16", "16", "shared memory"}};
+     * 66 KB in f32), a K step the cooperative-matrix build lacks, too many
+     * subgroups (checked on every device, as the tile options are). */
+    static const char *const bad[][5] = {
+        /* knob, value, knob, value, the message */
+        {"VKL_VK_GEMM_TM", "17", "VKL_VK_GEMM_TN", "4", "gemm_tile_m = 17"},
+        {"VKL_VK_GEMM_TM", "16", "VKL_VK_GEMM_TN", "16", "shared memory"},
+        {"VKL_VK_GEMM_BK", "48", "VKL_VK_GEMM_SGM", "2", "gemm_step_k = 48"},
+        {"VKL_VK_GEMM_BK", "64", "VKL_VK_GEMM_SGN", "9", "gemm_subgroups_n = 9"},
+    };
     for (size_t i = 0; i < VKL_ARRAY_LEN(bad); i++) {
-        setenv("VKL_VK_GEMM_TM", bad[i][0], 1);
-        setenv("VKL_VK_GEMM_TN", bad[i][1], 1);
+        setenv(bad[i][0], bad[i][1], 1);
+        setenv(bad[i][2], bad[i][3], 1);
         setenv("VKL_VK_MATH", "f32", 1);
         vkl_backend_device *dev = NULL;
-        CHECK_ERR(ctx, test_open_env(ctx, vk, 0, false, &dev), VKL_ERR_INVALID_ARGUMENT, bad[i][2]);
+        CHECK_ERR(ctx, test_open_env(ctx, vk, 0, false, &dev), VKL_ERR_INVALID_ARGUMENT, bad[i][4]);
         if (dev) vk->close(dev);
+        unsetenv(bad[i][0]);
+        unsetenv(bad[i][2]);
     }
-    unsetenv("VKL_VK_GEMM_TM");
-    unsetenv("VKL_VK_GEMM_TN");
     unsetenv("VKL_VK_MATH");
 }
 
@@ -575,7 +610,10 @@ static void test_unsupported(vkl_context *ctx) {
     vkl_graph_destroy(g);
 }
 
-int main(void) {
+/* test_vk_quant [--coopmat-emulation]: everything, or the cooperative-
+ * matrix GEMM's emulation alone (test_gemm). */
+int main(int argc, char **argv) {
+    const bool emulation = argc > 1 && !strcmp(argv[1], "--coopmat-emulation");
     vkl_context *ctx;
     const vkl_backend_vtable *vk;
     vkl_backend_caps caps;
@@ -594,6 +632,18 @@ int main(void) {
     rng r = {0x9E3779B97F4A7C15ull ^ (getenv("VKL_TEST_SEED") ? strtoull(getenv("VKL_TEST_SEED"), NULL, 10) : 0)};
     vkl_backend_device *dev = NULL;
     CHECK_OK(ctx, test_open_env(ctx, vk, 0, false, &dev));
+    if (dev && emulation) {
+        vk->close(dev);
+        setenv("VKL_VK_MATH", "f16", 1);
+        dev = NULL;
+        const bool f16_ok = test_open_env(ctx, vk, 0, false, &dev) == VKL_OK && vkl_vk_f16_math(dev);
+        if (dev) vk->close(dev);
+        unsetenv("VKL_VK_MATH");
+        test_gemm(ctx, &r, f16_ok, true);
+        CHECKF(validation_messages == 0, "%d validation message(s)", validation_messages);
+        vkl_context_destroy(ctx);
+        return check_finish("test_vk_quant");
+    }
     if (dev) {
         test_dequant(ctx, dev, &r);
         vk->close(dev);
@@ -727,7 +777,7 @@ int main(void) {
     else printf("; integer-dot skipped\n");
     /* the GEMM's cases and its threshold check hold the float matvecs to f32's bound */
     setenv("VKL_VK_MATVEC", "float", 1);
-    test_gemm(ctx, &r, f16_ok);
+    test_gemm(ctx, &r, f16_ok, false);
     test_peaks(ctx, false);
     if (f16_ok) test_peaks(ctx, true);
     unsetenv("VKL_VK_MATVEC");
