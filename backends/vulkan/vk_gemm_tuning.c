@@ -143,24 +143,26 @@ vkl_status vkl_vk_gemm_tuning(vkl_backend_device *dev, const vkl_vulkan_options 
     /* Cooperative-matrix build, where the device can (has_coopmat_nv) and
      * neither the options nor a quirk turned coopmat or fp16 off, unless
      * math = F32 asks for exact f32 products (its operands are fp16: A and
-     * d * w rounded once each). 2 x 2 subgroups of 2 x 1 fragments (64 x 32
-     * tiles at 16 x 16 fragments): with one f32 of A and one word of W per
-     * invocation, two barriers per 32-code step and no shared double
-     * buffering, the kernel was bound by latency, not by its matrix units, so
-     * more workgroups won; an H200's 1B prefill of 512 tokens took 25.1 ms
-     * with them, 25.9 with 1 x 2, 29.3 with 1 x 1, 45.6 with 2 x 2, 50.4 with
-     * 1 x 4, 63.8 with 4 x 4 (2026-11-25, one run each). The kernel now
-     * loads 16 bytes per access, stores packed fp16 and double-buffers steps
-     * of cm_bk = 64 codes (one barrier each): the tile sweep is to be redone
-     * with it (docs/vulkan.md, "Prefill"). gemm_tile_m / gemm_tile_n set the
-     * fragments per subgroup (1..8), gemm_subgroups_m / _n the subgroups
-     * (1..8, at most the device's workgroup size), gemm_step_k the step (32,
-     * 64, 128; K must be a multiple of it, else the node runs the tiled
-     * build). */
+     * d * w rounded once each). 2 x 4 subgroups of 2 x 1 fragments (64 x 64
+     * tiles at 16 x 16 fragments, 256 invocations), K steps of 64 codes:
+     * with 16-byte loads, packed fp16 stores and double-buffered steps (one
+     * barrier each), an H200's 1B prefill of 512 tokens (2026-11-26, median
+     * of 5, one run per setting) took 20.8 ms at this shape, 25.5 at 2 x 2
+     * subgroups of 1 x 2, 28.6 at 2 x 2 of 2 x 1 with BK 32, 29.1 at 1 x 1
+     * with BK 128, 31.2 at 2 x 2 of 2 x 1 (the old shape), 39.7-42.2 at
+     * 2 x 2 or 4 x 2 fragments, 49.7 at 4 x 4: still latency-bound, so more
+     * subgroups a workgroup (each loading less) won over more fragments a
+     * subgroup. The first form (one f32 of A and one word of W per
+     * invocation, two barriers per 32-code step) took 25.1 ms at its best.
+     * gemm_tile_m / gemm_tile_n set the fragments per subgroup (1..8),
+     * gemm_subgroups_m / _n the subgroups (1..8, at most the device's
+     * workgroup size), gemm_step_k the step (32, 64, 128; K must be a
+     * multiple of it, else the node runs the tiled build). */
     const uint32_t need = VKL_FEATURE_COOPMAT | VKL_FEATURE_FP16;
     dev->gemm_coopmat = dev->has_coopmat_nv && (dev->caps.features & need) == need && dev->subgroup_size &&
                         o->math != VKL_VULKAN_MATH_F32;
-    dev->cm_sg_m = dev->cm_sg_n = 2;
+    dev->cm_sg_m = 2;
+    dev->cm_sg_n = 4;
     dev->cm_fm = 2;
     dev->cm_fn = 1;
     dev->cm_bk = 64;
