@@ -160,6 +160,21 @@ static void test_epilogue(const vkl_cpu_dot *d, const char *what) {
                 }
 }
 
+/* Row r of the tile's panel through the portable row kernel: its group
+ * scales and code sums read from the panel's layout ([(g * MR + r) * HP]). */
+static void portable_row(const uint8_t *q4, const float *rec, const int8_t *a4, const float *pd, const float *ps, int r,
+                         uint32_t chunks, float *y) {
+    enum { MR = VKL_CPU_GEMM_MR };
+    float rd[MAX_GROUPS];
+    int32_t rs[MAX_GROUPS];
+    for (int g = 0; g < MAX_GROUPS; g++) {
+        rd[g] = pd[(g * MR + r) * VKL_CPU_HP];
+        rs[g] = (int32_t)ps[(g * MR + r) * VKL_CPU_HP];
+    }
+    const vkl_cpu_act act = {a4 + 32 * r, rd, rs};
+    vkl_cpu_dot_portable.q4(q4, rec, &act, 1, chunks, MAX_GROUPS, y);
+}
+
 /* The GEMM tile: VKL_CPU_GEMM_MR rows laid out as a panel (cpu_dot.h)
  * against whole blocks, every fill (the int16 extremes included) and 1..12
  * chunks a group, random scales, zeros and activation sums: the bits of the
@@ -194,14 +209,7 @@ static void test_tile(const vkl_cpu_dot *d, const char *what) {
             for (int i = 0; i < MR * VKL_CPU_HP; i++) x[i] = y[i] = (float)(i % 5) - 2.0f;
             d->q4_tile(q4, rec, &p, chunks, MAX_GROUPS, false, x, VKL_CPU_HP);
             for (int r = 0; r < MR; r++) {
-                float rd[MAX_GROUPS];
-                int32_t rs[MAX_GROUPS];
-                for (int g = 0; g < MAX_GROUPS; g++) {
-                    rd[g] = pd[(g * MR + r) * VKL_CPU_HP];
-                    rs[g] = (int32_t)ps[(g * MR + r) * VKL_CPU_HP];
-                }
-                const vkl_cpu_act act = {a4 + 32 * r, rd, rs};
-                vkl_cpu_dot_portable.q4(q4, rec, &act, 1, chunks, MAX_GROUPS, y + VKL_CPU_HP * r);
+                portable_row(q4, rec, a4, pd, ps, r, chunks, y + VKL_CPU_HP * r);
             }
             CHECK_OR(!memcmp(x, y, sizeof(x)), {
                 fprintf(stderr, "  %s q4_tile fill %d, %u chunks: %.9g vs %.9g\n", what, kind, chunks, x[0], y[0]);
@@ -213,14 +221,7 @@ static void test_tile(const vkl_cpu_dot *d, const char *what) {
             for (int i = 0; i < MR * LDY; i++) z[i] = NAN;
             d->q4_tile(q4, rec, &p, chunks, MAX_GROUPS, true, z, LDY);
             for (int r = 0; r < MR; r++) {
-                float rd[MAX_GROUPS];
-                int32_t rs[MAX_GROUPS];
-                for (int g = 0; g < MAX_GROUPS; g++) {
-                    rd[g] = pd[(g * MR + r) * VKL_CPU_HP];
-                    rs[g] = (int32_t)ps[(g * MR + r) * VKL_CPU_HP];
-                }
-                const vkl_cpu_act act = {a4 + 32 * r, rd, rs};
-                vkl_cpu_dot_portable.q4(q4, rec, &act, 1, chunks, MAX_GROUPS, y0 + VKL_CPU_HP * r);
+                portable_row(q4, rec, a4, pd, ps, r, chunks, y0 + VKL_CPU_HP * r);
                 CHECK_OR(!memcmp(z + LDY * r, y0 + VKL_CPU_HP * r, VKL_CPU_HP * sizeof(float)) &&
                              isnan(z[LDY * r + VKL_CPU_HP]) && isnan(z[LDY * r + LDY - 1]),
                          {
