@@ -436,9 +436,11 @@ static vkl_status scratch_bind(vkl_backend_device *dev, vkl_backend_exec *e, pla
         }
     if (!need) return VKL_OK;
     vkl_status st = vkl_vk_buffer_alloc(dev, VKL_BUFFER_DEVICE, (size_t)need, &e->scratch);
-    /* zeroed once: attn_decode_sg.comp's counters start at 0 (vk_attention.c) */
+    /* zeroed once where the decode attention merges its own chunks
+     * (attn_fold): attn_decode_sg.comp's counters start at 0 (vk_attention.c);
+     * nothing else reads scratch before writing it */
     VkCommandBuffer cmd;
-    if (!st && !(st = vkl_vk_once_begin(dev, &cmd))) {
+    if (!st && dev->attn_fold && !(st = vkl_vk_once_begin(dev, &cmd))) {
         dev->vk.vkCmdFillBuffer(cmd, e->scratch.buf, 0, VK_WHOLE_SIZE, 0);
         st = vkl_vk_once_end(dev);
     }
