@@ -2,10 +2,10 @@
 // NVIDIA's VK_NV_cooperative_matrix: tensor cores): the same product as
 // quant_gemm.glsl, its products on the device's fp16 x fp16 -> f32 matrix
 // units. The including file defines QG_CODES (codes per u32 word of W) and
-//   void qg_decode_pairs(uint u, uint param, out vec2 v[QG_CODES / 2])
-//   float qg_scale(uint param)
-// word u's exact centered codes as f32 pairs of consecutive elements (2s,
-// 2s + 1) and the group's scale d.
+//   void qg_decode_h2(uint u, uint param, out uint h[QG_CODES / 2])
+// word u's codes as packed fp16 pairs of consecutive elements (2s, 2s + 1),
+// each the exact centered code times the group's scale d rounded to fp16
+// once.
 //
 // A workgroup of SG_M x SG_N subgroups computes a BM x BN tile of Y; each
 // subgroup owns FM x FN fragments of CM_M x CM_N (CM_M, CM_N, CM_K: a shape
@@ -23,10 +23,14 @@
 // the bias.
 //
 // Loads: A in units of 8 consecutive floats of a row (two 16-byte loads,
-// one uvec4 store of 8 halves); W in chunks of one uvec4 of codes (4
-// words: 32 codes of a 4-bit format, 16 of int8, inside one group since
-// group % 32 == 0), each word decoded to packed fp16 pairs and stored as
-// uvec4s. Folding d into W's operand keeps the matrix units busy: scaling
+// one uvec4 store of 8 halves); W in units of 8 consecutive codes too (one
+// word of a 4-bit format, two of int8, inside one group since group % 32
+// == 0), decoded to 4 packed fp16 pairs in fp16 arithmetic and stored as
+// one uvec4. Units of 8 on both sides spread a step's loads and decodes
+// evenly over the invocations: the step ends at a barrier, so the slowest
+// invocation sets its pace (a unit of a whole uvec4 of W left half the
+// invocations of the 64 x 64 tile decoding 32 codes while the others
+// waited). Folding d into W's operand keeps the matrix units busy: scaling
 // each group's sums apart (the tiled kernel's way, exact) stored every
 // fragment to shared memory once a group, which held an H100 to 12-15
 // TFLOP/s. The operands are then A and d * w rounded to fp16 once each
@@ -62,16 +66,16 @@ const uint BM = SG_M * FM * CM_M, BN = SG_N * FN * CM_N;
 const uint SK = BK / 8u + 1u;  // shared row stride in uvec4s: the step's row and one uvec4 staggering the banks
 const uint SUBGROUPS = SG_M * SG_N;
 const uint A_ROW = BK / 8u;              // units of 8 floats in a row's step
-const uint CHUNK = 4u * QG_CODES;        // codes in one uvec4 of W
-const uint W_ROW = BK / CHUNK;           // chunks in a row's step
-const uint HALF4 = QG_CODES / 2u;        // uvec4s of fp16 one chunk decodes into
+const uint W_ROW = BK / 8u;              // units of 8 codes in a row's step
+const uint WPU = 8u / QG_CODES;          // words of W in a unit
 const uint A_UNITS = BM * A_ROW, W_UNITS = BN * W_ROW;
-// Each invocation's share of a step: A_PER units of A, W_PER chunks of W
-// (rounded up: invocations past the end load and store nothing).
-// A_REGS: the vec4s holding A's share. (Arrays passed to functions are
-// sized by these names only: glslang matches spec-constant array sizes by
+// Each invocation's share of a step: A_PER units of A, W_PER of W (rounded
+// up: invocations past the end load and store nothing). A_REGS, W_REGS:
+// the vec4s and words holding them. (Arrays passed to functions are sized
+// by these names only: glslang matches spec-constant array sizes by
 // expression, and a repeated expression such as 2u * A_PER may not match.)
-const uint A_PER = (A_UNITS + WG - 1u) / WG, W_PER = (W_UNITS + WG - 1u) / WG, A_REGS = 2u * A_PER;
+const uint A_PER = (A_UNITS + WG - 1u) / WG, W_PER = (W_UNITS + WG - 1u) / WG;
+const uint A_REGS = 2u * A_PER, W_REGS = W_PER * WPU;
 
 #include "quant_gemm_io.glsl"
 
@@ -106,9 +110,9 @@ void fragment_store(float c[EL], uint base, uint lane) {
 #endif
 
 // Step k0's share of this invocation from global memory into registers:
-// ra[2t], ra[2t + 1] the 8 floats of unit t (zeros past M), rq[t] and
-// rp[t] the codes of chunk t and its group's parameters.
-void load_step(uint k0, uint m0, uint n0, uint tid, uint groups, out vec4 ra[A_REGS], out uvec4 rq[W_PER],
+// ra[2t], ra[2t + 1] the 8 floats of A's unit t (zeros past M), rq[t WPU
+// ..] the words of W's unit t and rp[t] its group's parameters.
+void load_step(uint k0, uint m0, uint n0, uint tid, uint groups, out vec4 ra[A_REGS], out uint rq[W_REGS],
                out uint rp[W_PER]) {
     [[unroll]] for (uint t = 0u; t < A_PER; t++) {
         const uint e = t * WG + tid, m = m0 + e / A_ROW;
@@ -122,19 +126,15 @@ void load_step(uint k0, uint m0, uint n0, uint tid, uint groups, out vec4 ra[A_R
     [[unroll]] for (uint t = 0u; t < W_PER; t++) {
         const uint e = t * WG + tid;
         const uint n = min(n0 + e / W_ROW, pc.N - 1u);  // rows past N reread row N - 1, never written
-        const uint k = k0 + (e % W_ROW) * CHUNK;
-        rq[t] = uvec4(0u);
-        rp[t] = 0u;
-        if (e < W_UNITS) {
-            rq[t] = qs[n * (pc.K / CHUNK) + k / CHUNK];
-            rp[t] = params[n * groups + k / pc.group];
-        }
+        const uint k = k0 + (e % W_ROW) * 8u;
+        [[unroll]] for (uint w = 0u; w < WPU; w++) rq[t * WPU + w] = e < W_UNITS ? qs[(n * pc.K + k) / QG_CODES + w] : 0u;
+        rp[t] = e < W_UNITS ? params[n * groups + k / pc.group] : 0u;
     }
 }
 
 // The registers load_step filled into shared buffer b: A converted to
 // fp16, W decoded, scaled by d and rounded to fp16, both as uvec4s.
-void store_step(uint b, uint tid, vec4 ra[A_REGS], uvec4 rq[W_PER], uint rp[W_PER]) {
+void store_step(uint b, uint tid, vec4 ra[A_REGS], uint rq[W_REGS], uint rp[W_PER]) {
     [[unroll]] for (uint t = 0u; t < A_PER; t++) {
         const uint e = t * WG + tid;
         if (e < A_UNITS) {
@@ -147,17 +147,13 @@ void store_step(uint b, uint tid, vec4 ra[A_REGS], uvec4 rq[W_PER], uint rp[W_PE
     [[unroll]] for (uint t = 0u; t < W_PER; t++) {
         const uint e = t * WG + tid;
         if (e < W_UNITS) {
-            const float d = qg_scale(rp[t]);
-            uint h[2u * QG_CODES];  // the chunk's 4 * QG_CODES codes as fp16 pairs, in order
-            [[unroll]] for (uint w = 0u; w < 4u; w++) {
-                vec2 v[QG_CODES / 2u];
-                qg_decode_pairs(rq[t][w], rp[t], v);
-                [[unroll]] for (uint s = 0u; s < QG_CODES / 2u; s++)
-                    h[w * (QG_CODES / 2u) + s] = packFloat2x16(f16vec2(d * v[s]));
+            uint h[4];  // the unit's 8 codes as fp16 pairs, in order
+            [[unroll]] for (uint w = 0u; w < WPU; w++) {
+                uint hw[QG_CODES / 2u];
+                qg_decode_h2(rq[t * WPU + w], rp[t], hw);
+                [[unroll]] for (uint s = 0u; s < QG_CODES / 2u; s++) h[w * (QG_CODES / 2u) + s] = hw[s];
             }
-            const uint base = (b * BN + e / W_ROW) * SK + (e % W_ROW) * HALF4;
-            [[unroll]] for (uint q = 0u; q < HALF4; q++)
-                Ws[base + q] = uvec4(h[4u * q], h[4u * q + 1u], h[4u * q + 2u], h[4u * q + 3u]);
+            Ws[(b * BN + e / W_ROW) * SK + e % W_ROW] = uvec4(h[0], h[1], h[2], h[3]);
         }
     }
 }
@@ -180,7 +176,7 @@ void main() {
 #endif
 
     vec4 ra[A_REGS];
-    uvec4 rq[W_PER];
+    uint rq[W_REGS];
     uint rp[W_PER];
     load_step(0u, m0, n0, tid, groups, ra, rq, rp);
     store_step(0u, tid, ra, rq, rp);

@@ -12,16 +12,20 @@
 #include "quant_common.glsl"
 
 #ifdef VKL_COOPMAT
-// Pair s of word u as f32 (w1 - b), exact (the cooperative-matrix body
-// scales it by d and rounds the product to fp16 once).
-void qg_decode_pairs(uint u, uint p, out vec2 v[4]) {
+// Word u as 4 packed fp16 pairs of d (w1 - b), in fp16 arithmetic: w1 - b
+// is exact (b shares the codes' exponent: 2^n (q - z) / 16), and the
+// product with d, itself an fp16, is rounded once -- the same value as the
+// exact f32 product rounded to fp16, at one f16vec2 subtraction and one
+// multiply per pair.
+void qg_decode_h2(uint u, uint p, out uint h[4]) {
     const uint e = (p >> 16) & 0xFC00u;
     const uint e2 = e | (e << 16);
-    const float b = unpackHalf2x16(p >> 16).x;
-    v[0] = VKL_E0M4_PAIR0(u, e2) - b;
-    v[1] = VKL_E0M4_PAIR1(u, e2) - b;
-    v[2] = VKL_E0M4_PAIR2(u, e2) - b;
-    v[3] = VKL_E0M4_PAIR3(u, e2) - b;
+    const f16vec2 b = f16vec2(unpackFloat2x16(p >> 16).x);
+    const f16vec2 d = f16vec2(unpackFloat2x16(p).x);
+    h[0] = packFloat2x16((VKL_E0M4_H2_0(u, e2) - b) * d);
+    h[1] = packFloat2x16((VKL_E0M4_H2_1(u, e2) - b) * d);
+    h[2] = packFloat2x16((VKL_E0M4_H2_2(u, e2) - b) * d);
+    h[3] = packFloat2x16((VKL_E0M4_H2_3(u, e2) - b) * d);
 }
 #elif defined(VKL_F16)
 #define QG_T float16_t
@@ -47,10 +51,10 @@ void qg_decode(uint u, uint p, out float v[8]) {
 }
 #endif
 
-float qg_scale(uint p) { return vkl_half_exact(p & 0xFFFFu); }
-
 #ifdef VKL_COOPMAT
 #include "quant_gemm_coopmat.glsl"
 #else
+float qg_scale(uint p) { return vkl_half_exact(p & 0xFFFFu); }
+
 #include "quant_gemm.glsl"
 #endif

@@ -9,10 +9,15 @@
 #include "quant_common.glsl"
 
 #ifdef VKL_COOPMAT
-// Pair s of word u as f32 q - z (the cooperative-matrix body's form).
-void qg_decode_pairs(uint u, uint p, out vec2 v[4]) {
-    const float z = unpackHalf2x16(p >> 16).x;  // an integer 0..15
-    for (uint s = 0u; s < 4u; s++) v[s] = VKL_INT4_PAIR(u, s) - z;
+// Word u as 4 packed fp16 pairs of d (q - z), in fp16 arithmetic: each
+// pair's codes ORed into the mantissas of 1024.0 (0x6400: 1024 + q, no
+// conversion), 1024 + z subtracted (exact: integers below 2048), times d
+// (an fp16) rounded once -- the exact f32 product rounded to fp16.
+void qg_decode_h2(uint u, uint p, out uint h[4]) {
+    const f16vec2 z = f16vec2(1024.0hf + unpackFloat2x16(p >> 16).x);  // z an integer 0..15
+    const f16vec2 d = f16vec2(unpackFloat2x16(p).x);
+    for (uint s = 0u; s < 4u; s++)
+        h[s] = packFloat2x16((unpackFloat2x16(((u >> (4u * s)) & 0x000F000Fu) | 0x64006400u) - z) * d);
 }
 #else
 #ifdef VKL_F16
@@ -31,10 +36,10 @@ void qg_decode(uint u, uint p, out QG_T v[8]) {
 }
 #endif
 
-float qg_scale(uint p) { return vkl_half_exact(p & 0xFFFFu); }
-
 #ifdef VKL_COOPMAT
 #include "quant_gemm_coopmat.glsl"
 #else
+float qg_scale(uint p) { return vkl_half_exact(p & 0xFFFFu); }
+
 #include "quant_gemm.glsl"
 #endif

@@ -9,10 +9,13 @@
 #include "quant_common.glsl"
 
 #ifdef VKL_COOPMAT
-// Pair s of word u: codes 2s and 2s + 1 (bytes 2s, 2s + 1) as f32.
-void qg_decode_pairs(uint u, uint p, out vec2 v[2]) {
+// Word u as 2 packed fp16 pairs of d c: the scale is an f32, so the
+// product is made in f32 (exact for an 8-bit code) and rounded once.
+void qg_decode_h2(uint u, uint p, out uint h[2]) {
     const int w = int(u);
-    for (int s = 0; s < 2; s++) v[s] = vec2(bitfieldExtract(w, 16 * s, 8), bitfieldExtract(w, 16 * s + 8, 8));
+    const float d = uintBitsToFloat(p);
+    for (int s = 0; s < 2; s++)
+        h[s] = packFloat2x16(f16vec2(d * vec2(bitfieldExtract(w, 16 * s, 8), bitfieldExtract(w, 16 * s + 8, 8))));
 }
 #else
 #ifdef VKL_F16
@@ -27,10 +30,10 @@ void qg_decode(uint u, uint p, out QG_T v[4]) {
 }
 #endif
 
-float qg_scale(uint p) { return uintBitsToFloat(p); }
-
 #ifdef VKL_COOPMAT
 #include "quant_gemm_coopmat.glsl"
 #else
+float qg_scale(uint p) { return uintBitsToFloat(p); }
+
 #include "quant_gemm.glsl"
 #endif

@@ -2,15 +2,14 @@
 // (quant_gemm.glsl) and cooperative-matrix (quant_gemm_coopmat.glsl) bodies
 // so that vk_quant_matmul.c's record_gemm binds both the same way:
 //   Y[M, N] = A[M, K] W[N, K]^T (+ bias[N]), W in the GPU packed layout.
-// The cooperative-matrix body reads A and W 16 bytes at a time (K is a
-// multiple of its step there, so rows of both are whole vec4s / uvec4s).
+// The cooperative-matrix body reads A 16 bytes at a time (K is a multiple
+// of its step there, so A's rows are whole vec4s).
 #ifdef VKL_COOPMAT
 layout(set = 0, binding = 0, std430) readonly buffer BufA { vec4 a[]; };       // [M, K / 4]
-layout(set = 0, binding = 1, std430) readonly buffer BufQ { uvec4 qs[]; };     // [N, K / (4 QG_CODES)]
 #else
 layout(set = 0, binding = 0, std430) readonly buffer BufA { float a[]; };      // [M, K]
-layout(set = 0, binding = 1, std430) readonly buffer BufQ { uint qs[]; };      // [N, KQ / QG_CODES]
 #endif
+layout(set = 0, binding = 1, std430) readonly buffer BufQ { uint qs[]; };      // [N, KQ / QG_CODES]
 layout(set = 0, binding = 2, std430) readonly buffer BufP { uint params[]; };  // [N, KQ / group]
 layout(set = 0, binding = 3, std430) writeonly buffer BufY { float y[]; };     // [M, N]
 layout(set = 0, binding = 4, std430) readonly buffer BufB { float bias[]; };   // [N] if has_bias
