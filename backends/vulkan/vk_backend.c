@@ -259,7 +259,8 @@ static bool binds_tensor(const vkl_backend_device *dev, const vkl_vk_tensor *t, 
 
 /* Which of a dispatch's bindings it writes: those bound to an output of its
  * node (an in-place output is its input's range: written), and anything
- * that is no input (scratch). Inputs alone are read. Recorders need not
+ * that is no input (scratch) unless the recorder marked it read-only
+ * (d->reads). Inputs alone are read. Recorders need not
  * say: the barriers follow from what they bind. */
 static uint32_t written_bindings(const vkl_vk_node *nd, const vkl_vk_dispatch *d) {
     uint32_t mask = 0;
@@ -267,7 +268,7 @@ static uint32_t written_bindings(const vkl_vk_node *nd, const vkl_vk_dispatch *d
         bool out = false, in = false;
         for (uint32_t o = 0; o < nd->n_out && !out; o++) out = binds_tensor(nd->dev, &nd->out[o], &d->bind[j]);
         for (uint32_t i = 0; i < nd->n_in && !in; i++) in = binds_tensor(nd->dev, &nd->in[i], &d->bind[j]);
-        if (out || !in) mask |= 1u << j;
+        if (out || (!in && !(d->reads >> j & 1u))) mask |= 1u << j;
     }
     return mask;
 }
@@ -306,6 +307,7 @@ typedef struct plan {
     vkl_vk_dispatch *tmp;  /* scratch: VKL_VK_MAX_DISPATCHES, one node's as its recorder writes them */
     vkl_vk_fusion *fused;  /* per node: what its position records (vk_fuse.c) */
     VkDescriptorBufferInfo *moved; /* per tensor: where fusion moved it (vkl_vk_fuse_plan) */
+    vkl_vk_scratch_book book; /* scratch ranges handed to the recorders (vk_scratch.c) */
 } plan;
 
 static void plan_free(vkl_context *ctx, plan *p) {
@@ -319,6 +321,7 @@ static void plan_free(vkl_context *ctx, plan *p) {
     vkl_free(ctx, p->writes);
     vkl_free(ctx, p->fused);
     vkl_free(ctx, p->moved);
+    vkl_vk_scratch_book_free(ctx, &p->book);
 }
 
 /* Every live node has a recorder, or the graph is refused before anything is made. */
@@ -385,6 +388,7 @@ static vkl_status plan_nodes(vkl_backend_device *dev, const vkl_graph *g, const 
                      vkl_node_view_input(dev->ctx, g, e->nodes[k], b->values, b->count) != VKL_NONE;
             record = vkl_vk_recorder_for(n->op);
         } /* VKL_VK_FUSE_GONE: a later position's dispatch computes it */
+        node.book = &p->book;
         if (!st && record && !viewed) st = record(&node, p->tmp, &p->count[k]);
         if (!st && p->n + p->count[k] > p->cap) {
             const size_t cap = (p->n + p->count[k]) * 2 + 64;

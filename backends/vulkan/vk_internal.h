@@ -202,8 +202,14 @@ struct vkl_backend_device {
      * (f32 math), 4-bit codes centered (w1 - b, q - z) before the fp16
      * products, else the fold (f16 math; quant_matvec_e0m4.comp), the
      * integer-dot matvecs' activations as two int8 terms (code and
-     * residual) rather than one (quant_matvec.glsl) */
+     * residual) rather than one (quant_act_int8.comp). The integer-dot
+     * matvecs (quant_matvec_dot.glsl) read qmv_wg, qmv_unroll and qmv_rows
+     * (rows per team) too, and split K over teams of qmv_team invocations,
+     * reduced by subgroupAdd alone where qmv_team_sg (the team is one
+     * subgroup of a fixed size) */
     uint32_t qmv_wg, qmv_rows, qmv_stage, qmv_unroll, qmv_e0m4_f32, qmv_f16_center, qmv_dot_residual;
+    uint32_t qmv_team;
+    bool qmv_team_sg;
     /* the matvecs' arithmetic: the _f16 shader variants (fp16 products and
      * sums within each 16-byte step) or f32; decided once, at open, by
      * vk_device.c's choose_math (shaderFloat16 is enabled iff true or
@@ -447,6 +453,10 @@ typedef struct vkl_vk_dispatch {
     uint32_t n_bind;
     uint32_t push[VKL_VK_PUSH_BYTES / 4], n_push; /* words */
     uint32_t groups[3];
+    /* bit j: binding j is only read, though it is no input of the node (a
+     * shared scratch range an earlier node filled); without it, such a
+     * binding counts as written (vk_backend.c's barriers) */
+    uint32_t reads;
 } vkl_vk_dispatch;
 
 /* Scratch memory for what a node's dispatches pass to each other (split-K
@@ -462,6 +472,25 @@ static inline VkDescriptorBufferInfo vkl_vk_scratch(VkDeviceSize offset, VkDevic
     VkDescriptorBufferInfo b = {VK_NULL_HANDLE, offset, bytes};
     return b;
 }
+/* The scratch buffer's first bytes: attn_decode_sg.comp's counters, one per
+ * (batch, KV head, row block), zero between nodes (the buffer is zeroed at
+ * prepare and each node's last workgroups set theirs back; vk_attention.c).
+ * Past them, vk_scratch.c hands out ranges: shared ones, which several
+ * nodes read, and a node's own. */
+#define VKL_VK_SCRATCH_COUNTERS 65536
+
+/* The scratch ranges an executable's recorders have been handed
+ * (vk_scratch.c): shared ones by key, in node order. */
+typedef struct vkl_vk_scratch_range {
+    uint32_t tensor;               /* the graph tensor the contents derive from */
+    uint64_t tag;                  /* what was made of it (the recorder's own code) */
+    VkDeviceSize offset, bytes;
+} vkl_vk_scratch_range;
+typedef struct vkl_vk_scratch_book {
+    vkl_vk_scratch_range *ranges;
+    uint32_t n, cap;
+    VkDeviceSize end;              /* bytes past the counters the shared ranges take */
+} vkl_vk_scratch_book;
 
 typedef struct vkl_vk_node {
     vkl_backend_device *dev;
@@ -471,7 +500,22 @@ typedef struct vkl_vk_node {
     uint32_t n_in, n_out;
     const vkl_binding *binding;    /* the symbol values prepare was called with */
     const vkl_backend_weights *weights; /* the graph's, for TENSOR attributes (Constant's value) */
+    vkl_vk_scratch_book *book;     /* the executable's scratch ranges (recording only; else NULL) */
 } vkl_vk_node;
+
+/* ---- scratch ranges (vk_scratch.c) ---------------------------------------------------------------- */
+
+/* A scratch range that later nodes may read too, keyed by (tensor, tag):
+ * the one already handed out (*made false: an earlier node's dispatches
+ * fill it before this node runs; bytes must agree), or a new one past the
+ * earlier shared ranges (*made true: the caller records what fills it).
+ * Contents stay until the executable's end. */
+vkl_status vkl_vk_scratch_shared(const vkl_vk_node *node, uint32_t tensor, uint64_t tag, VkDeviceSize bytes,
+                                 VkDescriptorBufferInfo *out, bool *made);
+/* Where the node's own ranges may start: above every shared range so far
+ * (aligned for a binding). */
+VkDeviceSize vkl_vk_scratch_own(const vkl_vk_node *node);
+void vkl_vk_scratch_book_free(vkl_context *ctx, vkl_vk_scratch_book *book);
 
 /* Checks what the op needs (dtypes, shapes, limits: VKL_ERR_UNSUPPORTED
  * naming the node otherwise) and describes its dispatches, in order. */
@@ -487,6 +531,9 @@ bool vkl_vk_qmm_fusable(const vkl_vk_node *node);
 /* Whether the gate/up build (twice the rows' sums) fits the device's shared
  * memory under the matvec tuning (a tuning knob may make it too large). */
 bool vkl_vk_qmm_glu_fits(const vkl_backend_device *dev);
+/* Shared memory of the matvec the device runs (float or integer dot, as
+ * tuned), of its gate/up build if glu. */
+size_t vkl_vk_qmv_shared_bytes(const vkl_backend_device *dev, bool glu);
 /* The fused matvecs (vk_fuse.c): node is the QuantMatMul's (A, W, bias or
  * absent) with in[3] the residual R (qmm_add: Y = A W^T (+ bias) + R) or the
  * up weight Wu (qmm_glu: Y = silu(A W^T) * (A Wu^T)) and out[0] the fused

@@ -654,29 +654,35 @@ int main(int argc, char **argv) {
      * staged through shared memory or read directly, subgroup or
      * shared-memory reductions (the knobs are read at open), in f32 math and,
      * where the device has shaderFloat16, in fp16 math. */
-    /* stage, no-subgroup, unroll, e0m4-f32, workgroup, rows, math, f16-center, matvec; "": the device's
-     * default (the float matvecs always named: the default may be dot) */
-    static const char *const variants[][10] = {{"", "", "", "", "", "", "f32", "", "float", ""},
-                                              {"1", "0", "1", "0", "128", "4", "f32", "", "float", ""},
-                                              {"0", "0", "1", "0", "128", "8", "f32", "", "float", ""},
-                                              {"1", "1", "2", "0", "64", "3", "f32", "", "float", ""},
-                                              {"0", "1", "3", "1", "32", "1", "f32", "", "float", ""},
-                                              {"1", "0", "2", "1", "64", "8", "f32", "", "float", ""},
-                                              {"", "", "", "", "", "", "f16", "1", "float", ""},
-                                              {"", "", "", "", "", "", "f16", "0", "float", ""},
-                                              {"0", "0", "1", "0", "128", "8", "f16", "1", "float", ""},
-                                              {"1", "1", "2", "1", "64", "3", "f16", "0", "float", ""},
-                                              {"0", "1", "3", "0", "32", "1", "f16", "1", "float", ""},
-                                              {"", "", "", "", "", "", "", "", "dot", ""},
-                                              {"", "", "", "", "", "", "", "", "dot", "0"},
-                                              {"1", "0", "1", "0", "128", "4", "", "", "dot", ""},
-                                              {"0", "1", "2", "0", "64", "3", "", "", "dot", "0"},
-                                              {"1", "1", "3", "0", "32", "16", "", "", "dot", "1"},
-                                              {"0", "0", "1", "0", "64", "8", "f16", "", "dot", ""}};
-    static const char *const knobs[10] = {"VKL_VK_QMV_STAGE", "VKL_VK_NO_SUBGROUP_OPS", "VKL_VK_QMV_UNROLL",
-                                          "VKL_VK_E0M4_F32",  "VKL_VK_QMV_WG",          "VKL_VK_QMV_ROWS",
-                                          "VKL_VK_MATH",      "VKL_VK_F16_CENTER",      "VKL_VK_MATVEC",
-                                          "VKL_VK_DOT_RESIDUAL"};
+    /* stage, no-subgroup, unroll, e0m4-f32, workgroup, rows, math, f16-center, matvec, residual, team; "":
+     * the device's default (the float matvecs always named: the default may be dot). The dot rows reach
+     * each reduction of quant_matvec_dot.glsl: teams of one subgroup (the default where the subgroup size
+     * is fixed, as on lavapipe), subgroupAdd then shared memory (team = workgroup), shared-memory trees
+     * (no subgroup arithmetic; or a team of several subgroups), rows 1..16 a team, unroll 1..4. */
+    static const char *const variants[][11] = {{"", "", "", "", "", "", "f32", "", "float", "", ""},
+                                              {"1", "0", "1", "0", "128", "4", "f32", "", "float", "", ""},
+                                              {"0", "0", "1", "0", "128", "8", "f32", "", "float", "", ""},
+                                              {"1", "1", "2", "0", "64", "3", "f32", "", "float", "", ""},
+                                              {"0", "1", "3", "1", "32", "1", "f32", "", "float", "", ""},
+                                              {"1", "0", "2", "1", "64", "8", "f32", "", "float", "", ""},
+                                              {"", "", "", "", "", "", "f16", "1", "float", "", ""},
+                                              {"", "", "", "", "", "", "f16", "0", "float", "", ""},
+                                              {"0", "0", "1", "0", "128", "8", "f16", "1", "float", "", ""},
+                                              {"1", "1", "2", "1", "64", "3", "f16", "0", "float", "", ""},
+                                              {"0", "1", "3", "0", "32", "1", "f16", "1", "float", "", ""},
+                                              {"", "", "", "", "", "", "", "", "dot", "", ""},
+                                              {"", "", "", "", "", "", "", "", "dot", "0", ""},
+                                              {"", "0", "1", "", "128", "4", "", "", "dot", "", "128"},
+                                              {"", "1", "2", "", "64", "3", "", "", "dot", "0", "16"},
+                                              {"", "1", "3", "", "32", "16", "", "", "dot", "1", ""},
+                                              {"", "0", "4", "", "64", "2", "", "", "dot", "", "32"},
+                                              {"", "0", "1", "", "64", "1", "", "", "dot", "", "1"},
+                                              {"", "", "", "", "64", "8", "f16", "", "dot", "", ""}};
+    enum { KNOBS = 11 };
+    static const char *const knobs[KNOBS] = {"VKL_VK_QMV_STAGE", "VKL_VK_NO_SUBGROUP_OPS", "VKL_VK_QMV_UNROLL",
+                                             "VKL_VK_E0M4_F32",  "VKL_VK_QMV_WG",          "VKL_VK_QMV_ROWS",
+                                             "VKL_VK_MATH",      "VKL_VK_F16_CENTER",      "VKL_VK_MATVEC",
+                                             "VKL_VK_DOT_RESIDUAL", "VKL_VK_QMV_TEAM"};
     /* fp16 math needs shaderFloat16: without it (or with VKL_FEATURE_FP16
      * masked) open refuses VKL_VK_MATH=f16, and its message says why. */
     bool f16_ok = false;
@@ -740,16 +746,16 @@ int main(int argc, char **argv) {
         const bool f16 = !strcmp(variants[v][6], "f16"), center = f16 && !strcmp(variants[v][7], "1");
         const int dot = strcmp(variants[v][8], "dot") ? 0 : strcmp(variants[v][9], "0") ? 2 : 1;
         if (dot && (!dot_ok || (f16 && !f16_ok))) {
-            if (!strcmp(variants[v][0], "") && !strcmp(variants[v][9], ""))
+            if (!strcmp(variants[v][4], "") && !strcmp(variants[v][9], ""))
                 printf(" integer-dot matvecs: skipped: %s\n", dot_ok ? f16_why : dot_why);
             continue;
         }
         if (f16 && !f16_ok) {
-            if (!strcmp(variants[v][0], "") && center) printf(" f16 math: skipped: %s\n", f16_why);
+            if (!strcmp(variants[v][4], "") && center) printf(" f16 math: skipped: %s\n", f16_why);
             continue;
         }
-        printf(" matvec variant:%s", strcmp(variants[v][0], "") ? "" : " the device's defaults");
-        for (size_t k = 0; k < 10; k++) {
+        printf(" matvec variant:%s", strcmp(variants[v][4], "") ? "" : " the device's defaults");
+        for (size_t k = 0; k < KNOBS; k++) {
             if (*variants[v][k]) {
                 setenv(knobs[k], variants[v][k], 1);
                 printf(" %s=%s", knobs[k], variants[v][k]);
@@ -766,7 +772,7 @@ int main(int argc, char **argv) {
         const int i = dot ? 2 + dot : f16 ? 1 + center : 0;
         if (!(e <= worst[i])) worst[i] = e;
     }
-    for (size_t k = 0; k < 10; k++) unsetenv(knobs[k]);
+    for (size_t k = 0; k < KNOBS; k++) unsetenv(knobs[k]);
     printf("worst relative L2 error (cases of > %d outputs): f32 math %.2e (bound %g)", FEW, worst[0], F32_BOUND);
     if (f16_ok)
         printf("; f16 math centered %.2e (bound %g), fold %.2e (bound %g)", worst[2], F16_CENTER_BOUND, worst[1],
