@@ -26,6 +26,7 @@
  * one dispatch per piece and row range, each told where its columns and
  * rows start (quant_matvec.glsl's push constants); such a node keeps the
  * matvec at any M. The GEMM and the general path take no pieces. */
+#include <stdio.h>
 #include <string.h>
 
 #include "vk_internal.h"
@@ -223,6 +224,26 @@ size_t vkl_vk_qmv_shared_bytes(const vkl_backend_device *dev, bool glu) {
      * 2 ROWS sums the gate and up rows meet in */
     return (size_t)dev->qmv_wg * ((dev->qmv_stage ? 9 * 16 * dev->qmv_unroll : 0) + 4 * sums) +
            (glu ? 4 * sums : 0);
+}
+
+void vkl_vk_matvec_describe(const vkl_backend_device *dev, char *buf, size_t cap) {
+    if (!cap) return;
+    if (!dev) {
+        buf[0] = 0;
+        return;
+    }
+    if (dev->matvec_dot)
+        snprintf(buf, cap, "integer dot, %s: workgroups of %u in teams of %u (%s), %u rows a team, %u steps a lane in "
+                 "flight", dev->qmv_dot_residual ? "two int8 terms" : "one int8 term", dev->qmv_wg, dev->qmv_team,
+                 dev->qmv_team_sg ? "one subgroup: subgroupAdd"
+                 : dev->subgroup_arith && dev->qmv_team == dev->qmv_wg ? "subgroupAdd, then shared memory"
+                                                                      : "a shared-memory tree",
+                 dev->qmv_rows, dev->qmv_unroll);
+    else
+        snprintf(buf, cap, "%s math: workgroups of %u, %u rows, %u steps an invocation, activations %s, %s reduction",
+                 dev->f16_math ? "fp16" : "f32", dev->qmv_wg, dev->qmv_rows, dev->qmv_unroll,
+                 dev->qmv_stage ? "staged in shared memory" : "read directly",
+                 dev->subgroup_arith ? "subgroupAdd" : "shared-memory");
 }
 
 bool vkl_vk_qmm_glu_fits(const vkl_backend_device *dev) {

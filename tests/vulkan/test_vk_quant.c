@@ -24,8 +24,11 @@
  *      for is the math the device runs (vkl_vk_f16_math); VKL_VK_MATH=f16
  *      with VKL_FEATURE_FP16 disabled, and VKL_VK_MATH=f64, fail open;
  *      the integer-dot matvecs (VKL_VK_MATVEC=dot: int8 activations per
- *      16-byte step, packed dot products) where the device has
- *      shaderIntegerDotProduct, in five variants, each output within the
+ *      16-byte step, quantized by a pass of their own, packed dot products)
+ *      where the device has shaderIntegerDotProduct, in eight variants that
+ *      reach each of the kernel's reductions (teams of one subgroup,
+ *      subgroupAdd + shared memory, shared-memory trees; what each runs is
+ *      printed), rows 1..16 a team, unroll 1..4, each output within the
  *      rounding of its activations (DOT_BOUND below: what int8 activations
  *      alone may cost, computed from the data) and the relative L2 error
  *      <= DOT_L2_BOUND; without the feature (or with VKL_FEATURE_INT8_DOT
@@ -763,7 +766,11 @@ int main(int argc, char **argv) {
                 unsetenv(knobs[k]);
             }
         }
-        printf("\n");
+        vkl_backend_device *vd = NULL;
+        char build[256] = "";
+        if (!test_open_env(ctx, vk, 0, false, &vd)) vkl_vk_matvec_describe(vd, build, sizeof(build));
+        if (vd) vk->close(vd);
+        printf("\n   runs: %s\n", build);
         const double e = test_matmul(ctx, &r, matvec_cases, VKL_ARRAY_LEN(matvec_cases), f16, dot,
                                      dot == 2 ? DOT_L2_BOUND : dot ? DOT1_L2_BOUND : !f16 ? F32_BOUND
                                      : center ? F16_CENTER_BOUND : F16_FOLD_BOUND,
