@@ -46,7 +46,8 @@ endif()
 # this glslc compiles; vk_gemm_tuning.c says when); the _cmemu ones are the
 # same body with its fragments in plain arithmetic, for tests on any device.
 # quant_act_int8 (the _dot matvecs' activations as int8 codes) is built for
-# the 4-bit formats' steps of 32 and, as _bytes, for int8's steps of 16.
+# the 4-bit formats' steps of 32 and, as _bytes, for int8's steps of 16; so
+# is norm's _codes build (an RMSNorm writing those codes: vk_fuse.c).
 # The _v4 builds of gather_rows, copy_view, concat and split move 16 bytes
 # an invocation (uvec4s) where rows and pieces allow.
 # The _f64 ones compute in double for f64 tensors (need shaderFloat64).
@@ -76,6 +77,10 @@ set(VKL_SHADER_VARIANTS
   "concat:v4:VKL_VEC4=1"
   "split:v4:VKL_VEC4=1"
   "norm:sg:VKL_SUBGROUP=1"
+  "norm:codes:VKL_QA_CODES=1"
+  "norm:sg_codes:VKL_SUBGROUP=1,VKL_QA_CODES=1"
+  "norm:codes_bytes:VKL_QA_CODES=1,VKL_QA_BYTES=1"
+  "norm:sg_codes_bytes:VKL_SUBGROUP=1,VKL_QA_CODES=1,VKL_QA_BYTES=1"
   "norm:f64:VKL_F64=1"
   "softmax_lines:f64:VKL_F64=1"
   "matvec:sg:VKL_SUBGROUP=1"

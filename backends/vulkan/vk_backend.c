@@ -376,7 +376,7 @@ static vkl_status plan_nodes(vkl_backend_device *dev, const vkl_graph *g, const 
         bool viewed = false;
         if (f->kind == VKL_VK_FUSE_ADD || f->kind == VKL_VK_FUSE_GLU) {
             st = vkl_vk_fuse_node(dev, g, w, mem, b, p->moved, f, e->nodes[k], p->views, &node, &record);
-        } else if (f->kind == VKL_VK_FUSE_NONE) {
+        } else if (f->kind == VKL_VK_FUSE_NONE || f->kind == VKL_VK_FUSE_NORM_CODES) {
             for (uint32_t j = 0; !st && j < n->n_inputs + n->n_outputs; j++)
                 st = vkl_vk_bind_moved(dev, g, w, mem, b, p->moved,
                                        j < n->n_inputs ? n->inputs[j] : n->outputs[j - n->n_inputs], &p->views[j]);
@@ -386,9 +386,10 @@ static vkl_status plan_nodes(vkl_backend_device *dev, const vkl_graph *g, const 
             /* a view the planner gave its input's memory: nothing to dispatch */
             viewed = !st && n->n_outputs && same_range(&p->views[0].at, &p->views[n->n_inputs].at) &&
                      vkl_node_view_input(dev->ctx, g, e->nodes[k], b->values, b->count) != VKL_NONE;
-            record = vkl_vk_recorder_for(n->op);
+            record = f->kind == VKL_VK_FUSE_NORM_CODES ? vkl_vk_record_rms_codes : vkl_vk_recorder_for(n->op);
         } /* VKL_VK_FUSE_GONE: a later position's dispatch computes it */
         node.book = &p->book;
+        node.fusion = f;
         if (!st && record && !viewed) st = record(&node, p->tmp, &p->count[k]);
         if (!st && p->n + p->count[k] > p->cap) {
             const size_t cap = (p->n + p->count[k]) * 2 + 64;

@@ -501,6 +501,7 @@ typedef struct vkl_vk_node {
     const vkl_binding *binding;    /* the symbol values prepare was called with */
     const vkl_backend_weights *weights; /* the graph's, for TENSOR attributes (Constant's value) */
     vkl_vk_scratch_book *book;     /* the executable's scratch ranges (recording only; else NULL) */
+    const struct vkl_vk_fusion *fusion; /* what fusion made of this position (recording only; else NULL) */
 } vkl_vk_node;
 
 /* ---- scratch ranges (vk_scratch.c) ---------------------------------------------------------------- */
@@ -540,6 +541,21 @@ size_t vkl_vk_qmv_shared_bytes(const vkl_backend_device *dev, bool glu);
  * output (the Add's or the SiluMul's). */
 vkl_status vkl_vk_record_qmm_add(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
 vkl_status vkl_vk_record_qmm_glu(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
+/* Whether a QuantMatMul node records the integer-dot matvec (so reads A as
+ * codes, not as A), and the codes' steps per row and elements per step. */
+bool vkl_vk_qmm_reads_codes(const vkl_vk_node *node, uint32_t *steps, uint32_t *chunk);
+/* The shared scratch range of the codes of `tensor` [M, ...] in steps of
+ * chunk (shaders/vulkan/quant_act.glsl) and their uvec4s per row; *made as
+ * vkl_vk_scratch_shared's. */
+vkl_status vkl_vk_codes_range(const vkl_vk_node *node, uint32_t tensor, int64_t M, uint32_t steps, uint32_t chunk,
+                              VkDescriptorBufferInfo *codes, uint64_t *row_vec4s, bool *made);
+uint64_t vkl_vk_codes_row_vec4s(const vkl_backend_device *dev, uint32_t steps, uint32_t chunk);
+/* vk_norm.c: whether RMSNorm node writes its rows' codes in the fused build
+ * (f32, the last axis, a one-row scale, nothing in pieces; rows of `cols`
+ * elements), and the recorder of that build (node->fusion says the codes'
+ * steps and chunk). */
+bool vkl_vk_rms_codes_fit(const vkl_vk_node *node, int64_t cols, uint32_t steps, uint32_t chunk);
+vkl_status vkl_vk_record_rms_codes(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
 
 /* ---- fusion (vk_fuse.c) ----------------------------------------------------------------------------- */
 
@@ -548,13 +564,16 @@ typedef enum vkl_vk_fuse_kind {
     VKL_VK_FUSE_NONE = 0, /* the node on its own */
     VKL_VK_FUSE_GONE,     /* a QuantMatMul that a later position's fused dispatch computes: nothing here */
     VKL_VK_FUSE_ADD,      /* an Add(QuantMatMul(A, W), R): vkl_vk_record_qmm_add */
-    VKL_VK_FUSE_GLU       /* a SiluMul(QuantMatMul(A, Wg), QuantMatMul(A, Wu)): vkl_vk_record_qmm_glu */
+    VKL_VK_FUSE_GLU,      /* a SiluMul(QuantMatMul(A, Wg), QuantMatMul(A, Wu)): vkl_vk_record_qmm_glu */
+    VKL_VK_FUSE_NORM_CODES /* an RMSNorm whose every reader is a dot matvec: it writes their codes, not its
+                            * output (vkl_vk_record_rms_codes) */
 } vkl_vk_fuse_kind;
 
 typedef struct vkl_vk_fusion {
     vkl_vk_fuse_kind kind;
     uint32_t qmm;   /* ADD, GLU: the (gate) QuantMatMul's node index */
     uint32_t extra; /* ADD: the residual tensor; GLU: the up QuantMatMul's node index */
+    uint32_t steps, chunk; /* NORM_CODES: the codes' steps per row and elements per step */
 } vkl_vk_fusion;
 
 /* A tensor as prepare binds it for the memory map and binding (vk_backend.c). */

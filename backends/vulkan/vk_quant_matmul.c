@@ -264,11 +264,29 @@ static const char *const dot_names[3][3][2] = {QMV_FORMAT("e0m4"), QMV_FORMAT("i
 #undef QMV_FORMAT
 #undef QMV_NAMES
 
-/* The dot matvec's activations (shaders/vulkan/quant_act.glsl): uvec4s per
- * row of A's codes. */
-static uint64_t dot_row_vec4s(const vkl_backend_device *dev, const qmm_shape *s) {
-    const uint64_t steps = (uint64_t)(s->KQ / s->chunk), words = s->chunk / 4;
-    return (steps * words * (dev->qmv_dot_residual ? 2 : 1) + 2 * steps + 3) / 4;
+uint64_t vkl_vk_codes_row_vec4s(const vkl_backend_device *dev, uint32_t steps, uint32_t chunk) {
+    /* quant_act.glsl: ia (and ib) words, then a uvec2 per step, in whole uvec4s */
+    const uint64_t words = (uint64_t)steps * (chunk / 4) * (dev->qmv_dot_residual ? 2 : 1) + 2ull * steps;
+    return (words + 3) / 4;
+}
+
+vkl_status vkl_vk_codes_range(const vkl_vk_node *nd, uint32_t tensor, int64_t M, uint32_t steps, uint32_t chunk,
+                              VkDescriptorBufferInfo *codes, uint64_t *row_vec4s, bool *made) {
+    *row_vec4s = vkl_vk_codes_row_vec4s(nd->dev, steps, chunk);
+    if ((uint64_t)M * *row_vec4s >= (1ull << 32))
+        return vkl_vk_node_unsupported(nd, "M = %lld rows of %u steps: the int8 codes exceed the matvec's index "
+                                       "range", (long long)M, steps);
+    return vkl_vk_scratch_shared(nd, tensor, (uint64_t)steps * chunk << 8 | chunk,
+                                 (VkDeviceSize)M * *row_vec4s * 16, codes, made);
+}
+
+bool vkl_vk_qmm_reads_codes(const vkl_vk_node *nd, uint32_t *steps, uint32_t *chunk) {
+    qmm_shape s;
+    qmm_path path;
+    if (!nd->dev->matvec_dot || qmm_plan(nd, &s, &path) || path != QMM_MATVEC) return false;
+    *steps = (uint32_t)(s.KQ / s.chunk);
+    *chunk = s.chunk;
+    return true;
 }
 
 /* One dispatch per range of rows of A that binds within the limit:
@@ -343,15 +361,11 @@ static vkl_status record_matvec(const vkl_vk_node *nd, const qmm_shape *s, int f
                                        (long long)M, (long long)N, (long long)K);
     if (bias && bias->pieced)
         return vkl_vk_node_unsupported(nd, "bias of %zu bytes is over the binding limit", bias->bytes);
-    const uint64_t row_vec4s = dot ? dot_row_vec4s(dev, s) : 0;
+    uint64_t row_vec4s = 0;
     VkDescriptorBufferInfo codes = {0};
-    if (dot) {
-        if ((uint64_t)M * row_vec4s >= (1ull << 32))
-            return vkl_vk_node_unsupported(nd, "M = %lld, K = %lld: A's int8 codes exceed the matvec's index range",
-                                           (long long)M, (long long)K);
+    if (dot) { /* made: this is A's first dot matvec (and no RMSNorm wrote its codes: vk_fuse.c) */
         bool made = false;
-        vkl_status st = vkl_vk_scratch_shared(nd, A->id, (uint64_t)KQ << 8 | chunk, (VkDeviceSize)M * row_vec4s * 16,
-                                              &codes, &made);
+        vkl_status st = vkl_vk_codes_range(nd, A->id, M, (uint32_t)(KQ / chunk), chunk, &codes, &row_vec4s, &made);
         if (!st && made) st = record_quant_act(nd, s, codes, row_vec4s, out, count);
         if (st) return st;
     }
