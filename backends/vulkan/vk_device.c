@@ -514,6 +514,10 @@ static vkl_status tuning(vkl_backend_device *dev, const vkl_vulkan_options *o) {
     if (!st) st = option_bool(ctx, "matvec_f16_center", o->matvec_f16_center, &dev->qmv_f16_center);
     if (!st) st = option_bool(ctx, "matvec_dot_residual", o->matvec_dot_residual, &dev->qmv_dot_residual);
     if (!st) st = option_uint(ctx, "matvec_team", o->matvec_team, 1, max_wg, true, &dev->qmv_team);
+    if (!st && o->matvec_team > dev->qmv_wg)
+        st = vkl_fail(ctx, VKL_ERR_INVALID_ARGUMENT, "vulkan: option matvec_team = %u: more than the matvec "
+                      "workgroup's %u invocations", o->matvec_team, dev->qmv_wg);
+    /* the default, a subgroup larger than a workgroup the options made small: the workgroup */
     if (!dev->qmv_team || dev->qmv_team > dev->qmv_wg) dev->qmv_team = dev->qmv_wg;
     dev->qmv_team_sg = dev->subgroup_arith && dev->subgroup_fixed && dev->qmv_team == dev->subgroup_size;
     /* the dot matvec's lane r of a team stores its row r */

@@ -32,7 +32,9 @@
  *      rounding of its activations (DOT_BOUND below: what int8 activations
  *      alone may cost, computed from the data) and the relative L2 error
  *      <= DOT_L2_BOUND; without the feature (or with VKL_FEATURE_INT8_DOT
- *      masked) VKL_VK_MATVEC=dot fails open, saying why;
+ *      masked) VKL_VK_MATVEC=dot fails open, saying why, and so do team
+ *      knobs it cannot run (a team beyond the workgroup or not a power of
+ *      two, more rows than a team's invocations);
  *  (b') the GEMM (prefill; quant_gemm_* shaders) against ref the same way,
  *      forced from M = 2 (VKL_VK_GEMM_MIN_ROWS=1), M = 2, 17, 64, 300, N
  *      leaving partial tiles, every format, in f32 math (<= 1e-5), fp16
@@ -732,6 +734,23 @@ int main(int argc, char **argv) {
             CHECK_ERR(ctx, test_open_env(ctx, vk, VKL_FEATURE_INT8_DOT, false, &dd), VKL_ERR_UNSUPPORTED,
                       "VKL_FEATURE_INT8_DOT");
             if (dd) vk->close(dd);
+        }
+        /* the dot matvec's shape knobs: a team within the workgroup, a power
+         * of two, at least one invocation per row it stores; else open fails,
+         * naming the option */
+        static const char *const bad[][7] = {
+            /* knob, value, knob, value, knob, value, the message */
+            {"VKL_VK_QMV_TEAM", "128", "VKL_VK_QMV_WG", "64", "VKL_VK_QMV_ROWS", "4", "matvec_team = 128"},
+            {"VKL_VK_QMV_TEAM", "3", "VKL_VK_QMV_WG", "64", "VKL_VK_QMV_ROWS", "1", "matvec_team = 3"},
+            {"VKL_VK_QMV_TEAM", "4", "VKL_VK_QMV_WG", "64", "VKL_VK_QMV_ROWS", "8", "matvec_rows = 8"},
+        };
+        for (size_t i = 0; dot_ok && i < VKL_ARRAY_LEN(bad); i++) {
+            setenv("VKL_VK_MATVEC", "dot", 1);
+            for (int k = 0; k < 3; k++) setenv(bad[i][2 * k], bad[i][2 * k + 1], 1);
+            dd = NULL;
+            CHECK_ERR(ctx, test_open_env(ctx, vk, 0, false, &dd), VKL_ERR_INVALID_ARGUMENT, bad[i][6]);
+            if (dd) vk->close(dd);
+            for (int k = 0; k < 3; k++) unsetenv(bad[i][2 * k]);
         }
         setenv("VKL_VK_MATVEC", "float", 1);
         dd = NULL;
