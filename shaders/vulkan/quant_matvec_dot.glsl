@@ -127,7 +127,12 @@ void store(uint m, uint n, float v, float up) {
 
 void main() {
     const uint tid = gl_LocalInvocationID.x;
+#ifdef VKL_SUBGROUP
+    // a team of one subgroup is that subgroup, however the device lays them out
+    const uint team = TEAM_SG ? gl_SubgroupID : tid / TEAM, lane = TEAM_SG ? gl_SubgroupInvocationID : tid % TEAM;
+#else
     const uint team = tid / TEAM, lane = tid % TEAM;
+#endif
     const uint n0 = (gl_WorkGroupID.x * TEAMS + team) * ROWS;
     const uint m = gl_WorkGroupID.y;
     const uint steps = pc.steps;
