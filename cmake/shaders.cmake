@@ -45,6 +45,9 @@ endif()
 # The _cm ones run on NVIDIA's matrix units (GL_NV_cooperative_matrix, which
 # this glslc compiles; vk_gemm_tuning.c says when); the _cmemu ones are the
 # same body with its fragments in plain arithmetic, for tests on any device.
+# quant_act_int8 (the _dot matvecs' activations as int8 codes) is built for
+# the 4-bit formats' steps of 32 and, as _bytes, for int8's steps of 16; so
+# is norm's _codes build (an RMSNorm writing those codes: vk_fuse.c).
 # The _v4 builds of gather_rows, copy_view, concat and split move 16 bytes
 # an invocation (uvec4s) where rows and pieces allow.
 # The _f64 ones compute in double for f64 tensors (need shaderFloat64).
@@ -58,6 +61,7 @@ set(VKL_SHADER_VARIANTS
   "quant_matvec_e0m4:sg_f16:VKL_SUBGROUP=1,VKL_F16=1"
   "quant_matvec_int4:sg_f16:VKL_SUBGROUP=1,VKL_F16=1"
   "quant_matvec_int8:sg_f16:VKL_SUBGROUP=1,VKL_F16=1"
+  "quant_act_int8:bytes:VKL_QA_BYTES=1"
   "quant_gemm_e0m4:f16:VKL_F16=1"
   "quant_gemm_int4:f16:VKL_F16=1"
   "quant_gemm_int8:f16:VKL_F16=1"
@@ -73,6 +77,10 @@ set(VKL_SHADER_VARIANTS
   "concat:v4:VKL_VEC4=1"
   "split:v4:VKL_VEC4=1"
   "norm:sg:VKL_SUBGROUP=1"
+  "norm:codes:VKL_QA_CODES=1"
+  "norm:sg_codes:VKL_SUBGROUP=1,VKL_QA_CODES=1"
+  "norm:codes_bytes:VKL_QA_CODES=1,VKL_QA_BYTES=1"
+  "norm:sg_codes_bytes:VKL_SUBGROUP=1,VKL_QA_CODES=1,VKL_QA_BYTES=1"
   "norm:f64:VKL_F64=1"
   "softmax_lines:f64:VKL_F64=1"
   "matvec:sg:VKL_SUBGROUP=1"
@@ -106,7 +114,8 @@ foreach(fmt e0m4 int4 int8)
       "quant_matvec_${fmt}:sg_dot_${fsuffix}:VKL_SUBGROUP=1,VKL_DOT=1,${fdef}")
   endforeach()
   # int8 activations through integer dot products (VKL_VK_MATVEC=dot;
-  # vk_device.c's choose_matvec says when): the plain and fused builds.
+  # vk_device.c's choose_matvec says when; the body is quant_matvec_dot.glsl,
+  # reading what quant_act_int8 made): the plain and fused builds.
   list(APPEND VKL_SHADER_VARIANTS
     "quant_matvec_${fmt}:dot:VKL_DOT=1"
     "quant_matvec_${fmt}:sg_dot:VKL_SUBGROUP=1,VKL_DOT=1")

@@ -155,6 +155,7 @@ static vkl_status env_vulkan(vkl_context *ctx, vkl_vulkan_options *o) {
     if (!st) st = env_uint(ctx, "VKL_VK_QMV_ROWS", 1, 1u << 16, &o->matvec_rows);
     if (!st) st = env_flag(ctx, "VKL_VK_QMV_STAGE", &o->matvec_stage);
     if (!st) st = env_uint(ctx, "VKL_VK_QMV_UNROLL", 1, 1u << 16, &o->matvec_unroll);
+    if (!st) st = env_uint(ctx, "VKL_VK_QMV_TEAM", 1, 1u << 16, &o->matvec_team);
     if (!st) st = env_flag(ctx, "VKL_VK_E0M4_F32", &o->matvec_e0m4_f32);
     if (!st) st = env_flag(ctx, "VKL_VK_F16_CENTER", &o->matvec_f16_center);
     if (!st) st = env_flag(ctx, "VKL_VK_DOT_RESIDUAL", &o->matvec_dot_residual);

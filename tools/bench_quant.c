@@ -19,8 +19,9 @@
  * products and sums within each 32-code step: the paper's setting, where
  * E0M4's bitcast decode should beat int4's int -> half conversion), and,
  * where the device has shaderIntegerDotProduct, "dot" (the activations
- * quantized in the workgroup to two int8 terms, code and residual, packed
- * 4 x 8-bit integer dot products: VKL_VK_MATVEC=dot, the default there) and
+ * quantized once, by a dispatch of their own that every matrix of the chain
+ * shares, to two int8 terms, code and residual; packed 4 x 8-bit integer
+ * dot products: VKL_VK_MATVEC=dot, the default there) and
  * "dot1" (one int8 term: VKL_VK_DOT_RESIDUAL=0, half the dot products, not
  * accurate enough for the bundled model's greedy text); the f32 and f16
  * rows force the float matvecs. Other backends run their one setting,

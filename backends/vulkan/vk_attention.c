@@ -34,11 +34,10 @@
 #define DECODE_CH 64    /* keys per block in attn_decode.comp: one per invocation */
 #define MAX_SPLITS 256  /* attn_combine.comp's and attn_decode_sg.comp's MAXSPLIT */
 #define COMBINE_WG 256  /* attn_combine.comp's invocations: Dv = 128 gives 4 chunk lanes */
-/* The scratch buffer's first bytes: attn_decode_sg.comp's counters, one
- * per (batch, KV head, row block), zero between nodes (the buffer is
- * zeroed at prepare and each node's last workgroups set theirs back);
- * every decode node's partials start after them. */
-#define COUNTER_BYTES 65536
+/* attn_decode_sg.comp's counters: the scratch buffer's first bytes
+ * (vk_internal.h); every decode node's partials lie past them, in its own
+ * scratch range (vk_scratch.c). */
+#define COUNTER_BYTES VKL_VK_SCRATCH_COUNTERS
 
 typedef struct attn {
     const vkl_vk_tensor *q, *k, *v, *mask, *o;
@@ -303,6 +302,7 @@ static vkl_status record_decode(const vkl_vk_node *nd, const attn *a, vkl_vk_dis
     const size_t scratch = per_split * (size_t)n;
     if (scratch > dev->props.limits.maxStorageBufferRange || scratch / 4 >= (1ull << 32))
         return vkl_vk_node_unsupported(nd, "the split-K partials (%zu bytes) exceed a storage buffer", scratch);
+    const VkDeviceSize own = vkl_vk_scratch_own(nd); /* the partials: this node's own scratch */
 
     if (sg_wg) {
         d->shader = "attn_decode_sg";
@@ -319,7 +319,7 @@ static vkl_status record_decode(const vkl_vk_node *nd, const attn *a, vkl_vk_dis
         memcpy(d->spec, spec, sizeof(spec));
     }
     bind_qkvm(a, d);
-    d->bind[4] = vkl_vk_scratch(COUNTER_BYTES, scratch);
+    d->bind[4] = vkl_vk_scratch(own, scratch);
     if (sg_wg) { /* bound with or without the fold: the shader declares them */
         d->bind[5] = vkl_vk_scratch(0, COUNTER_BYTES);
         d->bind[6] = a->o->at;
@@ -344,7 +344,7 @@ static vkl_status record_decode(const vkl_vk_node *nd, const attn *a, vkl_vk_dis
     const uint32_t cspec[] = {COMBINE_WG, (uint32_t)a->DV, (uint32_t)a->q->dtype, MAX_SPLITS};
     c->n_spec = (uint32_t)(sizeof(cspec) / sizeof(cspec[0]));
     memcpy(c->spec, cspec, sizeof(cspec));
-    c->bind[0] = vkl_vk_scratch(COUNTER_BYTES, scratch);
+    c->bind[0] = vkl_vk_scratch(own, scratch);
     c->bind[1] = a->o->at;
     c->n_bind = 2;
     const uint32_t cpush[] = {(uint32_t)a->Hq, (uint32_t)a->Hkv, (uint32_t)a->S, (uint32_t)rows, (uint32_t)n};

@@ -259,7 +259,8 @@ static bool binds_tensor(const vkl_backend_device *dev, const vkl_vk_tensor *t, 
 
 /* Which of a dispatch's bindings it writes: those bound to an output of its
  * node (an in-place output is its input's range: written), and anything
- * that is no input (scratch). Inputs alone are read. Recorders need not
+ * that is no input (scratch) unless the recorder marked it read-only
+ * (d->reads). Inputs alone are read. Recorders need not
  * say: the barriers follow from what they bind. */
 static uint32_t written_bindings(const vkl_vk_node *nd, const vkl_vk_dispatch *d) {
     uint32_t mask = 0;
@@ -267,7 +268,7 @@ static uint32_t written_bindings(const vkl_vk_node *nd, const vkl_vk_dispatch *d
         bool out = false, in = false;
         for (uint32_t o = 0; o < nd->n_out && !out; o++) out = binds_tensor(nd->dev, &nd->out[o], &d->bind[j]);
         for (uint32_t i = 0; i < nd->n_in && !in; i++) in = binds_tensor(nd->dev, &nd->in[i], &d->bind[j]);
-        if (out || !in) mask |= 1u << j;
+        if (out || (!in && !(d->reads >> j & 1u))) mask |= 1u << j;
     }
     return mask;
 }
@@ -306,6 +307,7 @@ typedef struct plan {
     vkl_vk_dispatch *tmp;  /* scratch: VKL_VK_MAX_DISPATCHES, one node's as its recorder writes them */
     vkl_vk_fusion *fused;  /* per node: what its position records (vk_fuse.c) */
     VkDescriptorBufferInfo *moved; /* per tensor: where fusion moved it (vkl_vk_fuse_plan) */
+    vkl_vk_scratch_book book; /* scratch ranges handed to the recorders (vk_scratch.c) */
 } plan;
 
 static void plan_free(vkl_context *ctx, plan *p) {
@@ -319,6 +321,7 @@ static void plan_free(vkl_context *ctx, plan *p) {
     vkl_free(ctx, p->writes);
     vkl_free(ctx, p->fused);
     vkl_free(ctx, p->moved);
+    vkl_vk_scratch_book_free(ctx, &p->book);
 }
 
 /* Every live node has a recorder, or the graph is refused before anything is made. */
@@ -373,7 +376,7 @@ static vkl_status plan_nodes(vkl_backend_device *dev, const vkl_graph *g, const 
         bool viewed = false;
         if (f->kind == VKL_VK_FUSE_ADD || f->kind == VKL_VK_FUSE_GLU) {
             st = vkl_vk_fuse_node(dev, g, w, mem, b, p->moved, f, e->nodes[k], p->views, &node, &record);
-        } else if (f->kind == VKL_VK_FUSE_NONE) {
+        } else if (f->kind == VKL_VK_FUSE_NONE || f->kind == VKL_VK_FUSE_NORM_CODES) {
             for (uint32_t j = 0; !st && j < n->n_inputs + n->n_outputs; j++)
                 st = vkl_vk_bind_moved(dev, g, w, mem, b, p->moved,
                                        j < n->n_inputs ? n->inputs[j] : n->outputs[j - n->n_inputs], &p->views[j]);
@@ -383,8 +386,10 @@ static vkl_status plan_nodes(vkl_backend_device *dev, const vkl_graph *g, const 
             /* a view the planner gave its input's memory: nothing to dispatch */
             viewed = !st && n->n_outputs && same_range(&p->views[0].at, &p->views[n->n_inputs].at) &&
                      vkl_node_view_input(dev->ctx, g, e->nodes[k], b->values, b->count) != VKL_NONE;
-            record = vkl_vk_recorder_for(n->op);
+            record = f->kind == VKL_VK_FUSE_NORM_CODES ? vkl_vk_record_rms_codes : vkl_vk_recorder_for(n->op);
         } /* VKL_VK_FUSE_GONE: a later position's dispatch computes it */
+        node.book = &p->book;
+        node.fusion = f;
         if (!st && record && !viewed) st = record(&node, p->tmp, &p->count[k]);
         if (!st && p->n + p->count[k] > p->cap) {
             const size_t cap = (p->n + p->count[k]) * 2 + 64;

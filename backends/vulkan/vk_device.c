@@ -482,14 +482,21 @@ static vkl_status tuning(vkl_backend_device *dev, const vkl_vulkan_options *o) {
      * say what each does). */
     dev->qmv_wg = 64;
     dev->qmv_rows = dev->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ? 8 : 4;
-    /* The dot matvecs quantize each 16-byte step's activations once per
-     * workgroup (~4 instructions a value), then spend ~1 instruction a code
-     * per row; more rows would spread the quantization, but an H200's 1B
-     * decode ran 517 tok/s at 4 rows, 469 at 8 and 421 at 16 (the float
-     * build: 509): the kernel is bound by its loads' latency, not its
-     * arithmetic, and fewer rows give more workgroups. */
     dev->qmv_stage = dev->props.deviceType != VK_PHYSICAL_DEVICE_TYPE_CPU;
     dev->qmv_unroll = 1;
+    /* The dot matvecs (quant_matvec_dot.glsl) read activations quantized
+     * by a pass of their own, so their loop is loads and dot products:
+     * teams of one subgroup where every dispatch runs at one subgroup size
+     * (a subgroupAdd ends it, no shared memory, no barrier), else the whole
+     * workgroup; 4 rows a team, two steps per lane in flight. Unmeasured on
+     * a GPU yet: the matvec_* options (VKL_VK_QMV_*) are there to sweep. */
+    const bool sg_teams = dev->subgroup_arith && dev->subgroup_fixed && dev->subgroup_size >= 4 &&
+                          dev->subgroup_size <= 64 && !(dev->subgroup_size & (dev->subgroup_size - 1));
+    dev->qmv_team = sg_teams ? dev->subgroup_size : 0; /* 0: the workgroup, once its size is known */
+    if (dev->matvec_dot) {
+        dev->qmv_rows = 4;
+        dev->qmv_unroll = 2;
+    }
     dev->qmv_e0m4_f32 = 0;
     dev->qmv_f16_center = 1; /* fp16 math: as fast as the fold on the H100, 3-7x smaller error */
     /* two int8 terms: one alone broke the bundled model's greedy text
@@ -506,10 +513,22 @@ static vkl_status tuning(vkl_backend_device *dev, const vkl_vulkan_options *o) {
     if (!st) st = option_bool(ctx, "matvec_e0m4_f32", o->matvec_e0m4_f32, &dev->qmv_e0m4_f32);
     if (!st) st = option_bool(ctx, "matvec_f16_center", o->matvec_f16_center, &dev->qmv_f16_center);
     if (!st) st = option_bool(ctx, "matvec_dot_residual", o->matvec_dot_residual, &dev->qmv_dot_residual);
-    /* Shared memory: staged activations (9 vec4 per invocation and unrolled
-     * step for 4-bit formats) and one partial sum per invocation and row. */
-    const size_t shared =
-        (size_t)dev->qmv_wg * ((dev->qmv_stage ? 9 * 16 * dev->qmv_unroll : 0) + 4 * dev->qmv_rows);
+    if (!st) st = option_uint(ctx, "matvec_team", o->matvec_team, 1, max_wg, true, &dev->qmv_team);
+    if (!st && o->matvec_team > dev->qmv_wg)
+        st = vkl_fail(ctx, VKL_ERR_INVALID_ARGUMENT, "vulkan: option matvec_team = %u: more than the matvec "
+                      "workgroup's %u invocations", o->matvec_team, dev->qmv_wg);
+    /* the default, a subgroup larger than a workgroup the options made small: the workgroup */
+    if (!dev->qmv_team || dev->qmv_team > dev->qmv_wg) dev->qmv_team = dev->qmv_wg;
+    dev->qmv_team_sg = dev->subgroup_arith && dev->subgroup_fixed && dev->qmv_team == dev->subgroup_size;
+    /* the dot matvec's lane r of a team stores its row r */
+    if (!st && dev->matvec_dot && dev->qmv_rows > dev->qmv_team)
+        st = vkl_fail(ctx, VKL_ERR_INVALID_ARGUMENT, "vulkan: matvec_rows = %u rows a team, more than its %u "
+                      "invocations (matvec_team, or the workgroup)", dev->qmv_rows, dev->qmv_team);
+    /* Shared memory: the float matvecs' staged activations (9 vec4 per
+     * invocation and unrolled step for 4-bit formats) and one partial sum
+     * per invocation and row; the dot matvecs' partial sums unless a
+     * subgroupAdd reduces the team. */
+    const size_t shared = vkl_vk_qmv_shared_bytes(dev, false);
     if (!st) st = vkl_vk_attention_tuning(dev, o);
     if (!st && shared > dev->props.limits.maxComputeSharedMemorySize)
         st = vkl_fail(dev->ctx, VKL_ERR_INVALID_ARGUMENT,

@@ -9,7 +9,10 @@
  *        output (quant_matvec.glsl's _add builds);
  *   GLU  SiluMul(QuantMatMul(A, Wg), QuantMatMul(A, Wu)) with one A, no
  *        bias, Wg and Wu of one format, shape and group: one matvec of both
- *        rows stores silu(gate) * up (the _glu builds).
+ *        rows stores silu(gate) * up (the _glu builds);
+ *   NORM_CODES  an RMSNorm whose output only integer-dot matvecs read: it
+ *        writes their int8 codes (norm.comp's _codes builds) in place of
+ *        its output and of their activation quantizer (try_norm).
  *
  * Each QuantMatMul output must have that one consumer and be no graph
  * output, and the QuantMatMul must run the one-dispatch matvec
@@ -234,6 +237,50 @@ static vkl_status try_glu(fuse_ctx *c, uint32_t k) {
     return VKL_OK;
 }
 
+/* NORM_CODES: the RMSNorm at position k, when every reader of its output
+ * is a later QuantMatMul on the integer-dot matvec reading it as A (the Q,
+ * K and V projections, the gate/up pair), all with codes of one shape: it
+ * writes their codes instead of its output, which nothing then reads. The
+ * codes are shared scratch (vk_scratch.c) no later node overwrites, so
+ * nothing between the norm and its readers matters. */
+static void try_norm(fuse_ctx *c, uint32_t k) {
+    const uint32_t ni = c->order[k];
+    const vkl_node *n = &c->g->nodes[ni];
+    if (!c->dev->matvec_dot || c->fused[k].kind != VKL_VK_FUSE_NONE || n->n_inputs < 2 || n->n_outputs != 1 ||
+        n->outputs[0] == VKL_NONE)
+        return;
+    const uint32_t y = n->outputs[0];
+    if (c->g->tensors[y].kind != VKL_TENSOR_ACTIVATION || c->g->tensors[y].is_output) return;
+    uint32_t readers = 0, steps = 0, chunk = 0;
+    int64_t cols = 0;
+    for (uint32_t j = k + 1; j < c->n; j++) {
+        const vkl_node *r = &c->g->nodes[c->order[j]];
+        uint32_t uses = 0;
+        for (uint32_t i = 0; i < r->n_inputs; i++) uses += r->inputs[i] == y;
+        if (!uses) continue;
+        if (uses != 1 || r->op != VKL_OP_QUANT_MAT_MUL || r->inputs[0] != y || r->n_outputs != 1) return;
+        vkl_vk_tensor in[3], out;
+        for (uint32_t i = 0; i < 3; i++)
+            if (bind(c, i < r->n_inputs ? r->inputs[i] : VKL_NONE, &in[i])) return;
+        if (bind(c, r->outputs[0], &out)) return;
+        const vkl_vk_node q = {c->dev, c->g, c->order[j], in, &out, 3, 1, c->b, c->w, NULL, NULL};
+        uint32_t s, ch;
+        if (!vkl_vk_qmm_reads_codes(&q, &s, &ch) || (readers && (s != steps || ch != chunk))) return;
+        steps = s;
+        chunk = ch;
+        cols = in[0].dims[in[0].rank - 1];
+        readers++;
+    }
+    if (!readers || readers != vkl_graph_use_count(c->g, y)) return; /* a reader not live, or a graph output */
+    vkl_vk_tensor views[3];
+    const uint32_t ids[3] = {n->inputs[0], n->inputs[1], y};
+    for (uint32_t i = 0; i < 3; i++)
+        if (bind(c, ids[i], &views[i])) return;
+    const vkl_vk_node norm = {c->dev, c->g, ni, views, views + 2, 2, 1, c->b, c->w, NULL, NULL};
+    if (vkl_vk_rms_codes_fit(&norm, cols, steps, chunk))
+        c->fused[k] = (vkl_vk_fusion){VKL_VK_FUSE_NORM_CODES, VKL_NONE, VKL_NONE, steps, chunk};
+}
+
 vkl_status vkl_vk_fuse_plan(vkl_backend_device *dev, const vkl_graph *g, const vkl_backend_weights *w,
                             const vkl_memory_map *mem, const vkl_binding *b, const uint32_t *order, uint32_t n,
                             vkl_vk_fusion *fused, VkDescriptorBufferInfo *moved, vkl_vk_buffer *moved_mem,
@@ -258,22 +305,26 @@ vkl_status vkl_vk_fuse_plan(vkl_backend_device *dev, const vkl_graph *g, const v
         if (op == VKL_OP_ADD) st = try_add(&c, k);
         else if (op == VKL_OP_SILU_MUL) st = try_glu(&c, k);
     }
+    for (uint32_t k = 0; !st && k < n; k++)
+        if (g->nodes[order[k]].op == VKL_OP_RMS_NORM) try_norm(&c, k);
     vkl_free(dev->ctx, c.pos);
     vkl_free(dev->ctx, c.moves);
     if (!st && c.move_bytes) st = vkl_vk_buffer_alloc(dev, VKL_BUFFER_DEVICE, (size_t)c.move_bytes, moved_mem);
     for (uint32_t t = 0; !st && t < g->n_tensors; t++)
         if (moved[t].range) moved[t].buffer = moved_mem->buf;
-    uint32_t adds = 0, glus = 0;
+    uint32_t adds = 0, glus = 0, norms = 0;
     for (uint32_t k = 0; k < n; k++) {
         adds += fused[k].kind == VKL_VK_FUSE_ADD;
         glus += fused[k].kind == VKL_VK_FUSE_GLU;
+        norms += fused[k].kind == VKL_VK_FUSE_NORM_CODES;
     }
     *n_fused = adds * 2 + glus * 3;
     if (!st)
         vkl_log(dev->ctx, VKL_LOG_DEBUG,
                 "vulkan: fused %u nodes into %u dispatches (%u QuantMatMul+Add, %u gate/up QuantMatMul+SiluMul; "
-                "%u outputs moved to %llu bytes of their own); %u matches kept apart for their memory",
-                *n_fused, adds + glus, adds, glus, c.n_moves, (unsigned long long)c.move_bytes, c.overlapping);
+                "%u outputs moved to %llu bytes of their own); %u matches kept apart for their memory; %u RMSNorms "
+                "write their readers' int8 codes", *n_fused, adds + glus, adds, glus, c.n_moves,
+                (unsigned long long)c.move_bytes, c.overlapping, norms);
     return st;
 }
 

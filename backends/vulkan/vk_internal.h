@@ -202,8 +202,14 @@ struct vkl_backend_device {
      * (f32 math), 4-bit codes centered (w1 - b, q - z) before the fp16
      * products, else the fold (f16 math; quant_matvec_e0m4.comp), the
      * integer-dot matvecs' activations as two int8 terms (code and
-     * residual) rather than one (quant_matvec.glsl) */
+     * residual) rather than one (quant_act_int8.comp). The integer-dot
+     * matvecs (quant_matvec_dot.glsl) read qmv_wg, qmv_unroll and qmv_rows
+     * (rows per team) too, and split K over teams of qmv_team invocations,
+     * reduced by subgroupAdd alone where qmv_team_sg (the team is one
+     * subgroup of a fixed size) */
     uint32_t qmv_wg, qmv_rows, qmv_stage, qmv_unroll, qmv_e0m4_f32, qmv_f16_center, qmv_dot_residual;
+    uint32_t qmv_team;
+    bool qmv_team_sg;
     /* the matvecs' arithmetic: the _f16 shader variants (fp16 products and
      * sums within each 16-byte step) or f32; decided once, at open, by
      * vk_device.c's choose_math (shaderFloat16 is enabled iff true or
@@ -447,6 +453,10 @@ typedef struct vkl_vk_dispatch {
     uint32_t n_bind;
     uint32_t push[VKL_VK_PUSH_BYTES / 4], n_push; /* words */
     uint32_t groups[3];
+    /* bit j: binding j is only read, though it is no input of the node (a
+     * shared scratch range an earlier node filled); without it, such a
+     * binding counts as written (vk_backend.c's barriers) */
+    uint32_t reads;
 } vkl_vk_dispatch;
 
 /* Scratch memory for what a node's dispatches pass to each other (split-K
@@ -462,6 +472,25 @@ static inline VkDescriptorBufferInfo vkl_vk_scratch(VkDeviceSize offset, VkDevic
     VkDescriptorBufferInfo b = {VK_NULL_HANDLE, offset, bytes};
     return b;
 }
+/* The scratch buffer's first bytes: attn_decode_sg.comp's counters, one per
+ * (batch, KV head, row block), zero between nodes (the buffer is zeroed at
+ * prepare and each node's last workgroups set theirs back; vk_attention.c).
+ * Past them, vk_scratch.c hands out ranges: shared ones, which several
+ * nodes read, and a node's own. */
+#define VKL_VK_SCRATCH_COUNTERS 65536
+
+/* The scratch ranges an executable's recorders have been handed
+ * (vk_scratch.c): shared ones by key, in node order. */
+typedef struct vkl_vk_scratch_range {
+    uint32_t tensor;               /* the graph tensor the contents derive from */
+    uint64_t tag;                  /* what was made of it (the recorder's own code) */
+    VkDeviceSize offset, bytes;
+} vkl_vk_scratch_range;
+typedef struct vkl_vk_scratch_book {
+    vkl_vk_scratch_range *ranges;
+    uint32_t n, cap;
+    VkDeviceSize end;              /* bytes past the counters the shared ranges take */
+} vkl_vk_scratch_book;
 
 typedef struct vkl_vk_node {
     vkl_backend_device *dev;
@@ -471,7 +500,23 @@ typedef struct vkl_vk_node {
     uint32_t n_in, n_out;
     const vkl_binding *binding;    /* the symbol values prepare was called with */
     const vkl_backend_weights *weights; /* the graph's, for TENSOR attributes (Constant's value) */
+    vkl_vk_scratch_book *book;     /* the executable's scratch ranges (recording only; else NULL) */
+    const struct vkl_vk_fusion *fusion; /* what fusion made of this position (recording only; else NULL) */
 } vkl_vk_node;
+
+/* ---- scratch ranges (vk_scratch.c) ---------------------------------------------------------------- */
+
+/* A scratch range that later nodes may read too, keyed by (tensor, tag):
+ * the one already handed out (*made false: an earlier node's dispatches
+ * fill it before this node runs; bytes must agree), or a new one past the
+ * earlier shared ranges (*made true: the caller records what fills it).
+ * Contents stay until the executable's end. */
+vkl_status vkl_vk_scratch_shared(const vkl_vk_node *node, uint32_t tensor, uint64_t tag, VkDeviceSize bytes,
+                                 VkDescriptorBufferInfo *out, bool *made);
+/* Where the node's own ranges may start: above every shared range so far
+ * (aligned for a binding). */
+VkDeviceSize vkl_vk_scratch_own(const vkl_vk_node *node);
+void vkl_vk_scratch_book_free(vkl_context *ctx, vkl_vk_scratch_book *book);
 
 /* Checks what the op needs (dtypes, shapes, limits: VKL_ERR_UNSUPPORTED
  * naming the node otherwise) and describes its dispatches, in order. */
@@ -487,12 +532,30 @@ bool vkl_vk_qmm_fusable(const vkl_vk_node *node);
 /* Whether the gate/up build (twice the rows' sums) fits the device's shared
  * memory under the matvec tuning (a tuning knob may make it too large). */
 bool vkl_vk_qmm_glu_fits(const vkl_backend_device *dev);
+/* Shared memory of the matvec the device runs (float or integer dot, as
+ * tuned), of its gate/up build if glu. */
+size_t vkl_vk_qmv_shared_bytes(const vkl_backend_device *dev, bool glu);
 /* The fused matvecs (vk_fuse.c): node is the QuantMatMul's (A, W, bias or
  * absent) with in[3] the residual R (qmm_add: Y = A W^T (+ bias) + R) or the
  * up weight Wu (qmm_glu: Y = silu(A W^T) * (A Wu^T)) and out[0] the fused
  * output (the Add's or the SiluMul's). */
 vkl_status vkl_vk_record_qmm_add(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
 vkl_status vkl_vk_record_qmm_glu(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
+/* Whether a QuantMatMul node records the integer-dot matvec (so reads A as
+ * codes, not as A), and the codes' steps per row and elements per step. */
+bool vkl_vk_qmm_reads_codes(const vkl_vk_node *node, uint32_t *steps, uint32_t *chunk);
+/* The shared scratch range of the codes of `tensor` [M, ...] in steps of
+ * chunk (shaders/vulkan/quant_act.glsl) and their uvec4s per row; *made as
+ * vkl_vk_scratch_shared's. */
+vkl_status vkl_vk_codes_range(const vkl_vk_node *node, uint32_t tensor, int64_t M, uint32_t steps, uint32_t chunk,
+                              VkDescriptorBufferInfo *codes, uint64_t *row_vec4s, bool *made);
+uint64_t vkl_vk_codes_row_vec4s(const vkl_backend_device *dev, uint32_t steps, uint32_t chunk);
+/* vk_norm.c: whether RMSNorm node writes its rows' codes in the fused build
+ * (f32, the last axis, a one-row scale, nothing in pieces; rows of `cols`
+ * elements), and the recorder of that build (node->fusion says the codes'
+ * steps and chunk). */
+bool vkl_vk_rms_codes_fit(const vkl_vk_node *node, int64_t cols, uint32_t steps, uint32_t chunk);
+vkl_status vkl_vk_record_rms_codes(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
 
 /* ---- fusion (vk_fuse.c) ----------------------------------------------------------------------------- */
 
@@ -501,13 +564,16 @@ typedef enum vkl_vk_fuse_kind {
     VKL_VK_FUSE_NONE = 0, /* the node on its own */
     VKL_VK_FUSE_GONE,     /* a QuantMatMul that a later position's fused dispatch computes: nothing here */
     VKL_VK_FUSE_ADD,      /* an Add(QuantMatMul(A, W), R): vkl_vk_record_qmm_add */
-    VKL_VK_FUSE_GLU       /* a SiluMul(QuantMatMul(A, Wg), QuantMatMul(A, Wu)): vkl_vk_record_qmm_glu */
+    VKL_VK_FUSE_GLU,      /* a SiluMul(QuantMatMul(A, Wg), QuantMatMul(A, Wu)): vkl_vk_record_qmm_glu */
+    VKL_VK_FUSE_NORM_CODES /* an RMSNorm whose every reader is a dot matvec: it writes their codes, not its
+                            * output (vkl_vk_record_rms_codes) */
 } vkl_vk_fuse_kind;
 
 typedef struct vkl_vk_fusion {
     vkl_vk_fuse_kind kind;
     uint32_t qmm;   /* ADD, GLU: the (gate) QuantMatMul's node index */
     uint32_t extra; /* ADD: the residual tensor; GLU: the up QuantMatMul's node index */
+    uint32_t steps, chunk; /* NORM_CODES: the codes' steps per row and elements per step */
 } vkl_vk_fusion;
 
 /* A tensor as prepare binds it for the memory map and binding (vk_backend.c). */

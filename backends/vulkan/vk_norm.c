@@ -53,9 +53,18 @@ static bool is_row(const vkl_vk_tensor *x, uint32_t axis, int64_t n, const vkl_v
     return true;
 }
 
-/* norm.comp over rows = prod(X dims [0, axis)), n = the rest. */
-static vkl_status record_rows(const vkl_vk_node *nd, uint32_t mode, uint32_t axis, float eps, vkl_vk_dispatch *out,
-                              uint32_t *count) {
+/* Where the _codes build of an RMSNorm writes (vkl_vk_record_rms_codes):
+ * the codes' range, steps per row and elements per step, uvec4s per row. */
+typedef struct codes_target {
+    VkDescriptorBufferInfo at;
+    uint32_t steps, chunk;
+    uint64_t row_vec4s;
+} codes_target;
+
+/* norm.comp over rows = prod(X dims [0, axis)), n = the rest; with codes,
+ * its _codes build (RMSNorm only) writes them instead of Y. */
+static vkl_status record_rows(const vkl_vk_node *nd, uint32_t mode, uint32_t axis, float eps, const codes_target *codes,
+                              vkl_vk_dispatch *out, uint32_t *count) {
     const vkl_vk_tensor *X = &nd->in[0], *Y = &nd->out[0];
     const vkl_vk_tensor *S = mode >= MODE_RMS ? &nd->in[1] : NULL;
     const vkl_vk_tensor *B = mode == MODE_LAYER && nd->n_in > 2 && nd->in[2].id != VKL_NONE ? &nd->in[2] : NULL;
@@ -86,7 +95,10 @@ static vkl_status record_rows(const vkl_vk_node *nd, uint32_t mode, uint32_t axi
     *count = 0;
     if (!rows) return VKL_OK; /* n = 0 still has statistics to write (NaN, as ref) */
     vkl_vk_dispatch *d = &out[0];
-    st = vkl_vk_pick(nd, vkl_vk_node_has_f64(nd), &norm_shader, &d->shader);
+    static const vkl_vk_variants codes_shader[2] = {{"norm_codes", "norm_sg_codes", NULL},
+                                                    {"norm_codes_bytes", "norm_sg_codes_bytes", NULL}};
+    st = vkl_vk_pick(nd, vkl_vk_node_has_f64(nd), codes ? &codes_shader[codes->chunk == 16] : &norm_shader,
+                     &d->shader);
     /* A decode step's norms are one row: one workgroup, whose passes over
      * the row are a chain of loads per invocation; up to 1024 invocations
      * keep that chain at two or so (an H100's RMSNorm of 2048 took twice
@@ -110,6 +122,14 @@ static vkl_status record_rows(const vkl_vk_node *nd, uint32_t mode, uint32_t axi
     d->push[1] = (uint32_t)n;
     d->push[2] = vkl_vk_f32_bits(eps);
     d->n_push = 3 + vkl_vk_view_push(&v, d->push + 3);
+    if (codes) { /* after norm.comp's fixed-size view fields: 3 + 1 + 6 + 2 * 6 words */
+        d->spec[d->n_spec++] = nd->dev->qmv_dot_residual;
+        d->bind[3] = codes->at;
+        d->push[22] = codes->steps;
+        d->push[23] = 0; /* the codes' range is bound whole */
+        d->push[24] = (uint32_t)codes->row_vec4s;
+        d->n_push = 25;
+    }
     *count = 1;
     return VKL_OK;
 }
@@ -122,7 +142,7 @@ static vkl_status softmax(const vkl_vk_node *nd, bool log_out, vkl_vk_dispatch *
     if (!st) st = vkl_vk_axis_attr(nd, X->rank, &axis);
     if (st) return st;
     const int64_t inner = prod(X->dims, axis + 1, X->rank);
-    if (inner == 1) return record_rows(nd, log_out ? MODE_LOG_SOFTMAX : MODE_SOFTMAX, axis, 0.0f, out, count);
+    if (inner == 1) return record_rows(nd, log_out ? MODE_LOG_SOFTMAX : MODE_SOFTMAX, axis, 0.0f, NULL, out, count);
     const int64_t n = X->dims[axis], lines = X->count / (n ? n : 1);
     if (X->count >= (1ll << 32))
         return vkl_vk_node_unsupported(nd, "%lld elements exceed 32-bit indexing", (long long)X->count);
@@ -156,7 +176,8 @@ vkl_status vkl_vk_record_log_softmax(const vkl_vk_node *nd, vkl_vk_dispatch *out
     return softmax(nd, true, out, count);
 }
 
-static vkl_status norm(const vkl_vk_node *nd, uint32_t mode, vkl_vk_dispatch *out, uint32_t *count) {
+static vkl_status norm(const vkl_vk_node *nd, uint32_t mode, const codes_target *codes, vkl_vk_dispatch *out,
+                       uint32_t *count) {
     const vkl_vk_tensor *X = &nd->in[0];
     uint32_t axis = 0; /* set by the axis check; -O3 cannot see it */
     float eps;
@@ -164,13 +185,43 @@ static vkl_status norm(const vkl_vk_node *nd, uint32_t mode, vkl_vk_dispatch *ou
     vkl_status st = need_float(nd, X, "X");
     if (!st) st = vkl_vk_axis_attr(nd, X->rank, &axis);
     if (!st) st = vkl_op_attr_float(nd->g, nd->index, "epsilon", &eps);
-    return st ? st : record_rows(nd, mode, axis, eps, out, count);
+    return st ? st : record_rows(nd, mode, axis, eps, codes, out, count);
+}
+
+bool vkl_vk_rms_codes_fit(const vkl_vk_node *nd, int64_t cols, uint32_t steps, uint32_t chunk) {
+    const vkl_vk_tensor *X = &nd->in[0], *S = nd->n_in > 1 ? &nd->in[1] : NULL, *Y = &nd->out[0];
+    uint32_t axis = 0;
+    int64_t strides[VKL_MAX_RANK] = {0};
+    if (!S || S->id == VKL_NONE || nd->n_out != 1 || X->dtype != VKL_DTYPE_F32 || Y->dtype != VKL_DTYPE_F32 ||
+        S->dtype != VKL_DTYPE_F32 || X->pieced || S->pieced || X->rank < 1 || X->count >= (1ll << 32) ||
+        vkl_vk_axis_attr(nd, X->rank, &axis) || axis != X->rank - 1 || X->dims[axis] != cols ||
+        S->rank > 1 || vkl_vk_broadcast_strides(nd, S, X->rank, X->dims, strides) ||
+        (uint64_t)steps * chunk < (uint64_t)cols)
+        return false;
+    /* the codes bound whole */
+    const uint64_t bytes = (uint64_t)(X->count / cols) * vkl_vk_codes_row_vec4s(nd->dev, steps, chunk) * 16;
+    return bytes <= nd->dev->bind_limit && is_row(X, axis, cols, S, strides);
+}
+
+vkl_status vkl_vk_record_rms_codes(const vkl_vk_node *nd, vkl_vk_dispatch *out, uint32_t *count) {
+    const vkl_vk_tensor *X = &nd->in[0];
+    codes_target t = {.steps = nd->fusion->steps, .chunk = nd->fusion->chunk};
+    int64_t rows = 1;
+    for (uint32_t d = 0; d + 1 < X->rank; d++) rows *= X->dims[d];
+    bool made = false;
+    vkl_status st = vkl_vk_codes_range(nd, nd->out[0].id, rows, t.steps, t.chunk, &t.at, &t.row_vec4s, &made);
+    /* the readers find the range this node made; one made earlier would be another node's */
+    if (!st && !made) st = vkl_vk_node_unsupported(nd, "the codes of its output were written before it ran");
+    if (!st && t.at.range > nd->dev->bind_limit)
+        st = vkl_vk_node_unsupported(nd, "the codes of its output (%llu bytes) are over the binding limit",
+                                     (unsigned long long)t.at.range);
+    return st ? st : norm(nd, MODE_RMS, &t, out, count);
 }
 
 vkl_status vkl_vk_record_rms_norm(const vkl_vk_node *nd, vkl_vk_dispatch *out, uint32_t *count) {
-    return norm(nd, MODE_RMS, out, count);
+    return norm(nd, MODE_RMS, NULL, out, count);
 }
 
 vkl_status vkl_vk_record_layer_normalization(const vkl_vk_node *nd, vkl_vk_dispatch *out, uint32_t *count) {
-    return norm(nd, MODE_LAYER, out, count);
+    return norm(nd, MODE_LAYER, NULL, out, count);
 }

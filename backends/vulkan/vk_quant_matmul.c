@@ -26,6 +26,7 @@
  * one dispatch per piece and row range, each told where its columns and
  * rows start (quant_matvec.glsl's push constants); such a node keeps the
  * matvec at any M. The GEMM and the general path take no pieces. */
+#include <stdio.h>
 #include <string.h>
 
 #include "vk_internal.h"
@@ -215,37 +216,142 @@ bool vkl_vk_qmm_fusable(const vkl_vk_node *nd) {
            !nd->out[0].pieced && !(bias && bias->pieced) && dispatch_rows(nd->dev, s.M, s.N, s.K, s.N) >= s.M;
 }
 
-bool vkl_vk_qmm_glu_fits(const vkl_backend_device *dev) {
-    /* vk_device.c's matvec budget with twice the rows' partial sums, and the
+size_t vkl_vk_qmv_shared_bytes(const vkl_backend_device *dev, bool glu) {
+    const size_t sums = (size_t)dev->qmv_rows * (glu ? 2 : 1); /* per invocation */
+    if (dev->matvec_dot) /* quant_matvec_dot.glsl's partial sums, a float where a subgroupAdd reduces the team */
+        return dev->qmv_team_sg ? 4 : 4 * sums * dev->qmv_wg;
+    /* quant_matvec.glsl: staged activations, partial sums, and the _glu's
      * 2 ROWS sums the gate and up rows meet in */
-    const size_t shared = (size_t)dev->qmv_wg * ((dev->qmv_stage ? 9 * 16 * dev->qmv_unroll : 0) +
-                                                 4 * 2 * dev->qmv_rows) + 4 * 2 * dev->qmv_rows;
-    return shared <= dev->props.limits.maxComputeSharedMemorySize;
+    return (size_t)dev->qmv_wg * ((dev->qmv_stage ? 9 * 16 * dev->qmv_unroll : 0) + 4 * sums) +
+           (glu ? 4 * sums : 0);
+}
+
+void vkl_vk_matvec_describe(const vkl_backend_device *dev, char *buf, size_t cap) {
+    if (!cap) return;
+    if (!dev) {
+        buf[0] = 0;
+        return;
+    }
+    if (dev->matvec_dot)
+        snprintf(buf, cap, "integer dot, %s: workgroups of %u in teams of %u (%s), %u rows a team, %u steps a lane in "
+                 "flight", dev->qmv_dot_residual ? "two int8 terms" : "one int8 term", dev->qmv_wg, dev->qmv_team,
+                 dev->qmv_team_sg ? "one subgroup: subgroupAdd"
+                 : dev->subgroup_arith && dev->qmv_team == dev->qmv_wg ? "subgroupAdd, then shared memory"
+                                                                      : "a shared-memory tree",
+                 dev->qmv_rows, dev->qmv_unroll);
+    else
+        snprintf(buf, cap, "%s math: workgroups of %u, %u rows, %u steps an invocation, activations %s, %s reduction",
+                 dev->f16_math ? "fp16" : "f32", dev->qmv_wg, dev->qmv_rows, dev->qmv_unroll,
+                 dev->qmv_stage ? "staged in shared memory" : "read directly",
+                 dev->subgroup_arith ? "subgroupAdd" : "shared-memory");
+}
+
+bool vkl_vk_qmm_glu_fits(const vkl_backend_device *dev) {
+    return vkl_vk_qmv_shared_bytes(dev, true) <= dev->props.limits.maxComputeSharedMemorySize;
+}
+
+/* The float matvec's builds, and the dot matvec's ([format][fuse]
+ * [subgroup reduction]): cmake/shaders.cmake's names. */
+#define QMV_NAMES(f, fuse)                                                                                          \
+    {{"quant_matvec_" f fuse, "quant_matvec_" f "_f16" fuse}, {"quant_matvec_" f "_sg" fuse, "quant_matvec_" f "_sg_f16" fuse}}
+#define QMV_FORMAT(f) {QMV_NAMES(f, ""), QMV_NAMES(f, "_add"), QMV_NAMES(f, "_glu")}
+static const char *const float_names[3][3][2][2] = {QMV_FORMAT("e0m4"), QMV_FORMAT("int4"), QMV_FORMAT("int8")};
+#undef QMV_FORMAT
+#undef QMV_NAMES
+#define QMV_NAMES(f, fuse) {"quant_matvec_" f "_dot" fuse, "quant_matvec_" f "_sg_dot" fuse}
+#define QMV_FORMAT(f) {QMV_NAMES(f, ""), QMV_NAMES(f, "_add"), QMV_NAMES(f, "_glu")}
+static const char *const dot_names[3][3][2] = {QMV_FORMAT("e0m4"), QMV_FORMAT("int4"), QMV_FORMAT("int8")};
+#undef QMV_FORMAT
+#undef QMV_NAMES
+
+uint64_t vkl_vk_codes_row_vec4s(const vkl_backend_device *dev, uint32_t steps, uint32_t chunk) {
+    /* quant_act.glsl: ia (and ib) words, then a uvec2 per step, in whole uvec4s */
+    const uint64_t words = (uint64_t)steps * (chunk / 4) * (dev->qmv_dot_residual ? 2 : 1) + 2ull * steps;
+    return (words + 3) / 4;
+}
+
+vkl_status vkl_vk_codes_range(const vkl_vk_node *nd, uint32_t tensor, int64_t M, uint32_t steps, uint32_t chunk,
+                              VkDescriptorBufferInfo *codes, uint64_t *row_vec4s, bool *made) {
+    *row_vec4s = vkl_vk_codes_row_vec4s(nd->dev, steps, chunk);
+    if ((uint64_t)M * *row_vec4s >= (1ull << 32))
+        return vkl_vk_node_unsupported(nd, "M = %lld rows of %u steps: the int8 codes exceed the matvec's index "
+                                       "range", (long long)M, steps);
+    return vkl_vk_scratch_shared(nd, tensor, (uint64_t)steps * chunk << 8 | chunk,
+                                 (VkDeviceSize)M * *row_vec4s * 16, codes, made);
+}
+
+bool vkl_vk_qmm_reads_codes(const vkl_vk_node *nd, uint32_t *steps, uint32_t *chunk) {
+    qmm_shape s;
+    qmm_path path;
+    if (!nd->dev->matvec_dot || qmm_plan(nd, &s, &path) || path != QMM_MATVEC) return false;
+    *steps = (uint32_t)(s.KQ / s.chunk);
+    *chunk = s.chunk;
+    return true;
+}
+
+/* One dispatch per range of rows of A that binds within the limit:
+ * quant_act_int8 (_bytes for int8's steps of 16) writes their codes. */
+static vkl_status record_quant_act(const vkl_vk_node *nd, const qmm_shape *s, VkDescriptorBufferInfo codes,
+                                   uint64_t row_vec4s, vkl_vk_dispatch *out, uint32_t *count) {
+    const vkl_backend_device *dev = nd->dev;
+    const vkl_vk_tensor *A = &nd->in[0];
+    const int64_t M = s->M, K = s->K, steps = s->KQ / s->chunk;
+    const VkDeviceSize align = dev->props.limits.minStorageBufferOffsetAlignment;
+    const VkDeviceSize room = dev->bind_limit > align ? dev->bind_limit - align : 0;
+    const VkDeviceSize row_bytes = (VkDeviceSize)K * 4 > row_vec4s * 16 ? (VkDeviceSize)K * 4 : row_vec4s * 16;
+    const int64_t at_once = room / row_bytes ? (int64_t)(room / row_bytes) : 1; /* a row too large fails its binding */
+    const uint32_t wg = 64; /* quant_act_int8.comp's local_size_x */
+    if ((steps + wg - 1) / wg > dev->props.limits.maxComputeWorkGroupCount[0])
+        return vkl_vk_node_unsupported(nd, "K = %lld exceeds the activation quantizer's dispatch range", (long long)K);
+    for (int64_t m0 = 0; m0 < M; m0 += at_once) {
+        const int64_t mc = M - m0 < at_once ? M - m0 : at_once;
+        if (*count == VKL_VK_MAX_DISPATCHES)
+            return vkl_vk_node_unsupported(nd, "M = %lld rows need more than %u dispatches under the binding limit",
+                                           (long long)M, VKL_VK_MAX_DISPATCHES);
+        vkl_vk_dispatch *d = &out[(*count)++];
+        uint32_t a_skip = 0, q_skip = 0;
+        if (!vkl_vk_sub_range(dev, A->at, (VkDeviceSize)(m0 * K * 4), (VkDeviceSize)(mc * K * 4), &d->bind[0],
+                              &a_skip) ||
+            a_skip % 4 ||
+            !vkl_vk_sub_range(dev, codes, (VkDeviceSize)m0 * row_vec4s * 16, (VkDeviceSize)mc * row_vec4s * 16,
+                              &d->bind[1], &q_skip) ||
+            q_skip % 4)
+            return vkl_vk_node_unsupported(nd, "rows %lld.. of A or of its int8 codes do not bind within the binding "
+                                           "limit (%llu bytes)", (long long)m0, (unsigned long long)dev->bind_limit);
+        d->shader = s->format == 2 ? "quant_act_int8_bytes" : "quant_act_int8";
+        d->spec[0] = dev->qmv_dot_residual;
+        d->n_spec = 1;
+        d->n_bind = 2;
+        const uint32_t push[] = {(uint32_t)mc, (uint32_t)K, (uint32_t)steps, a_skip / 4, q_skip / 4,
+                                 (uint32_t)row_vec4s};
+        memcpy(d->push, push, sizeof(push));
+        d->n_push = (uint32_t)(sizeof(push) / sizeof(push[0]));
+        d->groups[0] = (uint32_t)((steps + wg - 1) / wg);
+        d->groups[1] = (uint32_t)mc;
+        d->groups[2] = 1;
+    }
+    return VKL_OK;
 }
 
 /* The matvec: one dispatch per W piece and range of rows (one for a whole W,
- * A and Y, which the fused builds require). fuse: 0 plain, 1 _add (R =
- * nd->in[3]), 2 _glu (Wu = nd->in[3]). */
+ * A and Y, which the fused builds require; *matvecs counts them). The
+ * integer-dot build reads A's codes in place of A: a shared scratch range
+ * (vk_scratch.c) keyed by A and the step, so that every matvec of one A
+ * (the Q, K and V projections) reads the codes the first one's
+ * record_quant_act dispatches made. fuse: 0 plain, 1 _add (R = nd->in[3]),
+ * 2 _glu (Wu = nd->in[3]). */
 static vkl_status record_matvec(const vkl_vk_node *nd, const qmm_shape *s, int fuse, vkl_vk_dispatch *out,
-                                uint32_t *count) {
+                                uint32_t *count, uint32_t *matvecs) {
     const vkl_backend_device *dev = nd->dev;
     const vkl_vk_tensor *A = &nd->in[0], *W = &nd->in[1], *Y = &nd->out[0];
     const vkl_vk_tensor *bias = nd->n_in > 2 && nd->in[2].id != VKL_NONE ? &nd->in[2] : NULL;
     const int64_t M = s->M, N = s->N, K = s->K, KQ = s->KQ;
     const uint32_t chunk = s->chunk;
-    /* [format][fuse][subgroup reduction][f32, fp16 math, integer dot]: the
-     * variant names of cmake/shaders.cmake; dev->f16_math and
-     * dev->matvec_dot are vk_device.c's choose_math and choose_matvec. */
-#define QMV_NAMES(f, fuse)                                                                                          \
-    {{"quant_matvec_" f fuse, "quant_matvec_" f "_f16" fuse, "quant_matvec_" f "_dot" fuse},                       \
-     {"quant_matvec_" f "_sg" fuse, "quant_matvec_" f "_sg_f16" fuse, "quant_matvec_" f "_sg_dot" fuse}}
-#define QMV_FORMAT(f) {QMV_NAMES(f, ""), QMV_NAMES(f, "_add"), QMV_NAMES(f, "_glu")}
-    static const char *const names[3][3][2][3] = {QMV_FORMAT("e0m4"), QMV_FORMAT("int4"), QMV_FORMAT("int8")};
-#undef QMV_FORMAT
-#undef QMV_NAMES
-    const int math = dev->matvec_dot ? 2 : dev->f16_math ? 1 : 0;
-    const char *shader = names[s->format][fuse][dev->subgroup_arith][math];
-    const uint32_t rows = dev->qmv_rows;
+    const bool dot = dev->matvec_dot; /* vk_device.c's choose_matvec */
+    const char *shader = dot ? dot_names[s->format][fuse][dev->subgroup_arith]
+                             : float_names[s->format][fuse][dev->subgroup_arith][dev->f16_math];
+    /* rows of W per workgroup: the dot build's teams of qmv_rows each */
+    const uint32_t rows = dot ? dev->qmv_rows * (dev->qmv_wg / dev->qmv_team) : dev->qmv_rows;
     const int64_t blocks = (N + rows - 1) / rows;
     const VkPhysicalDeviceLimits *lim = &dev->props.limits;
     /* The shaders index in 32 bits. */
@@ -255,6 +361,15 @@ static vkl_status record_matvec(const vkl_vk_node *nd, const qmm_shape *s, int f
                                        (long long)M, (long long)N, (long long)K);
     if (bias && bias->pieced)
         return vkl_vk_node_unsupported(nd, "bias of %zu bytes is over the binding limit", bias->bytes);
+    uint64_t row_vec4s = 0;
+    VkDescriptorBufferInfo codes = {0};
+    if (dot) { /* made: this is A's first dot matvec (and no RMSNorm wrote its codes: vk_fuse.c) */
+        bool made = false;
+        vkl_status st = vkl_vk_codes_range(nd, A->id, M, (uint32_t)(KQ / chunk), chunk, &codes, &row_vec4s, &made);
+        if (!st && made) st = record_quant_act(nd, s, codes, row_vec4s, out, count);
+        if (st) return st;
+    }
+    *matvecs = 0;
     const vkl_vk_weight *w = W->weight;
     for (uint32_t pi = 0; pi < w->n_pieces; pi++) {
         const vkl_vk_piece *p = &w->piece[pi];
@@ -267,23 +382,45 @@ static vkl_status record_matvec(const vkl_vk_node *nd, const qmm_shape *s, int f
                                                VKL_VK_MAX_DISPATCHES, (unsigned long long)dev->bind_limit);
             vkl_vk_dispatch *d = &out[(*count)++];
             uint32_t a_skip = 0, y_skip = 0;
-            /* A's rows: 16-byte multiples (K % 4 == 0) from a 64-byte aligned start */
-            if (!vkl_vk_sub_range(dev, A->at, (VkDeviceSize)(m0 * K * 4), (VkDeviceSize)(mc * K * 4), &d->bind[0],
-                                  &a_skip) ||
-                a_skip % 4 ||
+            /* A's rows: 16-byte multiples (K % 4 == 0) from a 64-byte aligned
+             * start; the codes' rows: whole uvec4s (row_vec4s) */
+            const bool a_ok =
+                dot ? vkl_vk_sub_range(dev, codes, (VkDeviceSize)m0 * row_vec4s * 16,
+                                       (VkDeviceSize)mc * row_vec4s * 16, &d->bind[0], &a_skip)
+                    : vkl_vk_sub_range(dev, A->at, (VkDeviceSize)(m0 * K * 4), (VkDeviceSize)(mc * K * 4),
+                                       &d->bind[0], &a_skip);
+            if (!a_ok || a_skip % 4 ||
                 !vkl_vk_sub_range(dev, Y->at, (VkDeviceSize)((m0 * N + p->row0) * 4),
                                   (VkDeviceSize)(((mc - 1) * N + p->rows) * 4), &d->bind[3], &y_skip))
                 return vkl_vk_node_unsupported(nd, "rows %lld.. of A or Y do not bind within the binding limit "
                                                "(%llu bytes)", (long long)m0, (unsigned long long)dev->bind_limit);
             d->shader = shader;
-            d->spec[0] = dev->qmv_wg;
-            d->spec[1] = rows;
-            d->spec[2] = dev->qmv_stage;
-            d->spec[3] = dev->qmv_unroll;
-            d->spec[4] = dev->qmv_e0m4_f32;   /* E0M4 f32 math only; other shaders ignore it */
-            d->spec[5] = dev->qmv_f16_center; /* 4-bit f16 math only */
-            d->spec[6] = dev->qmv_dot_residual; /* the _dot builds only */
-            d->n_spec = 7;
+            ++*matvecs;
+            if (dot) {
+                d->reads = 1u; /* the codes: shared scratch, only read here */
+                const uint32_t spec[] = {dev->qmv_wg,    dev->qmv_rows,           dev->qmv_team,
+                                         dev->qmv_unroll, dev->qmv_team_sg ? 1u : 0u, dev->qmv_dot_residual};
+                memcpy(d->spec, spec, sizeof(spec));
+                d->n_spec = (uint32_t)(sizeof(spec) / sizeof(spec[0]));
+                const uint32_t push[] = {(uint32_t)mc,       (uint32_t)p->rows,   (uint32_t)(KQ / chunk),
+                                         W->group / chunk,   bias ? 1u : 0u,       a_skip / 4,
+                                         (uint32_t)row_vec4s, y_skip,              (uint32_t)N,
+                                         (uint32_t)p->row0};
+                memcpy(d->push, push, sizeof(push));
+                d->n_push = (uint32_t)(sizeof(push) / sizeof(push[0]));
+            } else {
+                const uint32_t spec[] = {dev->qmv_wg,     rows,
+                                         dev->qmv_stage,  dev->qmv_unroll,
+                                         dev->qmv_e0m4_f32,  /* E0M4 f32 math only; other shaders ignore it */
+                                         dev->qmv_f16_center}; /* 4-bit f16 math only */
+                memcpy(d->spec, spec, sizeof(spec));
+                d->n_spec = (uint32_t)(sizeof(spec) / sizeof(spec[0]));
+                const uint32_t push[] = {(uint32_t)mc, (uint32_t)p->rows, (uint32_t)K, W->group / chunk,
+                                         bias ? 1u : 0u, a_skip / 4,       y_skip,      (uint32_t)N,
+                                         (uint32_t)p->row0, (uint32_t)KQ};
+                memcpy(d->push, push, sizeof(push));
+                d->n_push = (uint32_t)(sizeof(push) / sizeof(push[0]));
+            }
             d->bind[1] = p->qs;
             d->bind[2] = p->params;
             d->bind[4] = bias ? bias->at : A->at; /* any buffer: has_bias = 0 never reads it */
@@ -296,17 +433,6 @@ static vkl_status record_matvec(const vkl_vk_node *nd, const qmm_shape *s, int f
                 d->bind[6] = nd->in[3].weight->piece[0].params;
                 d->n_bind = 7;
             }
-            d->push[0] = (uint32_t)mc;
-            d->push[1] = (uint32_t)p->rows;
-            d->push[2] = (uint32_t)K;
-            d->push[3] = W->group / chunk;
-            d->push[4] = bias ? 1u : 0u;
-            d->push[5] = a_skip / 4;
-            d->push[6] = y_skip;
-            d->push[7] = (uint32_t)N;
-            d->push[8] = (uint32_t)p->row0;
-            d->push[9] = (uint32_t)KQ;
-            d->n_push = 10;
             d->groups[0] = (uint32_t)((p->rows + rows - 1) / rows);
             d->groups[1] = (uint32_t)mc;
             d->groups[2] = 1;
@@ -328,7 +454,10 @@ vkl_status vkl_vk_record_quant_mat_mul(const vkl_vk_node *nd, vkl_vk_dispatch *o
         st = record_gemm(nd, nd->in[1].dtype, s.M, s.N, s.K, s.KQ, &out[0]);
         if (!st) *count = 1;
         return st;
-    default: return record_matvec(nd, &s, 0, out, count);
+    default: {
+        uint32_t matvecs;
+        return record_matvec(nd, &s, 0, out, count, &matvecs);
+    }
     }
 }
 
@@ -341,9 +470,10 @@ static vkl_status record_fused(const vkl_vk_node *nd, int fuse, vkl_vk_dispatch 
     qmm_path path;
     vkl_status st = qmm_plan(nd, &s, &path);
     if (!st && path != QMM_MATVEC) st = vkl_vk_node_unsupported(nd, "fused, yet not on the matvec path");
-    if (!st) st = record_matvec(nd, &s, fuse, out, count);
-    /* R is indexed like a whole Y: a second dispatch would misplace it */
-    if (!st && *count != 1) st = vkl_vk_node_unsupported(nd, "fused, yet in %u dispatches", *count);
+    uint32_t matvecs = 0;
+    if (!st) st = record_matvec(nd, &s, fuse, out, count, &matvecs);
+    /* R is indexed like a whole Y: a second matvec dispatch would misplace it */
+    if (!st && matvecs != 1) st = vkl_vk_node_unsupported(nd, "fused, yet in %u matvec dispatches", matvecs);
     return st;
 }
 

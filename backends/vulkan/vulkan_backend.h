@@ -37,6 +37,12 @@ bool vkl_vk_f16_math(const vkl_backend_device *dev);
  * 4 x 8-bit dot products accelerated; VKL_VK_MATVEC=float forces false. */
 bool vkl_vk_matvec_dot(const vkl_backend_device *dev);
 
+/* The QuantMatMul matvec this device runs, in words, into buf: the float
+ * build's shape, or the integer-dot build's ("integer dot, two int8 terms:
+ * workgroups of 64 in teams of 32 (one subgroup: subgroupAdd), 4 rows a
+ * team, 2 steps a lane in flight"). For tests and vkbench. */
+void vkl_vk_matvec_describe(const vkl_backend_device *dev, char *buf, size_t cap);
+
 /* Which QuantMatMul GEMM (prefill) this device runs, in words, into buf:
  * "cooperative matrix (NV) 16x16x16 fp16 -> f32, ..." or "tiled f32, ...".
  * Decided at open (backends/vulkan/vk_gemm_tuning.c): the cooperative-matrix

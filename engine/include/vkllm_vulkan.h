@@ -147,6 +147,8 @@ typedef struct vkl_vulkan_options {
     uint32_t matvec_rows;          /* output rows per workgroup, 1..16 */
     int matvec_stage;              /* -1 (init): by device; 0: no; 1: activations staged in shared memory */
     uint32_t matvec_unroll;        /* K steps per invocation, 1..4 */
+    uint32_t matvec_team;          /* integer-dot matvec: invocations splitting one row group's K, a power of
+                                    * two (0: the subgroup where its size is fixed, else the workgroup) */
     int matvec_e0m4_f32;           /* -1 (init): by device; 1: E0M4 codes built as f32 (f32 math) */
     int matvec_f16_center;         /* -1 (init): by device; 1: 4-bit codes centered before fp16 products */
     int matvec_dot_residual;       /* -1 (init): by device; 1: the dot matvecs' activations as two int8 terms */

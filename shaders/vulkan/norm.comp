@@ -13,6 +13,14 @@
 // reductions are wg_reduce.glsl's; arithmetic is f32 (f64 in the _f64
 // variant) whatever the tensors' dtypes. Dtypes are specialization
 // constants, so each pipeline reads and writes exactly one layout.
+//
+// The _codes builds (VKL_QA_CODES; _bytes: VKL_QA_BYTES too) are RMSNorm
+// folded into the integer-dot matvecs' activation quantizer
+// (backends/vulkan/vk_fuse.c decides): the normalized row is not stored but
+// quantized, step by step, into quant_act.glsl's codes at binding 3, with
+// quant_act_int8.comp's own arithmetic (qa_quantize_step) on the very
+// values the plain build would store, so the matvecs' results are the
+// unfused ones bit for bit. f32 X, Y and scale (a row) only.
 #include "wg_reduce.glsl"
 #include "real.glsl"
 #include "view.glsl"
@@ -29,6 +37,9 @@ layout(constant_id = 6) const uint STAT_DT = 1;
 // (element k of the row uses scale[k]), 16: bias is one row; otherwise
 // scale/bias are indexed through the view (any numpy broadcast onto X)
 layout(constant_id = 7) const uint FLAGS = 0;
+#ifdef VKL_QA_CODES
+layout(constant_id = 8) const bool QA_RESIDUAL = true;  // quant_act_int8.comp's DOT_RESIDUAL
+#endif
 
 VKL_TENSOR_IN(X, 0)
 VKL_REAL_IN(X)
@@ -46,7 +57,24 @@ layout(push_constant) uniform Push {
     uint count;                          // view.glsl: X's index space,
     uint dims[VKL_VIEW_RANK];            // scale (source 0) and bias (1)
     uint strides[2][VKL_VIEW_RANK];
+#ifdef VKL_QA_CODES
+    uint qa_steps;   // steps per row of codes
+    uint qa_off;     // the first row's first uvec4 in binding 3
+    uint qa_stride;  // uvec4s per row
+#endif
 } pc;
+
+#ifdef VKL_QA_CODES
+#ifdef VKL_QA_BYTES
+#define QV_CHUNK 16u
+#else
+#define QV_CHUNK 32u
+#endif
+#include "quant_common.glsl"
+void qa_put(uint w, uint v) { Y[w] = v; }
+#define VKL_QA_WRITE
+#include "quant_act.glsl"
+#endif
 
 VKL_WG_REDUCE(real, wg_sum, VKL_COMBINE_ADD, subgroupAdd)
 VKL_WG_REDUCE(real, wg_max, VKL_COMBINE_MAX, subgroupMax)
@@ -111,6 +139,19 @@ void main() {
         if (tid == 0u && (FLAGS & 4u) != 0u) INV_put(STAT_DT, row, vkl_real_bits(STAT_DT, g_b));
     }
 
+#ifdef VKL_QA_CODES
+    const uint qa_row = pc.qa_off + row * pc.qa_stride;
+    for (uint c = tid; c < pc.qa_steps; c += WG) {
+        vec4 x[QA_VEC];
+        for (uint i = 0u; i < QA_VEC; i++)
+            for (uint j = 0u; j < 4u; j++) {
+                const uint k = (c * QA_VEC + i) * 4u + j;  // past n (the short last group's tail): zeros
+                x[i][j] = k < n ? float(value(base + k, k)) : 0.0;
+            }
+        qa_quantize_step(qa_row, pc.qa_steps, c, x, QA_RESIDUAL);
+    }
+    return;
+#endif
     // Words wholly inside the row are written whole; a 1- or 2-byte
     // element in a word shared with the neighbouring row goes through _put.
     const uint UE = vkl_unit_elems(Y_DT);

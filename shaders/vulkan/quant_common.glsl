@@ -17,7 +17,34 @@
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #endif
 
-// The _dot variants (quant_matvec.glsl, "Integer dot products") multiply
+// Activations as int8 codes (quant_act_int8.comp makes them, the _dot
+// matvecs of quant_matvec_dot.glsl read them): plain arithmetic, no
+// extension.
+// Four values already scaled into [-127.5, 127.5] rounded to the nearest
+// integers and packed as signed bytes, element 0 in the low byte: adding
+// VKL_ROUND_MAGIC = 1.5 * 2^23 puts round-to-nearest(v) in the f32's low
+// mantissa bits as a two's-complement integer (the float's ulp there is 1),
+// so the low byte of its bits is the int8 code -- one add per value, no
+// conversion or clamp. (v + MAGIC) - MAGIC is the same rounding as a float.
+#define VKL_ROUND_MAGIC 12582912.0
+uint vkl_pack_i8x4(vec4 v) {
+    const uvec4 b = floatBitsToUint(v + VKL_ROUND_MAGIC) & 0xFFu;
+    return b.x | (b.y << 8) | (b.z << 16) | (b.w << 24);
+}
+
+// The 4-bit formats' side: word t of a uvec4 of W holds elements 8t..8t+7
+// (the layout above), so its bytes' low nibbles (u & 0x0F0F0F0F) are elements
+// 8t + (0, 4, 1, 5) and their high nibbles 8t + (2, 6, 3, 7). The
+// activations are packed in that order (VKL_NIBBLE_ORDER: word 2t against
+// the low nibbles, 2t + 1 against the high), and the high nibbles are
+// multiplied in place (u & 0xF0F0F0F0: 16 q as unsigned bytes, up to 240),
+// their sum shifted down once: exact, every term being a multiple of 16.
+vec4 vkl_nibble_order(vec4 x[8], uint i) {
+    const vec4 a = x[i & ~1u], c = x[i | 1u];
+    return (i & 1u) == 0u ? vec4(a.x, c.x, a.y, c.y) : vec4(a.z, c.z, a.w, c.w);
+}
+
+// The _dot variants (quant_matvec_dot.glsl, "Integer dot products") multiply
 // int8 activations with the codes four at a time: SPV_KHR_integer_dot_product's
 // OpSDotKHR (signed x signed) and OpSUDotKHR (signed x unsigned) on 32-bit
 // words of four packed bytes (PackedVectorFormat4x8Bit, operand 0); SPIR-V
@@ -34,30 +61,6 @@ int vkl_sdot(uint a, uint b, spirv_literal int packed_4x8);
 spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6019, 6018], id = 4452)
 int vkl_sudot(uint a_signed, uint b_unsigned, spirv_literal int packed_4x8);
 #define VKL_DOT_4X8 0
-
-// Four values already scaled into [-127.5, 127.5] rounded to the nearest
-// integers and packed as signed bytes, element 0 in the low byte: adding
-// VKL_ROUND_MAGIC = 1.5 * 2^23 puts round-to-nearest(v) in the f32's low
-// mantissa bits as a two's-complement integer (the float's ulp there is 1),
-// so the low byte of its bits is the int8 code -- one add per value, no
-// conversion or clamp. (v + MAGIC) - MAGIC is the same rounding as a float.
-#define VKL_ROUND_MAGIC 12582912.0
-uint vkl_pack_i8x4(vec4 v) {
-    const uvec4 b = floatBitsToUint(v + VKL_ROUND_MAGIC) & 0xFFu;
-    return b.x | (b.y << 8) | (b.z << 16) | (b.w << 24);
-}
-
-// The 4-bit formats' side: word t of a uvec4 holds elements 8t..8t+7 (the
-// layout above), so its bytes' low nibbles (u & 0x0F0F0F0F) are elements
-// 8t + (0, 4, 1, 5) and their high nibbles 8t + (2, 6, 3, 7). The
-// activations are packed in that order (VKL_NIBBLE_ORDER: word 2t against
-// the low nibbles, 2t + 1 against the high), and the high nibbles are
-// multiplied in place (u & 0xF0F0F0F0: 16 q as unsigned bytes, up to 240),
-// their sum shifted down once: exact, every term being a multiple of 16.
-vec4 vkl_nibble_order(vec4 x[8], uint i) {
-    const vec4 a = x[i & ~1u], c = x[i | 1u];
-    return (i & 1u) == 0u ? vec4(a.x, c.x, a.y, c.y) : vec4(a.z, c.z, a.w, c.w);
-}
 
 int vkl_dot_nibbles(uvec4 w, uint ia[8]) {
     int lo = 0, hi = 0;

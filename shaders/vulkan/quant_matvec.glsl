@@ -58,30 +58,7 @@
 // tail's weights meet zeros and the folded sums (sum_x) count only real
 // values. With K = KQ nothing changes.
 
-// Integer dot products (VKL_DOT, the _dot variants; f32 staging, no
-// VKL_F16): each invocation quantizes its step's QV_CHUNK activations, once
-// for all NR rows, to int8 codes ia with one symmetric scale sa = max|x| /
-// 127 (ia = round(x / sa), |ia| <= 127) and, with DOT_RESIDUAL (the
-// default), the rounding left over to a second set ib = round((x / sa - ia)
-// * 254) (|ib| <= 127), so that x ~ sa (ia + ib / 254) to within sa / 508:
-// about 16 bits per step instead of 8. Codes are packed four to a uint in
-// the order the format's codes sit in their words (qv_dot_bytes), with
-// their sums isa, isb (one more dot product per word, with 0x01010101).
-// Per row, qv_dot_int gives a step's sum_k ia_k (w0_k / scale) exactly in
-// int32 from packed 4 x 8-bit dot products, and qv_dot_scale the group's
-// scale; the two terms are joined in int32 (da * 254 + db), converted once
-// and scaled by sb = sa / 254 and the group's scale into the row's f32 sum.
-// The offset term of the 4-bit formats (z * sum_k ia_k) uses the codes' own
-// sums, not the exact f32 sum of x, so that a step's result is exactly
-// sum_k x'_k w0_k with x' the rounded activations: its error is
-// sum_k (x_k - x'_k) w0_k, at most sa / 508 * sum_k |w0_k| (sa / 2 without
-// the residual) -- the weights' own spread, not their offset, multiplies
-// the rounding. The quantization is repeated by every workgroup that reads
-// the step (one per ROWS rows of W), so more ROWS amortize it;
-// docs/vulkan.md ("Integer dot products") has the costs and the bound.
-#if defined(VKL_DOT) && defined(VKL_F16)
-#error "the _dot matvecs stage f32 activations: VKL_DOT excludes VKL_F16"
-#endif
+// The integer-dot builds (VKL_DOT) have their own body: quant_matvec_dot.glsl.
 #ifdef VKL_F16
 #define QV_X f16vec4
 #else
@@ -94,12 +71,6 @@ layout(constant_id = 0) const uint WG = 64;  // = local_size_x; a power of two
 layout(constant_id = 1) const uint ROWS = 8;
 layout(constant_id = 2) const bool STAGE_X = true;
 layout(constant_id = 3) const uint UNROLL = 1;
-#ifdef VKL_DOT
-// Activations as two int8 terms, x ~ sa (ia + ib / 254): ib the rounding
-// residual of ia, quantized the same way (docs/vulkan.md, "Integer dot
-// products"); false: ia alone.
-layout(constant_id = 6) const bool DOT_RESIDUAL = true;
-#endif
 
 layout(set = 0, binding = 0, std430) readonly buffer BufA { vec4 a[]; };       // [M, K]
 layout(set = 0, binding = 1, std430) readonly buffer BufQ { uvec4 qs[]; };     // [N, KQ / QV_CHUNK]
@@ -183,42 +154,7 @@ void main() {
                 const vec4 xf = vec4(x[i]);  // f32 math: x[i] itself
                 sum_x += (xf.x + xf.y) + (xf.z + xf.w);
             }
-#ifdef VKL_DOT
-            // the step's activations as int8 codes, x ~ sa (ia + ib / 254), sa = max|x| / 127
-            float amax = 0.0;
-            for (uint i = 0u; i < VEC; i++) {
-                const vec4 ax = abs(x[i]);
-                amax = max(amax, max(max(ax.x, ax.y), max(ax.z, ax.w)));
-            }
-            const float to_code = amax > 1e-30 ? 127.0 / amax : 0.0;  // below: a block of zeros
-            uint ia[VEC], ib[VEC];
-            int isa = 0, isb = 0;
-            for (uint i = 0u; i < VEC; i++) {
-                const vec4 v = qv_dot_bytes(x, i) * to_code;  // in [-127, 127]
-                // round to nearest (precise: a compiler may not fold the add and subtract away)
-                precise vec4 q = (v + VKL_ROUND_MAGIC) - VKL_ROUND_MAGIC;
-                ia[i] = vkl_pack_i8x4(q);
-                isa = vkl_sdot(ia[i], 0x01010101u, VKL_DOT_4X8) + isa;
-                if (DOT_RESIDUAL) {
-                    ib[i] = vkl_pack_i8x4((v - q) * 254.0);  // |v - q| <= 1/2: codes within +-127
-                    isb = vkl_sdot(ib[i], 0x01010101u, VKL_DOT_4X8) + isb;
-                }
-            }
-            // an infinite activation makes sa infinite and the row's sum NaN, not 0 (a NaN
-            // one propagates only where max does: GLSL leaves max with NaN undefined)
-            const float sa = amax * (1.0 / 127.0);
-            const float sb = sa * (1.0 / 254.0);
-            for (uint r = 0u; r < NR; r++) {
-                const uvec4 wr = w[u * NR + r];
-                const uint pr = p[u * NR + r];
-                const int da = qv_dot_int(wr, ia, isa, pr);
-                // da * 254 + db: |da| < 2^18 (int8: 16 * 128 * 127), so exact in int32
-                const float s = DOT_RESIDUAL ? float(da * 254 + qv_dot_int(wr, ib, isb, pr)) * sb : float(da) * sa;
-                acc[r] += s * qv_dot_scale(pr);
-            }
-#else
             for (uint r = 0u; r < NR; r++) acc[r] += qv_chunk(w[u * NR + r], x, sum_x, p[u * NR + r]);
-#endif
         }
         if (STAGE_X) barrier();  // xs is rewritten by the next block
     }

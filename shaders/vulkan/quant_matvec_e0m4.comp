@@ -4,24 +4,23 @@
 //   sum_k a_k * (w1_k - b) * d  =  d * (sum_k w1_k * a_k  -  b * sum_k a_k)
 // so the dequantization costs one shift, one AND and one OR per two codes
 // and one multiply-add per uvec4 (the group fold, per 32 codes here).
-// The loop, loads and reduction: quant_matvec.glsl.
+// The loop, loads and reduction: quant_matvec.glsl (quant_matvec_dot.glsl
+// for the integer-dot builds).
 #define QV_CHUNK 32u
 #include "quant_common.glsl"
 
 #if defined(VKL_DOT)
-// int8 activations (quant_matvec.glsl, "Integer dot products"): E0M4 is an
+// int8 activations (quant_matvec_dot.glsl, "Integer dot products"): E0M4 is an
 // int4 asymmetric format in disguise. b = 2^n (1 + z/16), z its top four
 // fraction bits (the quantizer zeroes the rest, and loading rejects a b
 // that is not such a code of [2, 4) or [4, 8): engine/quant/e0m4.c), and
 // w1 = 2^n (1 + q/16), so w0 = (w1 - b) d = d 2^(n-4) (q - z) exactly:
 //   sum_k ia_k w0_k = d 2^(n-4) (sum_k ia_k q_k - z sum_k ia_k),
-// the integer part qv_dot_int, the scale d 2^(n-4) qv_dot_scale;
-// integers up to 32 * 127 * 15 each side, exact in int32 and in f32.
-vec4 qv_dot_bytes(vec4 x[8], uint i) { return vkl_nibble_order(x, i); }
+// the integer parts qv_dot_raw and qv_dot_zero, the scale d 2^(n-4)
+// qv_dot_scale; integers up to 32 * 127 * 15 each side, exact in int32.
+int qv_dot_raw(uvec4 w, uint ia[8]) { return vkl_dot_nibbles(w, ia); }
 
-int qv_dot_int(uvec4 w, uint ia[8], int isum, uint p) {
-    return vkl_dot_nibbles(w, ia) - int(bitfieldExtract(p, 22, 4)) * isum;
-}
+int qv_dot_zero(uint p) { return int(bitfieldExtract(p, 22, 4)); }
 
 float qv_dot_scale(uint p) {
     return vkl_half_exact(p & 0xFFFFu) * (unpackHalf2x16((p >> 16) & 0xFC00u).x * 0.0625);  // d 2^n / 16
@@ -110,4 +109,8 @@ float qv_chunk(uvec4 w, f16vec4 x[8], float sum_x, uint p) {
 }
 #endif
 
+#ifdef VKL_DOT
+#include "quant_matvec_dot.glsl"
+#else
 #include "quant_matvec.glsl"
+#endif

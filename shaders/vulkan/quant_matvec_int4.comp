@@ -4,18 +4,17 @@
 // uvec4 of W (32 codes, one group)
 //   sum_k a_k * (q_k - z) * d  =  d * (sum_k q_k * a_k  -  z * sum_k a_k)
 // with each code shifted, masked and converted to float. Same loop, loads
-// and reduction as E0M4 (quant_matvec.glsl); only the decode differs.
+// and reduction as E0M4 (quant_matvec.glsl, quant_matvec_dot.glsl); only
+// the decode differs.
 #define QV_CHUNK 32u
 #include "quant_common.glsl"
 
 #if defined(VKL_DOT)
-// int8 activations (quant_matvec.glsl, "Integer dot products"):
+// int8 activations (quant_matvec_dot.glsl, "Integer dot products"):
 //   sum_k ia_k (q_k - z) = sum_k ia_k q_k - z sum_k ia_k, exact in int32.
-vec4 qv_dot_bytes(vec4 x[8], uint i) { return vkl_nibble_order(x, i); }
+int qv_dot_raw(uvec4 w, uint ia[8]) { return vkl_dot_nibbles(w, ia); }
 
-int qv_dot_int(uvec4 w, uint ia[8], int isum, uint p) {
-    return vkl_dot_nibbles(w, ia) - int(unpackHalf2x16(p >> 16).x) * isum;  // z: an integer 0..15
-}
+int qv_dot_zero(uint p) { return int(unpackHalf2x16(p >> 16).x); }  // z: an integer 0..15
 
 float qv_dot_scale(uint p) { return vkl_half_exact(p & 0xFFFFu); }
 #elif !defined(VKL_F16)
@@ -61,4 +60,8 @@ float qv_chunk(uvec4 w, f16vec4 x[8], float sum_x, uint p) {
 }
 #endif
 
+#ifdef VKL_DOT
+#include "quant_matvec_dot.glsl"
+#else
 #include "quant_matvec.glsl"
+#endif

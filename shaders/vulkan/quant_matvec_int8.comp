@@ -3,21 +3,22 @@
 // int8 (symmetric, f32 scale; the lm_head per output channel) matvec: per
 // uvec4 of W (16 codes of one group, so group % 16 == 0)
 //   sum_k a_k * q_k * d  =  d * sum_k q_k * a_k.
-// Same loop, loads and reduction as the 4-bit formats (quant_matvec.glsl).
+// Same loop, loads and reduction as the 4-bit formats (quant_matvec.glsl,
+// quant_matvec_dot.glsl).
 #define QV_CHUNK 16u
 #include "quant_common.glsl"
 
 #if defined(VKL_DOT)
-// int8 activations (quant_matvec.glsl, "Integer dot products"): word t's
-// bytes are elements 4t..4t+3 in order, signed, against the activations'
-// word t: OpSDotKHR, exact in int32 (16 * 128 * 127).
-vec4 qv_dot_bytes(vec4 x[4], uint i) { return x[i]; }
-
-int qv_dot_int(uvec4 w, uint ia[4], int isum, uint p) {
+// int8 activations (quant_matvec_dot.glsl, "Integer dot products"): word
+// t's bytes are elements 4t..4t+3 in order, signed, against the
+// activations' word t: OpSDotKHR, exact in int32 (16 * 128 * 127).
+int qv_dot_raw(uvec4 w, uint ia[4]) {
     int s = 0;
     for (uint t = 0u; t < 4u; t++) s = vkl_sdot(ia[t], w[t], VKL_DOT_4X8) + s;
     return s;
 }
+
+int qv_dot_zero(uint p) { return 0; }  // symmetric codes
 
 float qv_dot_scale(uint p) { return uintBitsToFloat(p); }
 #elif !defined(VKL_F16)
@@ -54,4 +55,8 @@ float qv_chunk(uvec4 w, f16vec4 x[4], float sum_x, uint p) {
 }
 #endif
 
+#ifdef VKL_DOT
+#include "quant_matvec_dot.glsl"
+#else
 #include "quant_matvec.glsl"
+#endif

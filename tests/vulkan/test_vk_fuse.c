@@ -21,7 +21,21 @@
  *      and right; nor when the QuantMatMul's output has a second reader;
  *  (d) the bundled model's decode step, prepared as a session prepares it:
  *      fewer dispatches and fewer barriers with fusion than with
- *      VKL_VK_NO_FUSE=1, and some nodes fused.
+ *      VKL_VK_NO_FUSE=1, and some nodes fused;
+ *  (e) with the integer-dot matvecs, four QuantMatMuls of one A (E0M4,
+ *      int4, int8, E0M4 again: the Q, K, V projections' situation) quantize
+ *      A once per step size (two quantizer dispatches, four matvecs: the
+ *      codes are shared scratch, vk_scratch.c), within the dot bound of
+ *      ref, and bit for bit what each gives quantizing A on its own (the
+ *      same graph with an Identity copy of A per QuantMatMul);
+ *  (f) with the integer-dot matvecs, an RMSNorm whose output only they read
+ *      (three projections; a gate/up pair fused with its SiluMul; E0M4 at
+ *      M = 1, K = 256; int8 at M = 3, K = 100: a short last group, whose
+ *      codes past K are zeros)
+ *      writes their codes itself (norm.comp's _codes build: one dispatch
+ *      fewer, no quantizer) and gives the unfused results (VKL_VK_NO_FUSE=1)
+ *      bit for bit, within the dot bound of ref; an RMSNorm whose output is
+ *      also a graph output is left alone.
  * The bundled model's greedy text on Vulkan (fusion on) against ref is
  * vulkan.model's. Validation on (any message fails). No Vulkan: exit 77.
  * Usage: test_vk_fuse MODEL.vkm */
@@ -303,6 +317,171 @@ static void test_pattern(vkl_context *ctx, rng *r, pattern p, const fmt *f, int6
     vkl_graph_destroy(g);
 }
 
+/* ---- (e) one A's codes shared by its QuantMatMuls ---------------------------------------------------- */
+
+static const fmt shared_formats[4] = {{VKL_DTYPE_Q_E0M4, "e0m4"}, {VKL_DTYPE_Q_INT4, "int4"},
+                                      {VKL_DTYPE_Q_INT8, "int8"}, {VKL_DTYPE_Q_E0M4, "e0m4"}};
+
+/* Four QuantMatMuls of A [M, K] (shared_formats, N rows each), each output a
+ * graph output; separate: each reads its own Identity copy of A. Weights
+ * from r as it is (the caller passes copies of one state for equal weights). */
+static vkl_graph *shared_graph(vkl_context *ctx, rng r, int64_t M, int64_t K, int64_t N, bool separate) {
+    vkl_graph *g = NULL;
+    vkl_status st = vkl_graph_create(ctx, &g);
+    if (st) return NULL;
+    const uint32_t a = add_f32(g, "A", VKL_TENSOR_INPUT, M, K, &st);
+    for (int i = 0; i < 4; i++) {
+        char name[16];
+        snprintf(name, sizeof(name), "W%d", i);
+        const uint32_t w = add_weight(g, &r, &shared_formats[i], name, N, K, &st);
+        uint32_t ai = a;
+        if (separate) {
+            snprintf(name, sizeof(name), "A%d", i);
+            ai = add_f32(g, name, VKL_TENSOR_ACTIVATION, 0, 0, &st);
+            add_node(g, VKL_OP_IDENTITY, name, &a, 1, ai, &st);
+        }
+        snprintf(name, sizeof(name), "y%d", i);
+        const uint32_t y = add_f32(g, name, VKL_TENSOR_ACTIVATION, 0, 0, &st);
+        const uint32_t in[2] = {ai, w};
+        add_node(g, VKL_OP_QUANT_MAT_MUL, name, in, 2, y, &st);
+        if (!st) st = vkl_graph_add_output(g, y);
+    }
+    return test_graph_finish(ctx, g, st);
+}
+
+static void test_shared_codes(vkl_context *ctx, rng *r, int64_t M, int64_t K, int64_t N) {
+    vkl_graph *shared = shared_graph(ctx, *r, M, K, N, false), *separate = shared_graph(ctx, *r, M, K, N, true);
+    vkl_host_tensor in = {.dtype = VKL_DTYPE_F32, .rank = 2, .dims = {M, K}, .nbytes = (size_t)(M * K) * 4};
+    float *x = malloc(in.nbytes);
+    for (int64_t j = 0; j < M * K; j++) x[j] = rnd_gauss(r);
+    in.data = x;
+    vkl_host_tensor want[4] = {{0}, {0}, {0}, {0}};
+    if (shared) CHECK_OK(ctx, vkl_run_once(ctx, vkl_backend_find("ref"), shared, &in, want));
+    setenv("VKL_VK_MATVEC", "dot", 1);
+    float *got[4] = {NULL}, *own[4] = {NULL};
+    vkl_vk_exec_stats s1 = {0, 0, 0}, s2 = {0, 0, 0};
+    if (shared && separate && want[3].data && run_vulkan(ctx, shared, &in, VKL_NONE, VKL_NONE, got, &s1) &&
+        run_vulkan(ctx, separate, &in, VKL_NONE, VKL_NONE, own, &s2)) {
+        const size_t n = (size_t)(M * N);
+        double worst = 0;
+        for (int i = 0; i < 4; i++) {
+            const double e = rel_l2(got[i], want[i].data, n);
+            worst = e > worst ? e : worst;
+            CHECKF(!memcmp(got[i], own[i], n * sizeof(float)),
+                   "shared codes M=%lld K=%lld N=%lld: QuantMatMul %d (%s) differs from quantizing A on its own",
+                   (long long)M, (long long)K, (long long)N, i, shared_formats[i].name);
+        }
+        /* two quantizers (steps of 32 and 16) and four matvecs; separately, four of each and four copies */
+        CHECKF(worst <= 3e-2 && s1.dispatches == 6 && s2.dispatches == 12,
+               "shared codes M=%lld K=%lld N=%lld: relative L2 error %.3g (bound 3e-2), %u dispatches (want 6), "
+               "separately %u (want 12)", (long long)M, (long long)K, (long long)N, worst, s1.dispatches,
+               s2.dispatches);
+        printf("  shared codes M=%lld K=%4lld N=%3lld dot: rel L2 %.2e, %u dispatches (%u with a copy of A each)\n",
+               (long long)M, (long long)K, (long long)N, worst, s1.dispatches, s2.dispatches);
+    }
+    unsetenv("VKL_VK_MATVEC");
+    for (int i = 0; i < 4; i++) {
+        free(got[i]);
+        free(own[i]);
+        vkl_free(ctx, want[i].data);
+    }
+    free(x);
+    vkl_graph_destroy(shared);
+    vkl_graph_destroy(separate);
+}
+
+/* ---- (f) an RMSNorm writing its readers' codes -------------------------------------------------------- */
+
+typedef enum norm_case { NORM_QKV, NORM_GLU, NORM_ALSO_OUTPUT } norm_case;
+static const char *const norm_case_names[] = {"RMSNorm -> 3 QuantMatMuls", "RMSNorm -> gate/up + SiluMul",
+                                              "RMSNorm (also an output) -> 3 QuantMatMuls"};
+
+/* X [M, K] -> RMSNorm(scale) -> y -> three QuantMatMuls (outputs), or the
+ * gate/up pair and its SiluMul (one output); y an output too if asked. */
+static vkl_graph *norm_graph(vkl_context *ctx, rng *r, norm_case nc, const fmt *f, int64_t M, int64_t K, int64_t N) {
+    vkl_graph *g = NULL;
+    vkl_status st = vkl_graph_create(ctx, &g);
+    if (st) return NULL;
+    const uint32_t x = add_f32(g, "X", VKL_TENSOR_INPUT, M, K, &st);
+    uint32_t scale = VKL_NONE;
+    vkl_shape ss = {.rank = 1};
+    ss.dims[0] = cexpr(g, K);
+    float *sv = malloc((size_t)K * sizeof(float));
+    for (int64_t i = 0; i < K; i++) sv[i] = 1.0f + 0.25f * rnd_gauss(r);
+    if (!st) st = vkl_graph_add_tensor(g, "scale", VKL_DTYPE_F32, VKL_TENSOR_WEIGHT, &ss, &scale);
+    if (!st) st = vkl_graph_set_data(g, scale, sv, (size_t)K * sizeof(float), true);
+    free(sv);
+    const uint32_t y = add_f32(g, "y", VKL_TENSOR_ACTIVATION, 0, 0, &st);
+    const vkl_attr eps = {.name = "epsilon", .kind = VKL_ATTR_FLOAT, .f = 1e-5f};
+    const uint32_t nin[2] = {x, scale};
+    if (!st) st = vkl_graph_add_node(g, VKL_OP_RMS_NORM, "norm", nin, 2, &y, 1, &eps, 1, NULL);
+    uint32_t outs[3];
+    for (int i = 0; i < (nc == NORM_GLU ? 2 : 3); i++) {
+        char name[16];
+        snprintf(name, sizeof(name), "W%d", i);
+        const uint32_t w = add_weight(g, r, f, name, N, K, &st);
+        snprintf(name, sizeof(name), "p%d", i);
+        outs[i] = add_f32(g, name, VKL_TENSOR_ACTIVATION, 0, 0, &st);
+        const uint32_t in[2] = {y, w};
+        add_node(g, VKL_OP_QUANT_MAT_MUL, name, in, 2, outs[i], &st);
+        if (nc != NORM_GLU && !st) st = vkl_graph_add_output(g, outs[i]);
+    }
+    if (nc == NORM_GLU) {
+        const uint32_t o = add_f32(g, "out", VKL_TENSOR_ACTIVATION, 0, 0, &st);
+        add_node(g, VKL_OP_SILU_MUL, "silu_mul", outs, 2, o, &st);
+        if (!st) st = vkl_graph_add_output(g, o);
+    }
+    if (nc == NORM_ALSO_OUTPUT && !st) st = vkl_graph_add_output(g, y);
+    return test_graph_finish(ctx, g, st);
+}
+
+static void test_norm_codes(vkl_context *ctx, rng *r, norm_case nc, const fmt *f, int64_t M, int64_t K, int64_t N) {
+    vkl_graph *g = norm_graph(ctx, r, nc, f, M, K, N);
+    vkl_host_tensor in = {.dtype = VKL_DTYPE_F32, .rank = 2, .dims = {M, K}, .nbytes = (size_t)(M * K) * 4};
+    float *x = malloc(in.nbytes);
+    for (int64_t j = 0; j < M * K; j++) x[j] = 3.0f * rnd_gauss(r);
+    in.data = x;
+    vkl_host_tensor want[4] = {{0}, {0}, {0}, {0}};
+    if (g) CHECK_OK(ctx, vkl_run_once(ctx, vkl_backend_find("ref"), g, &in, want));
+    setenv("VKL_VK_MATVEC", "dot", 1);
+    float *fused[4] = {NULL}, *apart[4] = {NULL};
+    vkl_vk_exec_stats s1 = {0, 0, 0}, s2 = {0, 0, 0};
+    setenv("VKL_VK_NO_FUSE", "0", 1);
+    const bool ok1 = g && want[0].data && run_vulkan(ctx, g, &in, VKL_NONE, VKL_NONE, fused, &s1);
+    setenv("VKL_VK_NO_FUSE", "1", 1);
+    const bool ok2 = ok1 && run_vulkan(ctx, g, &in, VKL_NONE, VKL_NONE, apart, &s2);
+    if (ok1 && ok2) {
+        double worst = 0;
+        for (uint32_t o = 0; o < g->n_outputs; o++) {
+            int64_t dims[VKL_MAX_RANK], count = 0;
+            size_t bytes = 0;
+            CHECK_OK(ctx, vkl_tensor_eval(ctx, g, g->outputs[o], NULL, 0, dims, &count, &bytes));
+            const double e = rel_l2(fused[o], want[o].data, (size_t)count);
+            worst = e > worst ? e : worst;
+            CHECKF(!memcmp(fused[o], apart[o], bytes), "%s %s M=%lld K=%lld N=%lld: output %u differs from the "
+                   "unfused one", norm_case_names[nc], f->name, (long long)M, (long long)K, (long long)N, o);
+        }
+        /* folded: the norm's dispatch replaces the quantizer's (and the GLU's three nodes are one) */
+        const uint32_t want1 = nc == NORM_QKV ? 4 : nc == NORM_GLU ? 2 : 5, want2 = 5;
+        CHECKF(worst <= 3e-2 && s1.dispatches == want1 && s2.dispatches == want2,
+               "%s %s M=%lld K=%lld N=%lld: relative L2 error %.3g (bound 3e-2), %u dispatches (want %u), unfused %u "
+               "(want %u)", norm_case_names[nc], f->name, (long long)M, (long long)K, (long long)N, worst,
+               s1.dispatches, want1, s2.dispatches, want2);
+        printf("  %-42s %-4s M=%lld K=%4lld N=%3lld dot: rel L2 %.2e, %u dispatches (unfused %u)\n",
+               norm_case_names[nc], f->name, (long long)M, (long long)K, (long long)N, worst, s1.dispatches,
+               s2.dispatches);
+    }
+    unsetenv("VKL_VK_NO_FUSE");
+    unsetenv("VKL_VK_MATVEC");
+    for (int i = 0; i < 4; i++) {
+        free(fused[i]);
+        free(apart[i]);
+        vkl_free(ctx, want[i].data);
+    }
+    free(x);
+    vkl_graph_destroy(g);
+}
+
 /* ---- (d) the bundled model's decode step ---------------------------------------------------------- */
 
 /* The decode step a session prepares after `past` tokens (engine/session.c:
@@ -388,6 +567,14 @@ int main(int argc, char **argv) {
             test_pattern(ctx, &r, P_ADD, &formats[1], 1, 96, 96, true, dot);
             test_pattern(ctx, &r, P_ADD_READ, &formats[1], 1, 96, 96, true, dot);
             test_pattern(ctx, &r, P_ADD_READ, &formats[0], 3, 64, 64, true, dot);
+        }
+        if (has_dot) {
+            test_shared_codes(ctx, &r, 1, 256, 37);
+            test_shared_codes(ctx, &r, 3, 96, 20);
+            for (int nc = NORM_QKV; nc <= NORM_ALSO_OUTPUT; nc++) {
+                test_norm_codes(ctx, &r, (norm_case)nc, &formats[0], 1, 256, 37);
+                test_norm_codes(ctx, &r, (norm_case)nc, &formats[2], 3, 100, 20);
+            }
         }
         test_decode_counts(ctx, argv[1]);
     }

@@ -24,12 +24,17 @@
  *      for is the math the device runs (vkl_vk_f16_math); VKL_VK_MATH=f16
  *      with VKL_FEATURE_FP16 disabled, and VKL_VK_MATH=f64, fail open;
  *      the integer-dot matvecs (VKL_VK_MATVEC=dot: int8 activations per
- *      16-byte step, packed dot products) where the device has
- *      shaderIntegerDotProduct, in five variants, each output within the
+ *      16-byte step, quantized by a pass of their own, packed dot products)
+ *      where the device has shaderIntegerDotProduct, in eight variants that
+ *      reach each of the kernel's reductions (teams of one subgroup,
+ *      subgroupAdd + shared memory, shared-memory trees; what each runs is
+ *      printed), rows 1..16 a team, unroll 1..4, each output within the
  *      rounding of its activations (DOT_BOUND below: what int8 activations
  *      alone may cost, computed from the data) and the relative L2 error
  *      <= DOT_L2_BOUND; without the feature (or with VKL_FEATURE_INT8_DOT
- *      masked) VKL_VK_MATVEC=dot fails open, saying why;
+ *      masked) VKL_VK_MATVEC=dot fails open, saying why, and so do team
+ *      knobs it cannot run (a team beyond the workgroup or not a power of
+ *      two, more rows than a team's invocations);
  *  (b') the GEMM (prefill; quant_gemm_* shaders) against ref the same way,
  *      forced from M = 2 (VKL_VK_GEMM_MIN_ROWS=1), M = 2, 17, 64, 300, N
  *      leaving partial tiles, every format, in f32 math (<= 1e-5), fp16
@@ -654,29 +659,35 @@ int main(int argc, char **argv) {
      * staged through shared memory or read directly, subgroup or
      * shared-memory reductions (the knobs are read at open), in f32 math and,
      * where the device has shaderFloat16, in fp16 math. */
-    /* stage, no-subgroup, unroll, e0m4-f32, workgroup, rows, math, f16-center, matvec; "": the device's
-     * default (the float matvecs always named: the default may be dot) */
-    static const char *const variants[][10] = {{"", "", "", "", "", "", "f32", "", "float", ""},
-                                              {"1", "0", "1", "0", "128", "4", "f32", "", "float", ""},
-                                              {"0", "0", "1", "0", "128", "8", "f32", "", "float", ""},
-                                              {"1", "1", "2", "0", "64", "3", "f32", "", "float", ""},
-                                              {"0", "1", "3", "1", "32", "1", "f32", "", "float", ""},
-                                              {"1", "0", "2", "1", "64", "8", "f32", "", "float", ""},
-                                              {"", "", "", "", "", "", "f16", "1", "float", ""},
-                                              {"", "", "", "", "", "", "f16", "0", "float", ""},
-                                              {"0", "0", "1", "0", "128", "8", "f16", "1", "float", ""},
-                                              {"1", "1", "2", "1", "64", "3", "f16", "0", "float", ""},
-                                              {"0", "1", "3", "0", "32", "1", "f16", "1", "float", ""},
-                                              {"", "", "", "", "", "", "", "", "dot", ""},
-                                              {"", "", "", "", "", "", "", "", "dot", "0"},
-                                              {"1", "0", "1", "0", "128", "4", "", "", "dot", ""},
-                                              {"0", "1", "2", "0", "64", "3", "", "", "dot", "0"},
-                                              {"1", "1", "3", "0", "32", "16", "", "", "dot", "1"},
-                                              {"0", "0", "1", "0", "64", "8", "f16", "", "dot", ""}};
-    static const char *const knobs[10] = {"VKL_VK_QMV_STAGE", "VKL_VK_NO_SUBGROUP_OPS", "VKL_VK_QMV_UNROLL",
-                                          "VKL_VK_E0M4_F32",  "VKL_VK_QMV_WG",          "VKL_VK_QMV_ROWS",
-                                          "VKL_VK_MATH",      "VKL_VK_F16_CENTER",      "VKL_VK_MATVEC",
-                                          "VKL_VK_DOT_RESIDUAL"};
+    /* stage, no-subgroup, unroll, e0m4-f32, workgroup, rows, math, f16-center, matvec, residual, team; "":
+     * the device's default (the float matvecs always named: the default may be dot). The dot rows reach
+     * each reduction of quant_matvec_dot.glsl: teams of one subgroup (the default where the subgroup size
+     * is fixed, as on lavapipe), subgroupAdd then shared memory (team = workgroup), shared-memory trees
+     * (no subgroup arithmetic; or a team of several subgroups), rows 1..16 a team, unroll 1..4. */
+    static const char *const variants[][11] = {{"", "", "", "", "", "", "f32", "", "float", "", ""},
+                                              {"1", "0", "1", "0", "128", "4", "f32", "", "float", "", ""},
+                                              {"0", "0", "1", "0", "128", "8", "f32", "", "float", "", ""},
+                                              {"1", "1", "2", "0", "64", "3", "f32", "", "float", "", ""},
+                                              {"0", "1", "3", "1", "32", "1", "f32", "", "float", "", ""},
+                                              {"1", "0", "2", "1", "64", "8", "f32", "", "float", "", ""},
+                                              {"", "", "", "", "", "", "f16", "1", "float", "", ""},
+                                              {"", "", "", "", "", "", "f16", "0", "float", "", ""},
+                                              {"0", "0", "1", "0", "128", "8", "f16", "1", "float", "", ""},
+                                              {"1", "1", "2", "1", "64", "3", "f16", "0", "float", "", ""},
+                                              {"0", "1", "3", "0", "32", "1", "f16", "1", "float", "", ""},
+                                              {"", "", "", "", "", "", "", "", "dot", "", ""},
+                                              {"", "", "", "", "", "", "", "", "dot", "0", ""},
+                                              {"", "0", "1", "", "128", "4", "", "", "dot", "", "128"},
+                                              {"", "1", "2", "", "64", "3", "", "", "dot", "0", "16"},
+                                              {"", "1", "3", "", "32", "16", "", "", "dot", "1", ""},
+                                              {"", "0", "4", "", "64", "2", "", "", "dot", "", "32"},
+                                              {"", "0", "1", "", "64", "1", "", "", "dot", "", "1"},
+                                              {"", "", "", "", "64", "8", "f16", "", "dot", "", ""}};
+    enum { KNOBS = 11 };
+    static const char *const knobs[KNOBS] = {"VKL_VK_QMV_STAGE", "VKL_VK_NO_SUBGROUP_OPS", "VKL_VK_QMV_UNROLL",
+                                             "VKL_VK_E0M4_F32",  "VKL_VK_QMV_WG",          "VKL_VK_QMV_ROWS",
+                                             "VKL_VK_MATH",      "VKL_VK_F16_CENTER",      "VKL_VK_MATVEC",
+                                             "VKL_VK_DOT_RESIDUAL", "VKL_VK_QMV_TEAM"};
     /* fp16 math needs shaderFloat16: without it (or with VKL_FEATURE_FP16
      * masked) open refuses VKL_VK_MATH=f16, and its message says why. */
     bool f16_ok = false;
@@ -724,6 +735,23 @@ int main(int argc, char **argv) {
                       "VKL_FEATURE_INT8_DOT");
             if (dd) vk->close(dd);
         }
+        /* the dot matvec's shape knobs: a team within the workgroup, a power
+         * of two, at least one invocation per row it stores; else open fails,
+         * naming the option */
+        static const char *const bad[][7] = {
+            /* knob, value, knob, value, knob, value, the message */
+            {"VKL_VK_QMV_TEAM", "128", "VKL_VK_QMV_WG", "64", "VKL_VK_QMV_ROWS", "4", "matvec_team = 128"},
+            {"VKL_VK_QMV_TEAM", "3", "VKL_VK_QMV_WG", "64", "VKL_VK_QMV_ROWS", "1", "matvec_team = 3"},
+            {"VKL_VK_QMV_TEAM", "4", "VKL_VK_QMV_WG", "64", "VKL_VK_QMV_ROWS", "8", "matvec_rows = 8"},
+        };
+        for (size_t i = 0; dot_ok && i < VKL_ARRAY_LEN(bad); i++) {
+            setenv("VKL_VK_MATVEC", "dot", 1);
+            for (int k = 0; k < 3; k++) setenv(bad[i][2 * k], bad[i][2 * k + 1], 1);
+            dd = NULL;
+            CHECK_ERR(ctx, test_open_env(ctx, vk, 0, false, &dd), VKL_ERR_INVALID_ARGUMENT, bad[i][6]);
+            if (dd) vk->close(dd);
+            for (int k = 0; k < 3; k++) unsetenv(bad[i][2 * k]);
+        }
         setenv("VKL_VK_MATVEC", "float", 1);
         dd = NULL;
         CHECK_OK(ctx, test_open_env(ctx, vk, 0, false, &dd));
@@ -740,16 +768,16 @@ int main(int argc, char **argv) {
         const bool f16 = !strcmp(variants[v][6], "f16"), center = f16 && !strcmp(variants[v][7], "1");
         const int dot = strcmp(variants[v][8], "dot") ? 0 : strcmp(variants[v][9], "0") ? 2 : 1;
         if (dot && (!dot_ok || (f16 && !f16_ok))) {
-            if (!strcmp(variants[v][0], "") && !strcmp(variants[v][9], ""))
+            if (!strcmp(variants[v][4], "") && !strcmp(variants[v][9], ""))
                 printf(" integer-dot matvecs: skipped: %s\n", dot_ok ? f16_why : dot_why);
             continue;
         }
         if (f16 && !f16_ok) {
-            if (!strcmp(variants[v][0], "") && center) printf(" f16 math: skipped: %s\n", f16_why);
+            if (!strcmp(variants[v][4], "") && center) printf(" f16 math: skipped: %s\n", f16_why);
             continue;
         }
-        printf(" matvec variant:%s", strcmp(variants[v][0], "") ? "" : " the device's defaults");
-        for (size_t k = 0; k < 10; k++) {
+        printf(" matvec variant:%s", strcmp(variants[v][4], "") ? "" : " the device's defaults");
+        for (size_t k = 0; k < KNOBS; k++) {
             if (*variants[v][k]) {
                 setenv(knobs[k], variants[v][k], 1);
                 printf(" %s=%s", knobs[k], variants[v][k]);
@@ -757,7 +785,11 @@ int main(int argc, char **argv) {
                 unsetenv(knobs[k]);
             }
         }
-        printf("\n");
+        vkl_backend_device *vd = NULL;
+        char build[256] = "";
+        if (!test_open_env(ctx, vk, 0, false, &vd)) vkl_vk_matvec_describe(vd, build, sizeof(build));
+        if (vd) vk->close(vd);
+        printf("\n   runs: %s\n", build);
         const double e = test_matmul(ctx, &r, matvec_cases, VKL_ARRAY_LEN(matvec_cases), f16, dot,
                                      dot == 2 ? DOT_L2_BOUND : dot ? DOT1_L2_BOUND : !f16 ? F32_BOUND
                                      : center ? F16_CENTER_BOUND : F16_FOLD_BOUND,
@@ -766,7 +798,7 @@ int main(int argc, char **argv) {
         const int i = dot ? 2 + dot : f16 ? 1 + center : 0;
         if (!(e <= worst[i])) worst[i] = e;
     }
-    for (size_t k = 0; k < 10; k++) unsetenv(knobs[k]);
+    for (size_t k = 0; k < KNOBS; k++) unsetenv(knobs[k]);
     printf("worst relative L2 error (cases of > %d outputs): f32 math %.2e (bound %g)", FEW, worst[0], F32_BOUND);
     if (f16_ok)
         printf("; f16 math centered %.2e (bound %g), fold %.2e (bound %g)", worst[2], F16_CENTER_BOUND, worst[1],
