@@ -71,26 +71,32 @@ unsigned vkl_cpu_count(void) {
     return n < 1 ? 1u : n > VKL_POOL_MAX_THREADS ? VKL_POOL_MAX_THREADS : (unsigned)n;
 }
 
-static double now(void) {
+static double clock_seconds(clockid_t clock) {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(clock, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* Units begin..end-1 of job j on worker w, then on the emulated slow worker
- * a busy wait of (factor - 1) times what they took; returns the seconds of
- * both when `timed` (else 0: no clock read where none is needed). */
+/* Units begin..end-1 of job j on worker w; returns their wall seconds when
+ * `timed` (else 0: no clock read where none is needed). On the emulated
+ * slow worker the piece is followed by a busy wait until the thread has
+ * spent slow_factor times the piece's CPU time: CPU time, not wall time, so
+ * that a wait the OS interrupts lasts longer, as the work of a slower core
+ * would (on a wall clock, a descheduled wait would cost nothing, and on a
+ * loaded machine the emulated core looked faster than it was). */
 static double run_piece(const vkl_pool *p, const job *j, size_t begin, size_t end, unsigned w, bool timed) {
     const bool slow = p && p->slow_factor > 1 && w == p->slow_worker;
-    const double t0 = timed || slow ? now() : 0;
+    const double t0 = timed || slow ? clock_seconds(CLOCK_MONOTONIC) : 0;
+    const double c0 = slow ? clock_seconds(CLOCK_THREAD_CPUTIME_ID) : 0;
     if (j->range) j->range(j->user, begin, end, w);
     else
         for (size_t t = begin; t < end; t++) j->task(j->user, t, w);
-    if (!timed && !slow) return 0;
-    double t = now();
-    if (slow)
-        for (const double until = t + (p->slow_factor - 1) * (t - t0); t < until;) t = now();
-    return t - t0;
+    if (slow) {
+        double c = clock_seconds(CLOCK_THREAD_CPUTIME_ID);
+        for (const double until = c0 + p->slow_factor * (c - c0); c < until;)
+            c = clock_seconds(CLOCK_THREAD_CPUTIME_ID);
+    }
+    return timed ? clock_seconds(CLOCK_MONOTONIC) - t0 : 0;
 }
 
 static void piece_done(vkl_pool *p) {

@@ -41,9 +41,13 @@ typedef struct vkl_pool_options {
     /* Emulated unequal cores (a LITTLE core on any machine, for tests and
      * experiments): with slow_factor > 1, every piece of work worker
      * slow_worker runs (a task, a range, a calibration run) is followed by a
-     * busy wait of (slow_factor - 1) times the time that piece took, so the
-     * worker finishes as late as a core slow_factor times slower would, and
-     * keeps its core busy meanwhile. slow_factor 0 or 1: off. */
+     * busy wait of (slow_factor - 1) times the CPU time that piece took, so
+     * the worker spends as much CPU time as a core slow_factor times slower
+     * would, and keeps its core busy meanwhile (a wait the OS interrupts
+     * lasts longer, as the slower core's work would). What it does not
+     * emulate: a LITTLE core also draws less memory bandwidth, so while it
+     * waits the others read faster than beside a real one. slow_factor 0 or
+     * 1: off. */
     unsigned slow_worker;
     double slow_factor;
 } vkl_pool_options;

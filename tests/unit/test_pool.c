@@ -11,7 +11,9 @@
  *  - a call from inside a batch (the pool busy) runs all of its units on
  *    the calling thread as worker 0;
  *  - an emulated slow worker (1 three times slower, 2 threads): calibration
- *    sees it (best time ratio about 3) and sets the shares to about 3 : 1;
+ *    sees it (best time ratio about 3) and sets the shares to about 3 : 1,
+ *    and the next batch's heads follow them (worker 1's within 1 unit of
+ *    its share);
  *    from equal shares, batches alone move worker 1's share to about a
  *    quarter; with equal_shares nothing moves them;
  *  - bad options (a slow worker past the threads, a factor below 1 or NaN)
@@ -171,6 +173,13 @@ static void test_calibrate(vkl_context *ctx) {
         printf("calibration, worker 1 made 3x slower: best %.3f / %.3f ms (ratio %.2f), shares %.3f %.3f\n",
                best[0] * 1e3, best[1] * 1e3, ratio, share[0], share[1]);
         ok = ratio > 2.4 && ratio < 3.6 && share[1] > 0.2 && share[1] < 0.3;
+        /* the heads follow the shares (a batch this short moves none) */
+        static cover c;
+        memset(&c, 0, sizeof(c));
+        vkl_pool_run_shares(p, MAX_UNITS, 0, record, &c);
+        const size_t mine = c.n_calls[1] ? c.calls[1][0].end - c.calls[1][0].begin : 0;
+        CHECKF(c.n_calls[0] == 1 && c.n_calls[1] == 1 && fabs((double)mine - share[1] * MAX_UNITS) <= 1.0,
+               "shares %.3f %.3f: worker 1 got %zu of %d units", share[0], share[1], mine, MAX_UNITS);
         vkl_pool_destroy(p);
     }
     CHECKF(ok, "calibration did not see worker 1 about 3x slower in %d attempts", ATTEMPTS);
