@@ -65,8 +65,9 @@ static int probe(vkl_context *ctx) {
         }
         printf("  driver quirks: %s\n", caps.quirks[0] ? caps.quirks : "none");
     }
-    /* The Vulkan kill switches (docs/vulkan.md) mapped onto the options above. */
-    static const char *const switches[] = {"VKL_VK_DISABLE", "VKL_VK_NO_SUBGROUP_OPS", "VKL_VK_NO_F64"};
+    /* The kill switches (docs/vulkan.md, docs/cpu.md) mapped onto the options above. */
+    static const char *const switches[] = {"VKL_VK_DISABLE", "VKL_VK_NO_SUBGROUP_OPS", "VKL_VK_NO_F64",
+                                           "VKL_CPU_DISABLE", "VKL_CPU_SLOW_WORKER"};
     for (size_t i = 0; i < sizeof(switches) / sizeof(switches[0]); i++)
         if (getenv(switches[i])) printf("%s=%s\n", switches[i], getenv(switches[i]));
     return 0;
