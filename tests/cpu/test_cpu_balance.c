@@ -53,7 +53,7 @@ static float frand(uint64_t *s) {
 static vkl_graph *chain_graph(vkl_context *ctx, int64_t M, const void *w, size_t w_bytes) {
     vkl_graph *g;
     CHECK_OK(ctx, vkl_graph_create(ctx, &g));
-    uint32_t a, wt, mid, y;
+    uint32_t a = 0, wt = 0, mid = 0, y = 0;
     vkl_shape sa, sw;
     const int64_t da[2] = {M, DIM}, dw[2] = {DIM, DIM};
     vkl_status st = vkl_shape_from_ints(g, da, 2, &sa);
