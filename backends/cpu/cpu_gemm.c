@@ -1,5 +1,6 @@
 /* Y = X W^T (+ bias) for a repacked weight, split over the thread pool by
- * blocks of output rows, each worker's share sized by its speed. Quantized W runs as W4A8 / W8A8: each row of X is
+ * blocks of output rows, each worker's share sized by its speed. Quantized
+ * W runs as W4A8 / W8A8: each row of X is
  * quantized per weight group to int8 (symmetric, scale max|x| / 127, codes
  * -127..127) on the fly, the inner products are exact int32 sums (cpu_dot.h)
  * and the group scales apply per block in f32:

@@ -170,8 +170,9 @@ typedef struct vkl_model_options {
     int equal_shares;
     /* Host backends, to emulate an unequal core on any machine: thread
      * slow_worker (0: the calling thread) runs slow_factor times slower
-     * (each piece of its work followed by a busy wait of slow_factor - 1
-     * times that piece's time); 0: off, else 1 to 1000. */
+     * (each piece of its work followed by a busy wait until the thread has
+     * spent slow_factor times that piece's CPU time); 0: off, else 1 to
+     * 1000. */
     unsigned slow_worker;
     double slow_factor;
 } vkl_model_options;
