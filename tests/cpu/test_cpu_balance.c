@@ -36,7 +36,7 @@
 #define GROUP 128
 #define RUNS 15
 #define GEMM_RUNS 3 /* printed only; 40 ms a run here, 4-5 s under qemu */
-#define ATTEMPTS 3
+#define ATTEMPTS 5 /* failed once in 3 at load 8 beside the full ctest */
 #define SLOW_FACTOR 3.0
 
 static double seconds_now(void) {
