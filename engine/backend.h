@@ -80,6 +80,13 @@ typedef struct vkl_backend_options {
      * once at open (0: one per online CPU), and VKL_ISA_* to turn off. */
     unsigned threads;
     uint32_t disable_isa;
+    /* Host backends: threads' shares of a matrix product kept equal instead
+     * of sized by each one's measured speed; and an emulated slow core,
+     * thread slow_worker (0: the caller) slow_factor times slower (0: off;
+     * engine/pool.h's vkl_pool_options, docs/cpu.md "Threads"). */
+    bool equal_shares;
+    unsigned slow_worker;
+    double slow_factor;
 } vkl_backend_options;
 
 typedef enum vkl_buffer_usage {
@@ -236,6 +243,13 @@ typedef struct vkl_backend_vtable {
      * names the instructions (static text). The compute roof vkbench sets
      * a prefill against. */
     vkl_status (*int8_peak)(vkl_backend_device *dev, vkl_context *ctx, double *ops_per_second, const char **sequence);
+    /* Optional (NULL when unsupported): a host backend's threads (0: the
+     * calling thread), each one's int8 dot rate measured when the device
+     * opened, in ops per second (2 per multiply-add), and its share of a
+     * split matrix product now (the shares sum to 1). *count: the threads;
+     * at most cap entries are written. */
+    void (*worker_speeds)(vkl_backend_device *dev, double *ops_per_second, double *share, size_t cap,
+                          size_t *count);
     /* Optional (NULL when unsupported): the device's arithmetic peaks as
      * register-only kernels reach them, timed on the device: the compute
      * roofline vkbench holds compute-bound kernels (prefill GEMMs) to. */

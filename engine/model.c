@@ -32,7 +32,8 @@ static const vkl_backend_vtable *choose_backend(vkl_context *ctx, const vkl_mode
         return be_named;
     }
     vkl_backend_options bo = {.disable_features = o->disable_features, .vulkan = o->vulkan, .threads = o->threads,
-                              .disable_isa = o->disable_isa};
+                              .disable_isa = o->disable_isa, .equal_shares = o->equal_shares != 0,
+                              .slow_worker = o->slow_worker, .slow_factor = o->slow_factor};
     const vkl_backend_vtable *host = NULL;
     char skipped[sizeof(m->reason)] = "";
     for (size_t i = 0; i < vkl_backend_count(); i++) {
@@ -167,7 +168,9 @@ static vkl_status load(vkl_context *ctx, const char *path, const vkl_model_optio
         if (!m->be) st = VKL_ERR_NOT_FOUND;
     }
     vkl_backend_options bo = {.disable_features = options->disable_features, .vulkan = options->vulkan,
-                              .profile = profile, .threads = options->threads, .disable_isa = options->disable_isa};
+                              .profile = profile, .threads = options->threads, .disable_isa = options->disable_isa,
+                              .equal_shares = options->equal_shares != 0, .slow_worker = options->slow_worker,
+                              .slow_factor = options->slow_factor};
     if (!st) st = m->be->open(ctx, &bo, &m->dev);
     if (!st) m->be->caps(m->dev, &m->caps);
     if (!st) st = m->be->weights_load(m->dev, m->g, &m->weights);

@@ -1,4 +1,4 @@
-/* VKL_VK_* and VKL_CPU_DISABLE environment variables -> backend options (backend_env.h). */
+/* VKL_VK_*, VKL_CPU_DISABLE and VKL_CPU_SLOW_WORKER environment variables -> backend options (backend_env.h). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,16 +44,19 @@ static vkl_status env_list(vkl_context *ctx, const char *var, const env_name *na
 
 /* VKL_VK_DISABLE: every Vulkan kill switch by name, in one variable; the
  * two that are not VKL_FEATURE_* bits go to the Vulkan options.
- * VKL_CPU_DISABLE: the cpu backend's instruction sets. */
+ * VKL_CPU_DISABLE: the cpu backend's instruction sets, and "balance" (the
+ * threads' shares sized by speed), which is not an instruction set. */
 #define OFF_SUBGROUP_OPS (1u << 30)
 #define OFF_F64 (1u << 31)
+#define OFF_BALANCE (1u << 29)
 
 static vkl_status env_disable(vkl_context *ctx, vkl_env_options *e) {
     static const env_name vk[] = {
         {"fp16", VKL_FEATURE_FP16},     {"int8-dot", VKL_FEATURE_INT8_DOT}, {"coopmat", VKL_FEATURE_COOPMAT},
         {"fusion", VKL_FEATURE_FUSION}, {"priority", VKL_FEATURE_PRIORITY}, {"timestamps", VKL_FEATURE_TIMESTAMPS},
         {"subgroup-ops", OFF_SUBGROUP_OPS}, {"f64", OFF_F64}};
-    static const env_name isa[] = {{"avx2", VKL_ISA_AVX2}, {"dotprod", VKL_ISA_DOTPROD}, {"i8mm", VKL_ISA_I8MM}};
+    static const env_name isa[] = {
+        {"avx2", VKL_ISA_AVX2}, {"dotprod", VKL_ISA_DOTPROD}, {"i8mm", VKL_ISA_I8MM}, {"balance", OFF_BALANCE}};
     uint32_t off = 0;
     vkl_status st = env_list(ctx, "VKL_VK_DISABLE", vk, N_NAMES(vk), &off);
     e->backend.disable_features |= off & ~(OFF_SUBGROUP_OPS | OFF_F64);
@@ -61,7 +64,28 @@ static vkl_status env_disable(vkl_context *ctx, vkl_env_options *e) {
     if (off & OFF_SUBGROUP_OPS) e->vulkan.no_subgroup_ops = true;
     if (off & OFF_F64) e->vulkan.no_f64 = true;
 #endif
-    return st ? st : env_list(ctx, "VKL_CPU_DISABLE", isa, N_NAMES(isa), &e->backend.disable_isa);
+    if (!st) st = env_list(ctx, "VKL_CPU_DISABLE", isa, N_NAMES(isa), &e->backend.disable_isa);
+    e->backend.equal_shares = e->backend.disable_isa & OFF_BALANCE;
+    e->backend.disable_isa &= ~OFF_BALANCE;
+    return st;
+}
+
+/* VKL_CPU_SLOW_WORKER=i:factor: the cpu backend's thread i runs factor times
+ * slower (engine/pool.h), a LITTLE core emulated; the pool checks i against
+ * its threads and the factor's range. */
+static vkl_status env_slow_worker(vkl_context *ctx, vkl_backend_options *o) {
+    const char *v = env("VKL_CPU_SLOW_WORKER");
+    if (!v) return VKL_OK;
+    char *colon, *end = NULL;
+    const unsigned long worker = strtoul(v, &colon, 10);
+    const bool worker_ok = colon != v && v[0] != '-' && *colon == ':' && worker <= UINT32_MAX;
+    const double factor = worker_ok ? strtod(colon + 1, &end) : 0;
+    if (!worker_ok || end == colon + 1 || *end)
+        return vkl_fail(ctx, VKL_ERR_INVALID_ARGUMENT,
+                        "VKL_CPU_SLOW_WORKER=%s: want WORKER:FACTOR, e.g. 1:3 (thread 1 three times slower)", v);
+    o->slow_worker = (unsigned)worker;
+    o->slow_factor = factor;
+    return VKL_OK;
 }
 
 #ifdef VKL_HAVE_VULKAN
@@ -182,10 +206,11 @@ vkl_status vkl_env_options_read(vkl_context *ctx, vkl_env_options *e) {
     vkl_vulkan_options_init(&e->vulkan);
     e->backend.vulkan = &e->vulkan;
     vkl_status st = env_vulkan(ctx, &e->vulkan);
-    return st ? st : env_disable(ctx, e);
+    if (!st) st = env_disable(ctx, e);
 #else
-    return env_disable(ctx, e);
+    vkl_status st = env_disable(ctx, e);
 #endif
+    return st ? st : env_slow_worker(ctx, &e->backend);
 }
 
 static vkl_status env_model_load(vkl_context *ctx, const char *path, vkl_model_options *mo, bool profile,
@@ -196,6 +221,11 @@ static vkl_status env_model_load(vkl_context *ctx, const char *path, vkl_model_o
     if (st) return st;
     mo->disable_features |= e.backend.disable_features;
     mo->disable_isa |= e.backend.disable_isa;
+    mo->equal_shares |= e.backend.equal_shares;
+    if (e.backend.slow_factor != 0) {
+        mo->slow_worker = e.backend.slow_worker;
+        mo->slow_factor = e.backend.slow_factor;
+    }
     if (!mo->vulkan) mo->vulkan = e.backend.vulkan;
     st = profile ? vkl_model_load_profiled(ctx, path, mo, out) : vkl_model_load(ctx, path, mo, out);
     if (mo->vulkan == e.backend.vulkan) mo->vulkan = NULL; /* e ends here */

@@ -1,4 +1,4 @@
-/* The VKL_VK_* and VKL_CPU_DISABLE environment variables as backend options, for the command
+/* The VKL_VK_*, VKL_CPU_DISABLE and VKL_CPU_SLOW_WORKER environment variables as backend options, for the command
  * line tools and the tests. The library reads no environment (vkllm_vulkan.h);
  * a user who wants a knob without writing code sets one of these, and the
  * tools map it here. docs/vulkan.md lists them. */
@@ -26,7 +26,8 @@ typedef struct vkl_env_options {
  * matvec tuning (VKL_VK_QMV_WG, _ROWS, _STAGE, _UNROLL, _TEAM, VKL_VK_E0M4_F32,
  * VKL_VK_F16_CENTER, VKL_VK_DOT_RESIDUAL), attention (VKL_VK_ATTN, _SPLITS, _TARGET) and the
  * limits' testing knobs (VKL_VK_MAX_BINDING_BYTES, VKL_VK_MEMORY_BUDGET); for the
- * cpu backend VKL_CPU_DISABLE (comma list: avx2, dotprod, i8mm) -> disable_isa. A
+ * cpu backend VKL_CPU_DISABLE (comma list: avx2, dotprod, i8mm -> disable_isa; balance ->
+ * equal_shares) and VKL_CPU_SLOW_WORKER (WORKER:FACTOR -> slow_worker, slow_factor). A
  * malformed value is VKL_ERR_INVALID_ARGUMENT naming the variable. */
 vkl_status vkl_env_options_read(vkl_context *ctx, vkl_env_options *out);
 

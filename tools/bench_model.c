@@ -16,6 +16,7 @@
 #include "ops.h"
 
 #define PROG "vkbench"
+#define VKL_BENCH_THREADS_SHOWN 64 /* threads whose speed and share are printed */
 
 /* The limits: the device's own copy bandwidth where the backend measures it
  * (a GPU's memory), else what the host's threads can read (ref and cpu
@@ -62,6 +63,26 @@ static size_t step_weight_bytes(const vkl_graph *g) {
             bytes += w->nbytes;
     }
     return bytes;
+}
+
+/* A host backend's threads (0: the caller), one line: with speeds, the int8
+ * dot rate each showed when the device opened; the share of a matrix
+ * product each gets (sized by speed, then kept current from the products). */
+static void print_threads(vkl_model *m, bool speeds, const char *when) {
+    double rate[VKL_BENCH_THREADS_SHOWN], share[VKL_BENCH_THREADS_SHOWN];
+    size_t n = 0;
+    if (!m->be->worker_speeds) return;
+    m->be->worker_speeds(m->dev, rate, share, VKL_BENCH_THREADS_SHOWN, &n);
+    const size_t shown = n < VKL_BENCH_THREADS_SHOWN ? n : VKL_BENCH_THREADS_SHOWN;
+    printf("threads: %zu;", n);
+    if (speeds) {
+        printf(" int8 dot at open (4-bit, 1 row, in L1), GOP/s:");
+        for (size_t w = 0; w < shown; w++) printf(" %.1f", rate[w] / 1e9);
+        printf(";");
+    }
+    printf(" shares %s:", when);
+    for (size_t w = 0; w < shown; w++) printf(" %.3f", share[w]);
+    printf("%s\n", shown < n ? " ..." : "");
 }
 
 static vkl_status run(vkl_context *ctx, const vkl_bench_model_options *o, vkl_model *m, vkl_bench_report *r) {
@@ -121,8 +142,10 @@ int vkl_bench_model(vkl_context *ctx, const vkl_bench_model_options *o) {
         if (r.compute_peak > 0)
             printf("compute peak: %.1f GOP/s (%s; registers only, the whole device)\n", r.compute_peak / 1e9,
                    r.compute_peak_kind);
+        print_threads(m, true, "at open");
         if (r.timed) printf("profile: timestamps on: every step below has a barrier after each dispatch\n");
         st = run(ctx, o, m, &r);
+        if (!st) print_threads(m, false, "after the runs");
     }
     if (!st) st = outputs(ctx, o, &r);
     if (st) vkl_cli_fail(PROG, ctx, st);

@@ -65,8 +65,9 @@ static int probe(vkl_context *ctx) {
         }
         printf("  driver quirks: %s\n", caps.quirks[0] ? caps.quirks : "none");
     }
-    /* The Vulkan kill switches (docs/vulkan.md) mapped onto the options above. */
-    static const char *const switches[] = {"VKL_VK_DISABLE", "VKL_VK_NO_SUBGROUP_OPS", "VKL_VK_NO_F64"};
+    /* The kill switches (docs/vulkan.md, docs/cpu.md) mapped onto the options above. */
+    static const char *const switches[] = {"VKL_VK_DISABLE", "VKL_VK_NO_SUBGROUP_OPS", "VKL_VK_NO_F64",
+                                           "VKL_CPU_DISABLE", "VKL_CPU_SLOW_WORKER"};
     for (size_t i = 0; i < sizeof(switches) / sizeof(switches[0]); i++)
         if (getenv(switches[i])) printf("%s=%s\n", switches[i], getenv(switches[i]));
     return 0;
@@ -98,7 +99,9 @@ static int usage(FILE *f) {
             "  --no-verify      load without checking the weights against their checksum\n"
             "  --threads N      host backends (cpu): threads, the caller included, 1 to 1024 (default: one per\n"
             "                   online CPU); VKL_CPU_DISABLE=avx2,dotprod,i8mm turns instruction\n"
-            "                   sets off\n"
+            "                   sets off, VKL_CPU_DISABLE=balance keeps the threads' shares equal\n"
+            "                   (else sized by speed), VKL_CPU_SLOW_WORKER=I:F makes thread I F\n"
+            "                   times slower (an emulated LITTLE core)\n"
             "  --quant          E0M4 / int4 / int8 QuantMatMul on the paper's Table 1 shapes\n"
             "  --reps N         timed executes per case, 1 to %d (default 20)\n"
             "  --rotate-mb MB   weight copies per case total at least MB MiB, 0 to %u (default 256)\n"

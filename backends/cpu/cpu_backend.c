@@ -37,5 +37,6 @@ const vkl_backend_vtable vkl_backend_cpu = {
     .weights_release = vkl_cpu_weights_release,
     .prepare = cpu_prepare,
     .int8_peak = vkl_cpu_int8_peak,
+    .worker_speeds = vkl_cpu_worker_speeds,
     VKL_HOST_EXEC_VTABLE_ENTRIES,
 };

@@ -1,5 +1,5 @@
 /* The cpu backend's own state, shared by its files: the open device (thread
- * pool, chosen inner products) and the weights it repacked at load. Ops
+ * pool and its threads' speeds, chosen inner products) and the weights it repacked at load. Ops
  * without a kernel here run ref's (backends/ref/host_exec.h). */
 #ifndef VKL_CPU_BACKEND_H
 #define VKL_CPU_BACKEND_H
@@ -17,6 +17,7 @@ struct vkl_backend_device {
     const vkl_cpu_int8_loop *int8_loop; /* the GEMM's sequence for cpu_peak.c; NULL where none */
     uint32_t isa;     /* VKL_ISA_* in use */
     uint32_t disable_features;
+    double *worker_rate; /* per pool thread: its int8 ops a second at open (cpu_balance.c) */
 };
 
 /* cpu_device.c: the vtable's device functions. */
@@ -24,6 +25,11 @@ vkl_status vkl_cpu_probe(vkl_context *ctx, const vkl_backend_options *opt, vkl_b
 vkl_status vkl_cpu_open(vkl_context *ctx, const vkl_backend_options *opt, vkl_backend_device **out);
 void vkl_cpu_close(vkl_backend_device *dev);
 void vkl_cpu_caps(vkl_backend_device *dev, vkl_backend_caps *out);
+/* cpu_balance.c: each thread's speed measured at open, which sizes its
+ * shares of the matrix products; the vtable's worker_speeds. */
+vkl_status vkl_cpu_calibrate(vkl_backend_device *dev);
+void vkl_cpu_worker_speeds(vkl_backend_device *dev, double *ops_per_second, double *share, size_t cap,
+                           size_t *count);
 /* cpu_peak.c: the vtable's int8_peak. */
 vkl_status vkl_cpu_int8_peak(vkl_backend_device *dev, vkl_context *ctx, double *ops_per_second,
                              const char **sequence);

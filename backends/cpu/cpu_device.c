@@ -1,7 +1,7 @@
 /* The cpu backend's device: what this CPU runs (probe), and at open the
  * inner products for the instruction sets left after the options' mask and
  * the thread pool every step's work is split on (created here once: steps
- * create no threads). */
+ * create no threads), its threads' speeds measured (cpu_balance.c). */
 #include <stdio.h>
 #include <string.h>
 
@@ -68,9 +68,15 @@ vkl_status vkl_cpu_open(vkl_context *ctx, const vkl_backend_options *opt, vkl_ba
     dev->dot = dot_for(dev->isa);
     dev->int8_loop = int8_loop_for(dev->isa);
     dev->disable_features = opt ? opt->disable_features : 0u;
-    vkl_status st = vkl_pool_create(ctx, opt ? opt->threads : 0, &dev->pool);
+    vkl_pool_options po = {0};
+    if (opt) po = (vkl_pool_options){opt->threads, opt->equal_shares, opt->slow_worker, opt->slow_factor};
+    vkl_status st = vkl_pool_create_with(ctx, &po, &dev->pool);
+    if (!st) {
+        dev->worker_rate = vkl_calloc(ctx, vkl_pool_threads(dev->pool), sizeof(double));
+        st = dev->worker_rate ? vkl_cpu_calibrate(dev) : VKL_ERR_OUT_OF_MEMORY;
+    }
     if (st) {
-        vkl_free(ctx, dev);
+        vkl_cpu_close(dev);
         return vkl_fail_prefix(ctx, st, "cpu backend");
     }
     *out = dev;
@@ -80,6 +86,7 @@ vkl_status vkl_cpu_open(vkl_context *ctx, const vkl_backend_options *opt, vkl_ba
 void vkl_cpu_close(vkl_backend_device *dev) {
     if (!dev) return;
     vkl_pool_destroy(dev->pool);
+    vkl_free(dev->ctx, dev->worker_rate);
     vkl_free(dev->ctx, dev);
 }
 

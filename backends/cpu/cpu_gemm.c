@@ -1,5 +1,6 @@
 /* Y = X W^T (+ bias) for a repacked weight, split over the thread pool by
- * blocks of output rows. Quantized W runs as W4A8 / W8A8: each row of X is
+ * blocks of output rows, each worker's share sized by its speed. Quantized
+ * W runs as W4A8 / W8A8: each row of X is
  * quantized per weight group to int8 (symmetric, scale max|x| / 127, codes
  * -127..127) on the fly, the inner products are exact int32 sums (cpu_dot.h)
  * and the group scales apply per block in f32:
@@ -15,7 +16,9 @@
 
 #include "cpu_backend.h"
 
-#define TASKS_PER_THREAD 16 /* finer than one stripe a thread: slower cores take fewer */
+/* A GEMM's tail chunks, and the steps a worker takes through its share:
+ * at most 1 / (this x threads) of the blocks */
+#define TASKS_PER_THREAD 16
 /* GEMM (4-bit W, M >= VKL_CPU_GEMM_MR): a task's weight blocks are read
  * once per panel of X, so a task holds at most this many bytes of them
  * (they stay in the 512 KiB L2 of the cores seen here, beside X's panel) */
@@ -191,15 +194,15 @@ static void tile_blocks(const gemm_job *j, int64_t b0, int64_t b1) {
     for (int64_t b = b0; b < b1; b++) quant_block(j, b, j->panels * VKL_CPU_GEMM_MR);
 }
 
-static void gemm_task(void *user, size_t task, unsigned worker) {
+/* Blocks begin..end-1: a worker's share, or a chunk of the tail. The GEMM
+ * takes a share per_task blocks at a time, so each pass of the panels over
+ * its blocks stays within TASK_WEIGHT_BYTES (L2). */
+static void gemm_range(void *user, size_t begin, size_t end, unsigned worker) {
     (void)worker;
     const gemm_job *j = user;
-    const int64_t b0 = (int64_t)task * j->per_task, b1 = b0 + j->per_task < j->blocks ? b0 + j->per_task : j->blocks;
-    if (j->panels) {
-        tile_blocks(j, b0, b1);
-        return;
-    }
-    for (int64_t b = b0; b < b1; b++) {
+    for (int64_t b0 = (int64_t)begin; b0 < (int64_t)end && j->panels; b0 += j->per_task)
+        tile_blocks(j, b0, b0 + j->per_task < (int64_t)end ? b0 + j->per_task : (int64_t)end);
+    for (int64_t b = (int64_t)begin; b < (int64_t)end && !j->panels; b++) {
         if (j->xq) quant_block(j, b, 0);
         else float_block(j, b);
     }
@@ -245,6 +248,13 @@ vkl_status vkl_cpu_gemm(const vkl_ref_args *a, const vkl_cpu_weight *w, const fl
         }
     }
     j.per_task = (j.blocks + tasks - 1) / tasks;
-    vkl_pool_run(dev->pool, (size_t)((j.blocks + j.per_task - 1) / j.per_task), gemm_task, &j);
+    /* Each worker's share of the blocks sized by its speed (engine/pool.h).
+     * A GEMV's (decode, at most VKL_CPU_MR rows of X) is all there is: each
+     * worker streams its own weight rows. A GEMM's tail goes out per_task
+     * blocks at a time to whoever is free, absorbing what the shares missed
+     * (a core taken away mid-call). Every output is computed the same way
+     * whoever computes it: the split changes no bits. */
+    const bool gemv = !j.panels && M <= VKL_CPU_MR;
+    vkl_pool_run_shares(dev->pool, (size_t)j.blocks, gemv ? 0 : (size_t)j.per_task, gemm_range, &j);
     return VKL_OK;
 }

@@ -164,6 +164,17 @@ typedef struct vkl_model_options {
                                    1: skip that check */
     unsigned threads;           /* host backends (cpu): threads, the caller included; 0: one per online CPU */
     uint32_t disable_isa;       /* host backends: CPU instruction sets to turn off (VKL_ISA_*) */
+    /* Host backends: each thread's share of a matrix product is sized by its
+     * speed (measured at load, then kept current from the products), for
+     * unequal cores (big.LITTLE); nonzero keeps the shares equal. */
+    int equal_shares;
+    /* Host backends, to emulate an unequal core on any machine: thread
+     * slow_worker (0: the calling thread) runs slow_factor times slower
+     * (each piece of its work followed by a busy wait until the thread has
+     * spent slow_factor times that piece's CPU time); 0: off, else 1 to
+     * 1000. */
+    unsigned slow_worker;
+    double slow_factor;
 } vkl_model_options;
 
 VKLLM_API void vkl_model_options_init(vkl_model_options *options);
