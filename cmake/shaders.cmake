@@ -44,7 +44,9 @@ endif()
 # compute in fp16 (needs shaderFloat16; choose_math in vk_device.c says when).
 # The _cm ones run on NVIDIA's matrix units (GL_NV_cooperative_matrix, which
 # this glslc compiles; vk_gemm_tuning.c says when); the _cmemu ones are the
-# same body with its fragments in plain arithmetic, for tests on any device.
+# same body with its fragments in plain arithmetic, for tests on any device
+# (likewise attn_prefill_cm.comp, the flash attention on the matrix units,
+# and its _emu build).
 # The _v4 builds of gather_rows, copy_view, concat and split move 16 bytes
 # an invocation (uvec4s) where rows and pieces allow.
 # The _f64 ones compute in double for f64 tensors (need shaderFloat64).
@@ -83,6 +85,7 @@ set(VKL_SHADER_VARIANTS
   "reduce:f64:VKL_F64=1"
   "cumsum:f64:VKL_F64=1"
   "attn_prefill:f64:VKL_F64=1"
+  "attn_prefill_cm:emu:VKL_COOPMAT_EMULATED=1"
   "attn_decode:f64:VKL_F64=1"
   "attn_combine:f64:VKL_F64=1"
   "rope:f64:VKL_F64=1"
