@@ -44,7 +44,9 @@ endif()
 # compute in fp16 (needs shaderFloat16; choose_math in vk_device.c says when).
 # The _cm ones run on NVIDIA's matrix units (GL_NV_cooperative_matrix, which
 # this glslc compiles; vk_gemm_tuning.c says when); the _cmemu ones are the
-# same body with its fragments in plain arithmetic, for tests on any device.
+# same body with its fragments in plain arithmetic, for tests on any device
+# (likewise attn_prefill_cm.comp, the flash attention on the matrix units,
+# and its _emu build).
 # quant_act_int8 (the _dot matvecs' activations as int8 codes) is built for
 # the 4-bit formats' steps of 32 and, as _bytes, for int8's steps of 16; so
 # is norm's _codes build (an RMSNorm writing those codes: vk_fuse.c).
@@ -91,6 +93,7 @@ set(VKL_SHADER_VARIANTS
   "reduce:f64:VKL_F64=1"
   "cumsum:f64:VKL_F64=1"
   "attn_prefill:f64:VKL_F64=1"
+  "attn_prefill_cm:emu:VKL_COOPMAT_EMULATED=1"
   "attn_decode:f64:VKL_F64=1"
   "attn_combine:f64:VKL_F64=1"
   "rope:f64:VKL_F64=1"

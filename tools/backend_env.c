@@ -146,6 +146,10 @@ static vkl_status env_vulkan(vkl_context *ctx, vkl_vulkan_options *o) {
                                          {"prefill", VKL_VULKAN_ATTENTION_PREFILL},
                                          {"decode", VKL_VULKAN_ATTENTION_DECODE},
                                          {"decode-wg", VKL_VULKAN_ATTENTION_DECODE_WG}};
+    static const env_name prefills[] = {{"auto", VKL_VULKAN_ATTENTION_PREFILL_AUTO},
+                                        {"coopmat", VKL_VULKAN_ATTENTION_PREFILL_COOPMAT},
+                                        {"scalar", VKL_VULKAN_ATTENTION_PREFILL_SCALAR},
+                                        {"emulated", VKL_VULKAN_ATTENTION_PREFILL_EMULATED}};
     int flag = 0;
     uint32_t choice;
     uint32_t device = 0;
@@ -164,6 +168,9 @@ static vkl_status env_vulkan(vkl_context *ctx, vkl_vulkan_options *o) {
     choice = (uint32_t)o->attention;
     if (!st && !(st = env_choice(ctx, "VKL_VK_ATTN", attention, N_NAMES(attention), &choice)))
         o->attention = (vkl_vulkan_attention)choice;
+    choice = (uint32_t)o->attention_prefill;
+    if (!st && !(st = env_choice(ctx, "VKL_VK_ATTN_PREFILL", prefills, N_NAMES(prefills), &choice)))
+        o->attention_prefill = (vkl_vulkan_attention_prefill)choice;
     if (!st && env("VKL_VK_PIPELINE_CACHE_DIR")) o->pipeline_cache_dir = getenv("VKL_VK_PIPELINE_CACHE_DIR");
     if (!st && env("VKL_VK_PIPELINE_CACHE")) o->pipeline_cache_file = getenv("VKL_VK_PIPELINE_CACHE");
     flag = 0;

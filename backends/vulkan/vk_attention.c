@@ -236,6 +236,48 @@ static vkl_status record_prefill(const vkl_vk_node *nd, const attn *a, vkl_vk_di
     return VKL_OK;
 }
 
+/* attn_prefill_cm.comp's shared memory at nsg subgroups (16 query rows
+ * each) and bc keys a tile: fp16 rows of Q, K, V and P padded to multiples
+ * of 8 halves plus 8 (bank staggering), the f32 scores, three floats a row. */
+static size_t prefill_cm_shared(const attn *a, uint32_t nsg, uint32_t bc) {
+    const size_t br = 16 * (size_t)nsg, sq = (size_t)(a->D + 15) / 16 * 2 + 1, sv = (size_t)(a->DV + 15) / 16 * 2 + 1,
+                 sp = bc / 8 + 1;
+    return 16 * (br * sq + bc * sq + bc * sv + br * sp) + 4 * br * bc + 12 * br;
+}
+
+/* The prefill on the matrix units where the device has it (attn_cm) and
+ * the node suits it: f32 math on float K and V (an int8 / fp8 cache or f64
+ * keeps attn_prefill.comp), head dims to 256 (the output fragments live in
+ * registers) and a tile in shared memory: the device's (attn_cm_sg,
+ * attn_cm_keys), fewer subgroups where S is short, halved (keys first)
+ * until it fits. false: record_prefill's kernel instead. */
+static bool record_prefill_cm(const vkl_vk_node *nd, const attn *a, vkl_vk_dispatch *d) {
+    const vkl_backend_device *dev = nd->dev;
+    if (!dev->attn_cm || a->f64 || kv_coded(a->k->dtype) || kv_coded(a->v->dtype) || a->D > 256 || a->DV > 256)
+        return false;
+    uint32_t nsg = dev->attn_cm_sg, bc = dev->attn_cm_keys;
+    while (nsg > 1 && 16 * (int64_t)(nsg / 2) >= a->S) nsg /= 2;
+    const uint32_t smem = dev->props.limits.maxComputeSharedMemorySize;
+    while (prefill_cm_shared(a, nsg, bc) > smem && (bc > 16 || nsg > 1)) {
+        if (bc > 16) bc /= 2;
+        else nsg /= 2;
+    }
+    const int64_t tiles = (a->S + 16 * nsg - 1) / (16 * nsg);
+    if (prefill_cm_shared(a, nsg, bc) > smem || tiles > dev->props.limits.maxComputeWorkGroupCount[0]) return false;
+    d->shader = dev->attn_cm == 2 ? "attn_prefill_cm_emu" : "attn_prefill_cm";
+    const uint32_t spec[] = {nsg * dev->subgroup_size, nsg, bc, (uint32_t)a->D, (uint32_t)a->DV, a->dts,
+                             a->layout1 ? 1u : 0u};
+    d->n_spec = (uint32_t)(sizeof(spec) / sizeof(spec[0]));
+    memcpy(d->spec, spec, sizeof(spec));
+    bind_qkvm(a, d);
+    d->bind[4] = a->o->at;
+    d->n_push = push_common(a, d->push);
+    d->groups[0] = (uint32_t)tiles;
+    d->groups[1] = (uint32_t)a->Hq;
+    d->groups[2] = (uint32_t)a->B;
+    return true;
+}
+
 static size_t decode_shared(const attn *a, int64_t rows) {
     /* attn_decode.comp's key lanes of the V sum: sO holds lanes 1.. KL-1's */
     const int64_t pairs = (a->DV + 1) / 2, lanes = pairs >= DECODE_WG ? 1 : DECODE_WG / pairs;
@@ -367,9 +409,54 @@ vkl_status vkl_vk_record_attention(const vkl_vk_node *nd, vkl_vk_dispatch *out, 
     const uint32_t kind = nd->dev->attn_kernel;
     const bool decode = kind != 1 && (kind >= 2 || a.S <= DECODE_MAX_S) && decode_fits(nd, &a);
     if (decode) return record_decode(nd, &a, out, count);
+    if (record_prefill_cm(nd, &a, out)) {
+        *count = 1;
+        return VKL_OK;
+    }
     st = record_prefill(nd, &a, out);
     if (!st) *count = 1;
     return st;
+}
+
+/* Whether prefill attention runs on the matrix units (attn_cm), and its
+ * largest tile: 4 subgroups (64 query rows, as the scalar kernel's tile)
+ * of 32 keys. The device needs VK_NV_cooperative_matrix with the 16x16x16
+ * fp16 -> f32 shape (vk_gemm_tuning.c's probe), neither coopmat nor fp16
+ * turned off, and math not F32 (which asks for f32 products); the
+ * emulation needs only a known subgroup size. */
+static vkl_status prefill_cm_tuning(vkl_backend_device *dev, const vkl_vulkan_options *o) {
+    const uint32_t need = VKL_FEATURE_COOPMAT | VKL_FEATURE_FP16;
+    const VkPhysicalDeviceLimits *lim = &dev->props.limits;
+    const bool can = dev->has_coopmat_nv && (dev->caps.features & need) == need && dev->subgroup_size &&
+                     dev->cm_m == 16 && dev->cm_n == 16 && dev->cm_k == 16 && o->math != VKL_VULKAN_MATH_F32;
+    dev->attn_cm_sg = 4;
+    dev->attn_cm_keys = 32;
+    while (dev->attn_cm_sg > 1 && (dev->attn_cm_sg * dev->subgroup_size > lim->maxComputeWorkGroupInvocations ||
+                                   dev->attn_cm_sg * dev->subgroup_size > lim->maxComputeWorkGroupSize[0]))
+        dev->attn_cm_sg /= 2;
+    const bool fits = dev->subgroup_size && dev->attn_cm_sg * dev->subgroup_size <= lim->maxComputeWorkGroupInvocations &&
+                      dev->attn_cm_sg * dev->subgroup_size <= lim->maxComputeWorkGroupSize[0];
+    switch (o->attention_prefill) {
+    case VKL_VULKAN_ATTENTION_PREFILL_AUTO: dev->attn_cm = can && fits ? 1 : 0; break;
+    case VKL_VULKAN_ATTENTION_PREFILL_SCALAR: dev->attn_cm = 0; break;
+    case VKL_VULKAN_ATTENTION_PREFILL_COOPMAT:
+        if (!can || !fits)
+            return vkl_fail(dev->ctx, VKL_ERR_UNSUPPORTED, "vulkan: option attention_prefill = COOPMAT: %s has no "
+                            "usable 16x16x16 fp16 cooperative matrices (VK_NV_cooperative_matrix with fp16, neither "
+                            "turned off, math not F32, a known subgroup size)", dev->caps.device_name);
+        dev->attn_cm = 1;
+        break;
+    case VKL_VULKAN_ATTENTION_PREFILL_EMULATED:
+        if (!fits)
+            return vkl_fail(dev->ctx, VKL_ERR_UNSUPPORTED, "vulkan: option attention_prefill = EMULATED needs a "
+                            "known subgroup size of at most %u invocations", lim->maxComputeWorkGroupInvocations);
+        dev->attn_cm = 2;
+        break;
+    default:
+        return vkl_fail(dev->ctx, VKL_ERR_INVALID_ARGUMENT, "vulkan: option attention_prefill = %d: want AUTO, "
+                        "COOPMAT, SCALAR or EMULATED", (int)o->attention_prefill);
+    }
+    return VKL_OK;
 }
 
 vkl_status vkl_vk_attention_tuning(vkl_backend_device *dev, const vkl_vulkan_options *o) {
@@ -405,6 +492,8 @@ vkl_status vkl_vk_attention_tuning(vkl_backend_device *dev, const vkl_vulkan_opt
                         "4..128", keys);
     if (rows) dev->attn_rows = rows;
     if (keys) dev->attn_keys = keys;
+    const vkl_status st = prefill_cm_tuning(dev, o);
+    if (st) return st;
     dev->attn_kernel = (uint32_t)o->attention; /* 0 auto, 1 prefill, 2 decode, 3 decode without subgroups */
     dev->attn_splits = o->attention_splits;
     /* the fold merges in one workgroup per row block, which waits on

@@ -799,6 +799,8 @@ bool vkl_vk_f16_math(const vkl_backend_device *dev) { return dev && dev->f16_mat
 
 bool vkl_vk_matvec_dot(const vkl_backend_device *dev) { return dev && dev->matvec_dot; }
 
+int vkl_vk_attention_coopmat(const vkl_backend_device *dev) { return dev ? (int)dev->attn_cm : 0; }
+
 void vkl_vk_exec_stats_get(const vkl_backend_exec *e, vkl_vk_exec_stats *out) {
     *out = (vkl_vk_exec_stats){e->n_dispatches, e->n_barriers, e->n_fused};
 }

@@ -608,12 +608,13 @@ static vkl_status own_device_create(vkl_backend_device *dev, const vkl_vulkan_op
                                  .queueFamilyIndex = dev->queue_family,
                                  .queueCount = 1,
                                  .pQueuePriorities = &level};
+    const bool coopmat = dev->gemm_coopmat || dev->attn_cm == 1;
     /* Features the kernels use: shaderFloat16 for the fp16 matvecs and
      * GEMMs (f16 kept in registers and shared memory: no 16-bit storage);
      * shaderFloat64 where the device has it, for f64 tensors. */
     VkPhysicalDeviceShaderFloat16Int8Features f16 = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES, .shaderFloat16 = VK_TRUE};
-    /* The cooperative-matrix GEMM: the NV extension and feature, fp16, and
+    /* The cooperative-matrix GEMM and prefill attention: the NV extension and feature, fp16, and
      * the Vulkan memory model (glslang declares it for every NV coopmat
      * shader) with its device scope (which the other kernels' atomics then
      * need: vk_gemm_tuning.c). */
@@ -623,19 +624,19 @@ static vkl_status own_device_create(vkl_backend_device *dev, const vkl_vulkan_op
     VkPhysicalDeviceCooperativeMatrixFeaturesNV cm = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV, .pNext = &mm,
         .cooperativeMatrix = VK_TRUE};
-    if (dev->gemm_coopmat) f16.pNext = &cm;
+    if (coopmat) f16.pNext = &cm;
     /* The dot matvecs: shaderIntegerDotProduct (SPIR-V DotProduct and
      * DotProductInput4x8BitPacked), with the extension where it is listed
      * (needed below Vulkan 1.3, harmless at or above it). */
     VkPhysicalDeviceShaderIntegerDotProductFeatures dotf = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES,
-        .pNext = dev->f16_math || dev->gemm_coopmat ? &f16 : NULL,
+        .pNext = dev->f16_math || coopmat ? &f16 : NULL,
         .shaderIntegerDotProduct = VK_TRUE};
-    void *chain = dev->matvec_dot ? (void *)&dotf : dev->f16_math || dev->gemm_coopmat ? (void *)&f16 : NULL;
+    void *chain = dev->matvec_dot ? (void *)&dotf : dev->f16_math || coopmat ? (void *)&f16 : NULL;
     const char *exts[4];
     uint32_t n_ext = 0;
     if (ask) exts[n_ext++] = ext; /* first: a refused priority drops it alone */
-    if (dev->gemm_coopmat) exts[n_ext++] = "VK_NV_cooperative_matrix";
+    if (coopmat) exts[n_ext++] = "VK_NV_cooperative_matrix";
     if (dev->has_memory_budget) exts[n_ext++] = "VK_EXT_memory_budget";
     if (dev->matvec_dot && dev->has_dot_ext) exts[n_ext++] = "VK_KHR_shader_integer_dot_product";
     VkPhysicalDeviceFeatures core = {.shaderFloat64 = dev->has_f64};

@@ -256,6 +256,11 @@ struct vkl_backend_device {
     uint32_t attn_kernel, attn_splits, attn_target;
     uint32_t attn_fold;             /* 1: attn_decode_sg merges its chunks (options.attention_fold) */
     uint32_t attn_rows, attn_keys; /* prefill attention's largest tile: query rows, keys */
+    /* prefill attention on the matrix units (attn_prefill_cm.comp): attn_cm
+     * 0 off, 1 its cooperative-matrix build, 2 its emulated build (tests);
+     * attn_cm_sg subgroups of 16 query rows and attn_cm_keys keys per tile,
+     * the largest a node gets (its shared memory may halve them) */
+    uint32_t attn_cm, attn_cm_sg, attn_cm_keys;
     /* prepare fuses node patterns into one dispatch (vk_fuse.c): the device
      * has VKL_FEATURE_FUSION (not disabled, no quirk) and no_fusion is off */
     bool fuse;

@@ -43,6 +43,14 @@ bool vkl_vk_matvec_dot(const vkl_backend_device *dev);
  * team, 2 steps a lane in flight"). For tests and vkbench. */
 void vkl_vk_matvec_describe(const vkl_backend_device *dev, char *buf, size_t cap);
 
+/* Which prefill attention kernel this device runs where a node allows
+ * both (float K and V, no f64; vk_attention.c): 1 attn_prefill_cm.comp on
+ * the matrix units, 2 its emulated build, 0 attn_prefill.comp (f32).
+ * Decided at open from VKL_VK_ATTN_PREFILL (options.attention_prefill):
+ * by default 1 where VK_NV_cooperative_matrix has the 16x16x16 fp16 shape,
+ * neither coopmat nor fp16 is disabled and VKL_VK_MATH is not f32. */
+int vkl_vk_attention_coopmat(const vkl_backend_device *dev);
+
 /* Which QuantMatMul GEMM (prefill) this device runs, in words, into buf:
  * "cooperative matrix (NV) 16x16x16 fp16 -> f32, ..." or "tiled f32, ...".
  * Decided at open (backends/vulkan/vk_gemm_tuning.c): the cooperative-matrix

@@ -109,6 +109,15 @@ typedef enum vkl_vulkan_attention {
     VKL_VULKAN_ATTENTION_DECODE_WG /* the same with the workgroup-barrier kernel, never the subgroup one */
 } vkl_vulkan_attention;
 
+/* Which prefill (flash) attention kernel runs where the node allows both. */
+typedef enum vkl_vulkan_attention_prefill {
+    VKL_VULKAN_ATTENTION_PREFILL_AUTO = 0, /* the cooperative-matrix one where the device has it, else scalar */
+    VKL_VULKAN_ATTENTION_PREFILL_COOPMAT,  /* the cooperative-matrix one; opening fails on a device without */
+    VKL_VULKAN_ATTENTION_PREFILL_SCALAR,   /* the f32 one (attn_prefill.comp) always */
+    VKL_VULKAN_ATTENTION_PREFILL_EMULATED  /* for tests: the cooperative-matrix body with its fragments in
+                                            * plain f32 arithmetic, on any device */
+} vkl_vulkan_attention_prefill;
+
 typedef struct vkl_vulkan_options {
     /* The app's device, or NULL: vkllm creates its own instance and device. */
     const vkl_vulkan_external *external;
@@ -165,6 +174,7 @@ typedef struct vkl_vulkan_options {
                                     * chunks (no combine dispatch); 0: it never does */
     uint32_t attention_rows;       /* prefill attention: query rows per workgroup, a power of two 1..64 */
     uint32_t attention_keys;       /* and keys per shared-memory tile, a power of two 4..128 */
+    vkl_vulkan_attention_prefill attention_prefill;
     /* Limits, lowered for tests (docs/vulkan.md, "Limits"); 0 (init): the
      * device's own. max_binding_bytes: a binding limit below
      * maxStorageBufferRange (at least 4096), so that small models exercise

@@ -4,11 +4,16 @@
  *      ||y_ref|| <= 1e-5 (f32 on the GPU, double in ref): decoding (S = 1
  *      and 4) at KV lengths 1000-4000 with GQA 4:1, 8:1 and MQA 20:1, head dims 64 and
  *      128, f32 / f16 / int8-key + fp8-value caches, causal, sliding window,
- *      a float mask hiding padded keys; prefill (S = 96-128, past keys,
- *      window); each under the device's own choices and again with split
- *      counts forced (1, 7, 64) and with the flash prefill kernel forced, so
- *      split-K decoding runs with many chunks and both kernels see the same
- *      data;
+ *      a float mask hiding padded keys (their V rows NaN); prefill (S =
+ *      40-200, past keys, window, B 2, D 80, f32 / f16 / bf16 / int8 + fp8
+ *      caches, not causal); each under the device's own choices and again
+ *      with split counts forced (1, 7, 64) and with the flash prefill kernel
+ *      forced (the device's build, then the f32 one), so split-K decoding
+ *      runs with many chunks and every kernel sees the same data. Where the
+ *      matrix units' kernel runs the bound is its fp16 one (bound_of). (Its
+ *      emulation is not run here: on lavapipe it goes wrong beyond a few
+ *      hundred keys, docs/vulkan.md says how; ctest
+ *      ops.vulkan.attention-prefill-emulated runs it on the op cases);
  *  (b) two decode Attention nodes of different sizes in one graph (they
  *      share the executable's scratch buffer);
  *  (c) KvAppend rows equal ref's BYTE FOR BYTE for int8 keys (d = max|x| /
@@ -18,8 +23,8 @@
  *      KvAppend also with an output that is not the state's memory;
  *  (d) replays of a decode executable give identical bits; node_times
  *      answers (the time is printed, for information).
- * VKL_TEST_ATTN_BENCH=1 runs none of that but times both kernels at model
- * sizes (bench(), for docs/vulkan.md).
+ * VKL_TEST_ATTN_BENCH=1 runs none of that but times the kernels (prefill:
+ * both builds) at model sizes (bench(), for docs/vulkan.md).
  * Validation (VKL_VK_VALIDATION=1 unless the environment says 0) is on: any
  * validation message fails. No Vulkan: prints why and exits 77. */
 #define _POSIX_C_SOURCE 200809L /* setenv */
@@ -39,6 +44,7 @@
 #include "quant/quant.h"
 #include "run_once.h"
 #include "vulkan_start.h"
+#include "../../backends/vulkan/vulkan_backend.h"
 
 /* node_times answers only on a device opened for profiling */
 
@@ -114,6 +120,20 @@ static void kv_fill(vkl_context *ctx, rng *r, tensor *t, vkl_dtype dt, const int
     free(x);
 }
 
+/* NaN in every element of a float V cache's positions >= from (kv_layout
+ * 1: position first): the V rows of keys a mask hides may hold anything,
+ * padding included, and must not reach the output. (K is left finite: the
+ * f32 kernels add the mask to the dot product, and NaN + -inf is NaN, where
+ * ref tests the mask first.) Coded caches are left as they are. */
+static void kv_poison_from(tensor *t, int64_t from) {
+    const int64_t row = t->h.dims[1] * t->h.dims[2] * t->h.dims[3], n = t->h.dims[0] * row;
+    for (int64_t i = from * row; i < n; i++) {
+        if (t->h.dtype == VKL_DTYPE_F32) ((float *)t->h.data)[i] = NAN;
+        else if (t->h.dtype == VKL_DTYPE_F16) ((uint16_t *)t->h.data)[i] = 0x7e00;
+        else if (t->h.dtype == VKL_DTYPE_BF16) ((uint16_t *)t->h.data)[i] = 0x7fc0;
+    }
+}
+
 static double rel_l2(const float *got, const float *want, int64_t n) {
     double e = 0, w = 0;
     for (int64_t i = 0; i < n; i++) {
@@ -147,21 +167,47 @@ static const attn_case attn_cases[] = {
     {"prefill S 128, GQA 4:1, D 64, causal", 1, 8, 2, 128, 128, 64, VKL_DTYPE_F32, VKL_DTYPE_F32, 1, 0, 0},
     {"prefill S 96 after 204, D 128, int8 K, e4m3 V, window 64", 1, 4, 2, 96, 300, 128, VKL_DTYPE_Q_INT8,
      VKL_DTYPE_FP8_E4M3, 1, 64, 0},
+    {"prefill S 200, GQA 4:1, D 128, f16, causal", 1, 8, 2, 200, 200, 128, VKL_DTYPE_F16, VKL_DTYPE_F16, 1, 0, 0},
+    {"prefill S 77 after 50, D 64, bf16, window 40, NaN V rows >= 120 masked", 1, 4, 1, 77, 127, 64, VKL_DTYPE_BF16,
+     VKL_DTYPE_BF16, 1, 40, 120},
+    {"prefill S 40, T 90, B 2, D 80, f32, not causal", 2, 4, 2, 40, 90, 80, VKL_DTYPE_F32, VKL_DTYPE_F32, 0, 0, 0},
 };
 
-/* knob settings the attention cases run under (read at open) */
+/* knob settings the attention cases run under (read at open): VKL_VK_ATTN,
+ * VKL_VK_ATTN_SPLITS, VKL_VK_ATTN_PREFILL */
 typedef struct setting {
-    const char *kernel, *splits;
+    const char *kernel, *splits, *prefill;
 } setting;
 
-static const setting settings[] = {{"", ""}, {"", "1"}, {"", "7"}, {"", "64"}, {"decode-wg", ""}, {"decode-wg", "7"},
-                                   {"prefill", ""}};
+static const setting settings[] = {{"", "", ""},          {"", "1", ""},          {"", "7", ""},
+                                   {"", "64", ""},        {"decode-wg", "", ""},  {"decode-wg", "7", ""},
+                                   {"prefill", "", ""},   {"prefill", "", "scalar"}};
+
+static void set_env(const char *name, const char *v) {
+    if (*v) setenv(name, v, 1);
+    else unsetenv(name);
+}
 
 static void set_knobs(const setting *s) {
-    if (*s->kernel) setenv("VKL_VK_ATTN", s->kernel, 1);
-    else unsetenv("VKL_VK_ATTN");
-    if (*s->splits) setenv("VKL_VK_ATTN_SPLITS", s->splits, 1);
-    else unsetenv("VKL_VK_ATTN_SPLITS");
+    set_env("VKL_VK_ATTN", s->kernel);
+    set_env("VKL_VK_ATTN_SPLITS", s->splits);
+    set_env("VKL_VK_ATTN_PREFILL", s->prefill);
+}
+
+/* The error bound of case c under setting s on dev: BOUND (f32 arithmetic
+ * throughout), or, where the prefill on the matrix units runs (the device
+ * says whether it runs it or its emulation; float caches only, the others
+ * keep the f32 kernel), the bound of fp16 operands (docs/vulkan.md,
+ * "Prefill attention on the matrix units", says why): Q * scale and the
+ * weights P rounded to fp16, and K and V too for an f32 cache (fp16 holds
+ * an f16 cache exactly, and a bf16 one too but for values below 2^-14). */
+#define CM_BOUND_F16_CACHE 2e-3
+#define CM_BOUND_F32_CACHE 3e-3
+static double bound_of(const attn_case *c, const setting *s, vkl_backend_device *dev) {
+    const bool coded = c->kdt != VKL_DTYPE_F32 && c->kdt != VKL_DTYPE_F16 && c->kdt != VKL_DTYPE_BF16;
+    const bool prefill = !strcmp(s->kernel, "prefill") || (c->S > 4 && !*s->kernel);
+    if (!vkl_vk_attention_coopmat(dev) || coded || !prefill) return BOUND;
+    return c->kdt == VKL_DTYPE_F32 || c->vdt == VKL_DTYPE_F32 ? CM_BOUND_F32_CACHE : CM_BOUND_F16_CACHE;
 }
 
 /* Q, K, V (and a mask) for case c; returns the number of inputs. */
@@ -172,6 +218,7 @@ static uint32_t attn_inputs(vkl_context *ctx, rng *r, const attn_case *c, tensor
     kv_fill(ctx, r, &in[1], c->kdt, kd, 1.0f);
     kv_fill(ctx, r, &in[2], c->vdt, kd, 1.0f);
     if (c->valid <= 0) return 3;
+    kv_poison_from(&in[2], c->valid);
     const int64_t md[4] = {c->B, 1, c->S, c->T};
     tensor_init(&in[3], VKL_DTYPE_F32, 0, 4, md);
     float *m = in[3].h.data;
@@ -201,11 +248,13 @@ static void test_attention(vkl_context *ctx, const vkl_backend_vtable *ref, vkl_
             CHECK_OK(ctx, test_open_env(ctx, vk, 0, false, &dev));
             if (dev) CHECK_OK(ctx, vkl_run_once_on(ctx, vk, dev, g, hin, &got));
             if (got.data) {
-                const double e = rel_l2(got.data, want.data, n);
-                printf(" %s%s%s %.1e", settings[s].kernel, *settings[s].splits ? "splits=" : "",
-                       *settings[s].kernel || *settings[s].splits ? settings[s].splits : "auto", e);
-                CHECKF(e <= BOUND, "%s, VKL_VK_ATTN='%s' VKL_VK_ATTN_SPLITS='%s': relative L2 error %.3g > %g",
-                       c->what, settings[s].kernel, settings[s].splits, e, BOUND);
+                const double e = rel_l2(got.data, want.data, n), bound = bound_of(c, &settings[s], dev);
+                printf(" %s%s%s%s%s %.1e", settings[s].kernel, *settings[s].splits ? "splits=" : "",
+                       *settings[s].kernel || *settings[s].splits ? settings[s].splits : "auto",
+                       *settings[s].prefill ? "/" : "", settings[s].prefill, e);
+                CHECKF(e <= bound, "%s, VKL_VK_ATTN='%s' VKL_VK_ATTN_SPLITS='%s' VKL_VK_ATTN_PREFILL='%s': relative "
+                       "L2 error %.3g > %g", c->what, settings[s].kernel, settings[s].splits, settings[s].prefill, e,
+                       bound);
             }
             vkl_free(ctx, got.data);
             if (dev) vk->close(dev);
@@ -461,16 +510,23 @@ static void bench(vkl_context *ctx, const vkl_backend_vtable *vk, rng *r) {
         {"decode T 16384, f16 cache", 1, 32, 8, 1, 16384, 128, VKL_DTYPE_F16, VKL_DTYPE_F16, 1, 0, 0},
         {"decode T 16384, int8 K / e4m3 V", 1, 32, 8, 1, 16384, 128, VKL_DTYPE_Q_INT8, VKL_DTYPE_FP8_E4M3, 1, 0, 0},
         {"prefill S 512, T 512, f16 cache, causal", 1, 32, 8, 512, 512, 128, VKL_DTYPE_F16, VKL_DTYPE_F16, 1, 0, 0},
+        {"prefill S 512, T 512, f16 cache, causal, D 64", 1, 32, 8, 512, 512, 64, VKL_DTYPE_F16, VKL_DTYPE_F16, 1, 0,
+         0},
         {"prefill S 2048, T 2048, f16 cache, causal", 1, 32, 8, 2048, 2048, 128, VKL_DTYPE_F16, VKL_DTYPE_F16, 1, 0,
          0},
     };
-    static const char *const kernels[] = {"decode", "decode-wg", "prefill"}; /* VKL_VK_ATTN_FOLD applies as set */
-    printf(" bench (Hq 32, Hkv 8, D 128; best of 20):\n");
+    /* VKL_VK_ATTN, then for prefill VKL_VK_ATTN_PREFILL (auto: the matrix
+     * units' kernel where the device has it); VKL_VK_ATTN_FOLD applies as set */
+    static const char *const kernels[] = {"decode", "decode-wg", "prefill", "prefill"};
+    static const char *const builds[] = {"", "", "", "scalar"};
+    printf(" bench (Hq 32, Hkv 8, D 128 unless named; best of 20):\n");
     for (size_t k = 0; k < VKL_ARRAY_LEN(cases); k++) {
         const attn_case *c = &cases[k];
         for (size_t j = 0; j < VKL_ARRAY_LEN(kernels); j++) {
             if (c->S > 4 && j < 2) continue; /* decode takes at most 16 rows per KV head */
+            set_env("VKL_VK_ATTN_PREFILL", builds[j]);
             const double ms = time_attention(ctx, vk, r, c, kernels[j], 20);
+            unsetenv("VKL_VK_ATTN_PREFILL");
             if (ms < 0) continue;
             size_t kb = 0, vb = 0;
             vkl_tensor_bytes(c->kdt, c->kdt == VKL_DTYPE_Q_INT8 ? (uint32_t)c->D : 0, c->T * c->Hkv * c->D, &kb);
@@ -480,7 +536,8 @@ static void bench(vkl_context *ctx, const vkl_backend_vtable *vk, rng *r) {
                 printf("  %-44s %-9s kernel %9.3f ms  %7.1f GB/s of K+V\n", c->what, kernels[j], ms,
                        (double)(kb + vb) / (ms * 1e6));
             else
-                printf("  %-44s %-9s kernel %9.3f ms  %7.2f TFLOP/s\n", c->what, kernels[j], ms,
+                printf("  %-44s %-9s kernel %-7s %9.3f ms  %7.2f TFLOP/s\n", c->what, kernels[j],
+                       *builds[j] ? builds[j] : "auto", ms,
                        4.0 * c->D * pairs * c->Hq / (ms * 1e9));
         }
     }
