@@ -488,13 +488,18 @@ static vkl_status tuning(vkl_backend_device *dev, const vkl_vulkan_options *o) {
      * by a pass of their own, so their loop is loads and dot products:
      * teams of one subgroup where every dispatch runs at one subgroup size
      * (a subgroupAdd ends it, no shared memory, no barrier), else the whole
-     * workgroup; 4 rows a team, two steps per lane in flight. Unmeasured on
-     * a GPU yet: the matvec_* options (VKL_VK_QMV_*) are there to sweep. */
+     * workgroup; two steps per lane in flight; one row a team on a GPU, 4
+     * on a CPU device (unmeasured there). An H200's 1B decode (2026-11-26,
+     * 640 tokens, one run each): 646.6 tok/s at 1 row, 634.6 at 2, 584.0
+     * at 4, 603.6 at 2 rows with 4 steps in flight, 626.7 at 2 rows in
+     * workgroups of 32: a 2048-wide projection has 2048 teams at one row,
+     * enough subgroups in flight to hide the loads. The matvec_* options
+     * (VKL_VK_QMV_*) sweep them on a new device. */
     const bool sg_teams = dev->subgroup_arith && dev->subgroup_fixed && dev->subgroup_size >= 4 &&
                           dev->subgroup_size <= 64 && !(dev->subgroup_size & (dev->subgroup_size - 1));
     dev->qmv_team = sg_teams ? dev->subgroup_size : 0; /* 0: the workgroup, once its size is known */
     if (dev->matvec_dot) {
-        dev->qmv_rows = 4;
+        dev->qmv_rows = dev->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ? 4 : 1;
         dev->qmv_unroll = 2;
     }
     dev->qmv_e0m4_f32 = 0;

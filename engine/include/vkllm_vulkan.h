@@ -111,7 +111,8 @@ typedef enum vkl_vulkan_attention {
 
 /* Which prefill (flash) attention kernel runs where the node allows both. */
 typedef enum vkl_vulkan_attention_prefill {
-    VKL_VULKAN_ATTENTION_PREFILL_AUTO = 0, /* the cooperative-matrix one where the device has it, else scalar */
+    VKL_VULKAN_ATTENTION_PREFILL_AUTO = 0, /* the faster on this device: scalar for now (the cooperative-matrix
+                                            * one measured slower on an H200; docs/vulkan.md) */
     VKL_VULKAN_ATTENTION_PREFILL_COOPMAT,  /* the cooperative-matrix one; opening fails on a device without */
     VKL_VULKAN_ATTENTION_PREFILL_SCALAR,   /* the f32 one (attn_prefill.comp) always */
     VKL_VULKAN_ATTENTION_PREFILL_EMULATED  /* for tests: the cooperative-matrix body with its fragments in
