@@ -194,6 +194,17 @@ static void bind_qkvm(const attn *a, vkl_vk_dispatch *d) {
     d->n_bind = 5;
 }
 
+/* Both prefill kernels' bindings, push constants and grid: a workgroup
+ * per (query tile, query head, batch). */
+static void prefill_bindings(const attn *a, int64_t tiles, vkl_vk_dispatch *d) {
+    bind_qkvm(a, d);
+    d->bind[4] = a->o->at;
+    d->n_push = push_common(a, d->push);
+    d->groups[0] = (uint32_t)tiles;
+    d->groups[1] = (uint32_t)a->Hq;
+    d->groups[2] = (uint32_t)a->B;
+}
+
 /* attn_prefill.comp's sK (rows of D rounded up to 4, plus 4), sV and sP */
 static size_t prefill_shared(const attn *a, int64_t br, int64_t bc) {
     const int64_t d4 = (a->D + 3) / 4, dv4 = (a->DV + 3) / 4;
@@ -227,12 +238,7 @@ static vkl_status record_prefill(const vkl_vk_node *nd, const attn *a, vkl_vk_di
                              a->layout1 ? 1u : 0u};
     d->n_spec = (uint32_t)(sizeof(spec) / sizeof(spec[0]));
     memcpy(d->spec, spec, sizeof(spec));
-    bind_qkvm(a, d);
-    d->bind[4] = a->o->at;
-    d->n_push = push_common(a, d->push);
-    d->groups[0] = (uint32_t)tiles;
-    d->groups[1] = (uint32_t)a->Hq;
-    d->groups[2] = (uint32_t)a->B;
+    prefill_bindings(a, tiles, d);
     return VKL_OK;
 }
 
@@ -269,12 +275,7 @@ static bool record_prefill_cm(const vkl_vk_node *nd, const attn *a, vkl_vk_dispa
                              a->layout1 ? 1u : 0u};
     d->n_spec = (uint32_t)(sizeof(spec) / sizeof(spec[0]));
     memcpy(d->spec, spec, sizeof(spec));
-    bind_qkvm(a, d);
-    d->bind[4] = a->o->at;
-    d->n_push = push_common(a, d->push);
-    d->groups[0] = (uint32_t)tiles;
-    d->groups[1] = (uint32_t)a->Hq;
-    d->groups[2] = (uint32_t)a->B;
+    prefill_bindings(a, tiles, d);
     return true;
 }
 

@@ -73,17 +73,7 @@ layout(constant_id = 2) const bool STAGE_X = true;
 layout(constant_id = 3) const uint UNROLL = 1;
 
 layout(set = 0, binding = 0, std430) readonly buffer BufA { vec4 a[]; };       // [M, K]
-layout(set = 0, binding = 1, std430) readonly buffer BufQ { uvec4 qs[]; };     // [N, KQ / QV_CHUNK]
-layout(set = 0, binding = 2, std430) readonly buffer BufP { uint params[]; };  // [N, KQ / group]
-layout(set = 0, binding = 3, std430) writeonly buffer BufY { float y[]; };     // [M, y_stride]
-layout(set = 0, binding = 4, std430) readonly buffer BufB { float bias[]; };   // [N] if has_bias
-#if defined(VKL_FUSE_ADD)
-layout(set = 0, binding = 5, std430) readonly buffer BufR { float res[]; };    // [M, N]
-#elif defined(VKL_FUSE_GLU)
-#include "ew_math.glsl"
-layout(set = 0, binding = 5, std430) readonly buffer BufQU { uvec4 qs_up[]; };
-layout(set = 0, binding = 6, std430) readonly buffer BufPU { uint params_up[]; };
-#endif
+#include "quant_matvec_io.glsl"
 
 layout(push_constant) uniform Push {
     uint M, N, K;

@@ -64,17 +64,7 @@ layout(constant_id = 5) const bool DOT_RESIDUAL = true;
 
 layout(set = 0, binding = 0, std430) readonly buffer BufQA { uvec4 qa4[]; };   // quant_act.glsl
 layout(set = 0, binding = 0, std430) readonly buffer BufQM { uvec2 qa2[]; };   // the same bytes: meta
-layout(set = 0, binding = 1, std430) readonly buffer BufQ { uvec4 qs[]; };     // [N, KQ / QV_CHUNK]
-layout(set = 0, binding = 2, std430) readonly buffer BufP { uint params[]; };  // [N, KQ / group]
-layout(set = 0, binding = 3, std430) writeonly buffer BufY { float y[]; };     // [M, y_stride]
-layout(set = 0, binding = 4, std430) readonly buffer BufB { float bias[]; };   // [N] if has_bias
-#if defined(VKL_FUSE_ADD)
-layout(set = 0, binding = 5, std430) readonly buffer BufR { float res[]; };    // [M, N]
-#elif defined(VKL_FUSE_GLU)
-#include "ew_math.glsl"
-layout(set = 0, binding = 5, std430) readonly buffer BufQU { uvec4 qs_up[]; };
-layout(set = 0, binding = 6, std430) readonly buffer BufPU { uint params_up[]; };
-#endif
+#include "quant_matvec_io.glsl"
 
 layout(push_constant) uniform Push {
     uint M, N;
