@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "pool.h"
 
 /* A shares batch moves the shares only when its longest head took at least
@@ -71,12 +72,6 @@ unsigned vkl_cpu_count(void) {
     return n < 1 ? 1u : n > VKL_POOL_MAX_THREADS ? VKL_POOL_MAX_THREADS : (unsigned)n;
 }
 
-static double clock_seconds(clockid_t clock) {
-    struct timespec ts;
-    clock_gettime(clock, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* Units begin..end-1 of job j on worker w; returns their wall seconds when
  * `timed` (else 0: no clock read where none is needed). On the emulated
  * slow worker the piece is followed by a busy wait until the thread has
@@ -86,17 +81,17 @@ static double clock_seconds(clockid_t clock) {
  * loaded machine the emulated core looked faster than it was). */
 static double run_piece(const vkl_pool *p, const job *j, size_t begin, size_t end, unsigned w, bool timed) {
     const bool slow = p && p->slow_factor > 1 && w == p->slow_worker;
-    const double t0 = timed || slow ? clock_seconds(CLOCK_MONOTONIC) : 0;
-    const double c0 = slow ? clock_seconds(CLOCK_THREAD_CPUTIME_ID) : 0;
+    const double t0 = timed || slow ? vkl_clock_seconds(CLOCK_MONOTONIC) : 0;
+    const double c0 = slow ? vkl_clock_seconds(CLOCK_THREAD_CPUTIME_ID) : 0;
     if (j->range) j->range(j->user, begin, end, w);
     else
         for (size_t t = begin; t < end; t++) j->task(j->user, t, w);
     if (slow) {
-        double c = clock_seconds(CLOCK_THREAD_CPUTIME_ID);
+        double c = vkl_clock_seconds(CLOCK_THREAD_CPUTIME_ID);
         for (const double until = c0 + p->slow_factor * (c - c0); c < until;)
-            c = clock_seconds(CLOCK_THREAD_CPUTIME_ID);
+            c = vkl_clock_seconds(CLOCK_THREAD_CPUTIME_ID);
     }
-    return timed ? clock_seconds(CLOCK_MONOTONIC) - t0 : 0;
+    return timed ? vkl_clock_seconds(CLOCK_MONOTONIC) - t0 : 0;
 }
 
 static void piece_done(vkl_pool *p) {

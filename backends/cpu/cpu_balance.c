@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../../engine/clock.h"
 #include "cpu_backend.h"
 
 #define CAL_K 1024          /* a block of 4 weight rows: 2 KiB of codes, in L1 */
@@ -31,12 +32,6 @@ typedef struct cal_job {
     uint64_t reps;
     float *acc; /* ACC_STRIDE per worker */
 } cal_job;
-
-static double seconds_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static void cal_task(void *user, size_t task, unsigned worker) {
     (void)task;
@@ -73,9 +68,9 @@ vkl_status vkl_cpu_calibrate(vkl_backend_device *dev) {
     /* size a run on this thread: reps doubled until one takes a tenth of a
      * run, then scaled to a run */
     for (j->reps = 16;; j->reps *= 2) {
-        const double t0 = seconds_now();
+        const double t0 = vkl_clock_seconds(CLOCK_MONOTONIC);
         cal_task(j, 0, 0);
-        const double t = seconds_now() - t0;
+        const double t = vkl_clock_seconds(CLOCK_MONOTONIC) - t0;
         if (t >= CAL_SECONDS / 10) {
             j->reps = (uint64_t)((double)j->reps * CAL_SECONDS / t) + 1;
             break;

@@ -12,6 +12,7 @@
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <time.h>
 
+#include "../../engine/clock.h"
 #include "../../engine/context.h"
 #include "cpu_backend.h"
 
@@ -30,18 +31,12 @@ typedef struct peak_job {
     peak_run *run; /* one per task */
 } peak_job;
 
-static double thread_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static void peak_task(void *user, size_t task, unsigned worker) {
     (void)worker;
     peak_job *j = user;
-    const double t0 = thread_seconds();
+    const double t0 = vkl_clock_seconds(CLOCK_THREAD_CPUTIME_ID);
     j->run[task].sink = j->loop->run(j->rounds, j->seed);
-    j->run[task].seconds = thread_seconds() - t0;
+    j->run[task].seconds = vkl_clock_seconds(CLOCK_THREAD_CPUTIME_ID) - t0;
 }
 
 vkl_status vkl_cpu_int8_peak(vkl_backend_device *dev, vkl_context *ctx, double *ops_per_second,
