@@ -431,6 +431,22 @@ static int bench_device(vkl_context *ctx, const vkl_backend_vtable *be, vkl_back
     return failed;
 }
 
+/* The matvec maths timed per device, in order: --math's names. */
+static const char *const maths[4] = {"f32", "f16", "dot", "dot1"};
+
+int vkl_bench_quant_maths(const char *list, unsigned *mask) {
+    *mask = 0;
+    for (const char *p = list;;) {
+        const size_t len = strcspn(p, ",");
+        int m = 0;
+        while (m < 4 && !(strlen(maths[m]) == len && !strncmp(p, maths[m], len))) m++;
+        if (m == 4) return 1;
+        *mask |= 1u << m;
+        if (!p[len]) return 0;
+        p += len + 1;
+    }
+}
+
 int vkl_bench_quant(vkl_context *ctx, const vkl_bench_quant_options *o) {
     print_header(o);
     vkl_env_options env;
@@ -457,11 +473,11 @@ int vkl_bench_quant(vkl_context *ctx, const vkl_bench_quant_options *o) {
             if (st && several && d > 0 && st == VKL_ERR_NOT_FOUND) break; /* past the last device */
             const bool f16 = !st && vulkan && (caps.features & VKL_FEATURE_FP16);
             const bool dot = !st && vulkan && (caps.features & VKL_FEATURE_INT8_DOT);
-            const char *maths[4] = {"f32", "f16", "dot", "dot1"};
             double copy_bw = 0, f32_ms[N_SHAPES][N_FMT];
             memset(f32_ms, 0, sizeof(f32_ms));
             for (int m = 0; !st && m < 4; m++) {
                 if ((m == 1 && !f16) || (m >= 2 && !dot) || (m > 0 && !vulkan)) continue;
+                if (o->maths && !(o->maths & (1u << m))) continue; /* --math */
                 vkl_env_set_f16_math(&env, m == 1);
                 vkl_env_set_matvec_dot(&env, m >= 2, m == 2);
                 vkl_backend_device *dev = NULL, *chain_dev = NULL;
@@ -471,7 +487,7 @@ int vkl_bench_quant(vkl_context *ctx, const vkl_bench_quant_options *o) {
                 if (!st && be->node_times) st = be->open(ctx, &plain, &chain_dev);
                 if (!st) {
                     failed |= bench_device(ctx, be, dev, chain_dev, &caps, o, maths[m], &copy_bw, f32_ms);
-                    ran += m == 0;
+                    ran++;
                 }
                 if (chain_dev) be->close(chain_dev);
                 if (dev) be->close(dev);

@@ -85,7 +85,7 @@ static int usage(FILE *f) {
             "               [--no-verify]\n"
             "               [--profile [--svg FILE]] [--json FILE]\n"
             "       vkbench --prefill N MODEL.vkm [--backend NAME] [--no-verify] [--profile [--svg FILE]] [--json FILE]\n"
-            "       vkbench --quant [--backend NAME] [--reps N] [--rotate-mb MB] [--gemm-rows M]\n"
+            "       vkbench --quant [--backend NAME] [--reps N] [--rotate-mb MB] [--gemm-rows M] [--math LIST]\n"
             "       vkbench --version\n"
             "  --probe          what each backend reports\n"
             "  --decode MODEL   greedy decode; the step time beside the memory-bound limit\n"
@@ -106,6 +106,8 @@ static int usage(FILE *f) {
             "  --reps N         timed executes per case, 1 to %d (default 20)\n"
             "  --rotate-mb MB   weight copies per case total at least MB MiB, 0 to %u (default 256)\n"
             "  --gemm-rows M    rows of A of the prefill GEMM figures, 0 (none) to %d (default 512)\n"
+            "  --math LIST      the matvec maths --quant times, of f32,f16,dot,dot1 (default all the device has;\n"
+            "                   f16 holds the cooperative-matrix GEMM)\n"
             "  --backend NAME   one backend (default: every compiled-in one for --quant, the first\n"
             "                   that works for --decode)\n",
             TOKENS_MAX, TOKENS_MAX, TOKENS_MAX, REPS_MAX, ROTATE_MB_MAX, GEMM_ROWS_MAX);
@@ -113,7 +115,7 @@ static int usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
-    const char *model = NULL, *backend = NULL, *positional = NULL, *json = NULL, *svg = NULL;
+    const char *model = NULL, *backend = NULL, *positional = NULL, *json = NULL, *svg = NULL, *maths = NULL;
     size_t tokens = 2000, window = 250, rotate_mb = 256, prefill = 0, threads = 0, gemm_rows = 512;
     int32_t reps = 20;
     int do_probe = 0, do_quant = 0, no_verify = 0, profile = 0;
@@ -147,7 +149,7 @@ int main(int argc, char **argv) {
         }
         if (strcmp(a, "--reps") && strcmp(a, "--rotate-mb") && strcmp(a, "--decode") && strcmp(a, "--tokens") &&
             strcmp(a, "--window") && strcmp(a, "--backend") && strcmp(a, "--prefill") && strcmp(a, "--json") &&
-            strcmp(a, "--svg") && strcmp(a, "--threads") && strcmp(a, "--gemm-rows"))
+            strcmp(a, "--svg") && strcmp(a, "--threads") && strcmp(a, "--gemm-rows") && strcmp(a, "--math"))
             return vkl_cli_usage_error(PROG, "unexpected argument '%s'", a);
         if (!(v = vkl_cli_value(PROG, argc, argv, &i))) return VKL_EXIT_USAGE;
         if (!strcmp(a, "--reps")) rc = vkl_cli_i32(PROG, a, v, 1, REPS_MAX, &reps);
@@ -158,6 +160,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--prefill")) rc = vkl_cli_size(PROG, a, v, 1, TOKENS_MAX, &prefill);
         else if (!strcmp(a, "--threads")) rc = vkl_cli_size(PROG, a, v, 1, 1024, &threads);
         else if (!strcmp(a, "--gemm-rows")) rc = vkl_cli_size(PROG, a, v, 0, GEMM_ROWS_MAX, &gemm_rows);
+        else if (!strcmp(a, "--math")) maths = v;
         else if (!strcmp(a, "--json")) json = v;
         else if (!strcmp(a, "--svg")) svg = v;
         else backend = v;
@@ -188,7 +191,11 @@ int main(int argc, char **argv) {
             vkl_context_destroy(ctx);
             return rc;
         }
-    vkl_bench_quant_options qo = {backend, reps, rotate_mb << 20, gemm_rows};
+    if (maths && !do_quant) return vkl_cli_usage_error(PROG, "--math goes with --quant");
+    unsigned math_mask = 0;
+    if (maths && vkl_bench_quant_maths(maths, &math_mask))
+        return vkl_cli_usage_error(PROG, "--math %s: want a comma-separated list of f32, f16, dot, dot1", maths);
+    vkl_bench_quant_options qo = {backend, reps, rotate_mb << 20, gemm_rows, math_mask};
     vkl_bench_model_options mo = {model, backend, decode, tokens, window, prefill, no_verify, profile, json, svg,
                                   (unsigned)threads};
     int rc = do_probe ? probe(ctx) : do_quant ? vkl_bench_quant(ctx, &qo) : vkl_bench_model(ctx, &mo);

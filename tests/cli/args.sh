@@ -108,6 +108,10 @@ expect 0 "portable kernels" env VKL_CPU_DISABLE=avx2,dotprod,i8mm "$vkllm" backe
 expect 2 "unexpected argument '--nosuch'" "$vkllm" import M.onnx -o O.vkm --nosuch
 expect 2 "unexpected argument '--nosuch'" "$vkbench" --nosuch
 expect 2 "exactly one of" "$vkbench"
+for m in f17 "" "f32,,dot" "f32,"; do
+  expect 2 "want a comma-separated list of f32, f16, dot, dot1" "$vkbench" --quant --math "$m"
+done
+expect 2 "--math goes with --quant" "$vkbench" --decode M.vkm --math f16
 expect 2 "--profile, --json and --svg need --decode MODEL.vkm" "$vkbench" --profile
 expect 2 "--profile, --json and --svg need --decode MODEL.vkm" "$vkbench" --quant --json J.json
 expect 2 "--svg draws the profile: add --profile" "$vkbench" --decode M.vkm --svg G.svg
