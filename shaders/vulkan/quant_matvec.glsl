@@ -100,6 +100,7 @@ uint qv_param(uint r, uint i) { return params[i]; }
 #endif
 shared QV_X xs[STAGE_X ? BLOCK * PAD : 1u];
 shared float partial[NR * WG];
+#include "quant_matvec_reduce.glsl"
 
 void main() {
     const uint tid = gl_LocalInvocationID.x;
@@ -150,24 +151,10 @@ void main() {
     }
 
 #ifdef VKL_SUBGROUP
-    for (uint r = 0u; r < NR; r++) {
-        const float v = subgroupAdd(acc[r]);
-        if (subgroupElect()) partial[r * WG + gl_SubgroupID] = v;
-    }
-    barrier();
-    if (tid < NR) {
-        float s = 0.0;
-        for (uint i = 0u; i < gl_NumSubgroups; i++) s += partial[tid * WG + i];
-        acc[0] = s;
-    }
+    QMV_SUBGROUP_SUMS(acc)
+    if (tid < NR) acc[0] = qmv_subgroups_total(tid);
 #else
-    for (uint r = 0u; r < NR; r++) partial[r * WG + tid] = acc[r];
-    barrier();
-    for (uint h = WG / 2u; h > 0u; h >>= 1) {
-        if (tid < h)
-            for (uint r = 0u; r < NR; r++) partial[r * WG + tid] += partial[r * WG + tid + h];
-        barrier();
-    }
+    QMV_TREE_SUM(acc, tid, tid, WG)
     if (tid < NR) acc[0] = partial[tid * WG];
 #endif
     const uint n = n0 + tid;

@@ -91,6 +91,7 @@ uint qv_param(uint r, uint i) { return params[i]; }
 #define QV_ROW(r) (r)
 #endif
 shared float partial[TEAM_SG ? 1u : NR * WG];
+#include "quant_matvec_reduce.glsl"
 
 // Row r's sum of this lane's team: after subgroupAdd every lane holds all
 // rows; pick lane's own without indexing the array by a variable.
@@ -184,27 +185,17 @@ void main() {
         up = pick(acc, ROWS + lane);
 #endif
     } else if (TEAM == WG) {
-        for (uint r = 0u; r < NR; r++) {
-            const float s = subgroupAdd(acc[r]);
-            if (subgroupElect()) partial[r * WG + gl_SubgroupID] = s;
-        }
-        barrier();
+        QMV_SUBGROUP_SUMS(acc)
         if (tid < ROWS) {
-            for (uint i = 0u; i < gl_NumSubgroups; i++) v += partial[tid * WG + i];
+            v = qmv_subgroups_total(tid);
 #ifdef VKL_FUSE_GLU
-            for (uint i = 0u; i < gl_NumSubgroups; i++) up += partial[(ROWS + tid) * WG + i];
+            up = qmv_subgroups_total(ROWS + tid);
 #endif
         }
     } else
 #endif
     {
-        for (uint r = 0u; r < NR; r++) partial[r * WG + tid] = acc[r];
-        barrier();
-        for (uint h = TEAM / 2u; h > 0u; h >>= 1) {
-            if (lane < h)
-                for (uint r = 0u; r < NR; r++) partial[r * WG + tid] += partial[r * WG + tid + h];
-            barrier();
-        }
+        QMV_TREE_SUM(acc, tid, lane, TEAM)
         if (lane < ROWS) {
             v = partial[lane * WG + team * TEAM];
 #ifdef VKL_FUSE_GLU
