@@ -1,8 +1,8 @@
 /* Fusion at prepare (docs/vulkan.md, "Fusion"): which live nodes the Vulkan
  * backend records as one dispatch, decided from the graph's structure and
  * the executable's memory map, in this backend only (the graph, and so ref
- * and cpu, are untouched). Two patterns, each recorded at the position of
- * its last node, where every input is ready:
+ * and cpu, are untouched). The matvec patterns are recorded at the
+ * position of their last node, where every input is ready:
  *
  *   ADD  Add(QuantMatMul(A, W[, bias]), R), either operand order, same
  *        shapes (no broadcasting): the matvec adds R as it stores the Add's
@@ -12,7 +12,12 @@
  *        rows stores silu(gate) * up (the _glu builds);
  *   NORM_CODES  an RMSNorm whose output only integer-dot matvecs read: it
  *        writes their int8 codes (norm.comp's _codes builds) in place of
- *        its output and of their activation quantizer (try_norm).
+ *        its output and of their activation quantizer (try_norm);
+ *   ROPE_KV  RoPE(K) + KvAppend(K) of one Attention's K cache, with that
+ *        Attention's KvAppend(V) (same position_ids) and RoPE(Q) (same
+ *        cos, sin and rotation) where they fit too: one rope_kv_append.comp
+ *        dispatch (try_rope_kv) at one of the members' positions, the
+ *        largest set that passes the memory checks (rope_kv_check).
  *
  * Each QuantMatMul output must have that one consumer and be no graph
  * output, and the QuantMatMul must run the one-dispatch matvec
@@ -26,7 +31,17 @@
  * executable's own when all its readers can follow (try_move). A pattern
  * that fails any of this is recorded unfused. Views between the nodes (Reshape,
  * Transpose: vk_view.c) make the QuantMatMul's consumer the view, not the
- * Add, so such patterns are not matched. */
+ * Add, so such patterns are not matched.
+ *
+ * ROPE_KV moves each member's reads and writes to the dispatch's position:
+ * RoPE(K)'s output must have KvAppend(K) as its one reader and be no graph
+ * output (it is never written), RoPE(Q)'s the Attention alone; an input
+ * read later or earlier than its member would is ready there and written
+ * by no other node in between, an output written at another time is read
+ * or written by no other node in between, and no output shares bytes with
+ * an input or another output (the states are their KvAppends' in-place
+ * outputs). Inputs another fusion moved are refused (their moved life ends
+ * at their planned readers). */
 #include <string.h>
 
 #include "../../engine/ops.h"
@@ -88,15 +103,21 @@ static bool fusable_qmm(const fuse_ctx *c, uint32_t qn, vkl_vk_tensor in[3], vkl
     return vkl_vk_qmm_fusable(&node); /* a node it refuses is refused again, unfused, by its recorder */
 }
 
-/* No node at positions (from, to) other than skip writes bytes of A. A view
- * given its input's memory (what prepare records no dispatch for) writes
- * nothing. */
-static bool untouched_between(const fuse_ctx *c, uint32_t from, uint32_t to, uint32_t skip,
+static bool one_of(uint32_t x, const uint32_t *set, uint32_t n) {
+    for (uint32_t i = 0; i < n; i++)
+        if (set[i] == x) return true;
+    return false;
+}
+
+/* No node at positions (from, to) other than those in skip[0..n_skip)
+ * writes bytes of A. A view given its input's memory (what prepare records
+ * no dispatch for) writes nothing. */
+static bool untouched_between(const fuse_ctx *c, uint32_t from, uint32_t to, const uint32_t *skip, uint32_t n_skip,
                               const vkl_vk_tensor *A) {
     for (uint32_t k = from + 1; k < to; k++) {
         const uint32_t ni = c->order[k];
         const vkl_node *n = &c->g->nodes[ni];
-        if (ni == skip) continue;
+        if (one_of(ni, skip, n_skip)) continue;
         const uint32_t src = vkl_node_view_input(c->dev->ctx, c->g, ni, c->b->values, c->b->count);
         vkl_vk_tensor in = {0};
         if (src != VKL_NONE && bind(c, src, &in)) return false;
@@ -181,7 +202,7 @@ static vkl_status try_add(fuse_ctx *c, uint32_t k) {
         if (r.dtype != VKL_DTYPE_F32 || out.dtype != VKL_DTYPE_F32 || r.pieced || out.pieced || !same_dims(&r, &y) ||
             !same_dims(&out, &y))
             continue;
-        const char *why = !untouched_between(c, c->pos[qn], k, VKL_NONE, &in[0])
+        const char *why = !untouched_between(c, c->pos[qn], k, NULL, 0, &in[0])
                               ? "a node between it and its QuantMatMul writes A's memory"
                           : (vkl_vk_overlaps(&out.at, &in[0].at) || vkl_vk_overlaps(&out.at, &r.at)) &&
                                   !try_move(c, k, add->outputs[0], &out)
@@ -223,7 +244,7 @@ static vkl_status try_glu(fuse_ctx *c, uint32_t k) {
     if (out.dtype != VKL_DTYPE_F32 || out.pieced || !same_dims(&out, &gy)) return VKL_OK;
     const uint32_t first = c->pos[gn] < c->pos[un] ? c->pos[gn] : c->pos[un];
     const uint32_t other = c->pos[gn] < c->pos[un] ? un : gn;
-    const char *why = !untouched_between(c, first, k, other, &gin[0])
+    const char *why = !untouched_between(c, first, k, &other, 1, &gin[0])
                           ? "a node between it and its QuantMatMuls writes A's memory"
                       : vkl_vk_overlaps(&out.at, &gin[0].at) && !try_move(c, k, sm->outputs[0], &out)
                           ? "its output shares memory with A, and a reader of it could not be moved"
@@ -235,6 +256,181 @@ static vkl_status try_glu(fuse_ctx *c, uint32_t k) {
     c->fused[c->pos[gn]].kind = c->fused[c->pos[un]].kind = VKL_VK_FUSE_GONE;
     c->fused[k] = (vkl_vk_fusion){VKL_VK_FUSE_GLU, gn, un};
     return VKL_OK;
+}
+
+/* ---- ROPE_KV ----------------------------------------------------------------------------------------- */
+
+/* A fused RoPE + KvAppend's members: RoPE(K), KvAppend(K), KvAppend(V),
+ * RoPE(Q) (the last two VKL_NONE when not fused). */
+enum { M_ROPE_K, M_KV_K, M_KV_V, M_ROPE_Q, M_N };
+
+/* The node's views as vkl_vk_record_rope_kv reads them (vk_internal.h):
+ * the tensor ids of its inputs then outputs. */
+static void rope_kv_ids(const vkl_graph *g, const uint32_t m[M_N], uint32_t ids[VKL_VK_ROPE_KV_IN + VKL_VK_ROPE_KV_OUT]) {
+    const vkl_node *rk = &g->nodes[m[M_ROPE_K]], *kk = &g->nodes[m[M_KV_K]];
+    const vkl_node *kv = m[M_KV_V] != VKL_NONE ? &g->nodes[m[M_KV_V]] : NULL;
+    const vkl_node *rq = m[M_ROPE_Q] != VKL_NONE ? &g->nodes[m[M_ROPE_Q]] : NULL;
+    const uint32_t v[VKL_VK_ROPE_KV_IN + VKL_VK_ROPE_KV_OUT] = {
+        rk->inputs[0], rk->inputs[1], rk->inputs[2], kk->inputs[2], kk->inputs[0],
+        kv ? kv->inputs[1] : VKL_NONE, kv ? kv->inputs[0] : VKL_NONE, rq ? rq->inputs[0] : VKL_NONE,
+        kk->outputs[0], kv ? kv->outputs[0] : VKL_NONE, rq ? rq->outputs[0] : VKL_NONE};
+    memcpy(ids, v, sizeof(v));
+}
+
+/* No node at positions (from, to) but the members reads or writes bytes of
+ * `at`: what the fused dispatch writes there at another time than the
+ * member would have is seen by nobody too early, and overwrites nobody's.
+ * A fused Add or SiluMul there also reads its QuantMatMuls' A. (Another
+ * layer's fused RoPE + KvAppend never falls in between: each layer's Q, K
+ * and V derive from the previous layer's attention output.) */
+static bool quiet_between(const fuse_ctx *c, uint32_t from, uint32_t to, const uint32_t m[M_N],
+                          const VkDescriptorBufferInfo *at) {
+    for (uint32_t k = from + 1; k < to; k++) {
+        const uint32_t ni = c->order[k];
+        const vkl_node *n = &c->g->nodes[ni];
+        if (one_of(ni, m, M_N)) continue;
+        const bool reads_a = c->fused[k].kind == VKL_VK_FUSE_ADD || c->fused[k].kind == VKL_VK_FUSE_GLU;
+        for (uint32_t j = 0; j < n->n_inputs + n->n_outputs + reads_a; j++) {
+            const uint32_t t = j < n->n_inputs                ? n->inputs[j]
+                               : j < n->n_inputs + n->n_outputs ? n->outputs[j - n->n_inputs]
+                                                                : c->g->nodes[c->fused[k].qmm].inputs[0];
+            vkl_vk_tensor v;
+            if (t == VKL_NONE) continue;
+            if (bind(c, t, &v) || vkl_vk_overlaps(&v.at, at)) return false;
+        }
+    }
+    return true;
+}
+
+/* Input `view` of a member at position r read by a dispatch at position
+ * `at` instead: late (r < at), no other node may write its bytes meanwhile;
+ * early (r > at), it must be made before `at` and not written after. */
+static bool input_ready(const fuse_ctx *c, uint32_t at, uint32_t r, const uint32_t m[M_N], const vkl_vk_tensor *view) {
+    if (r <= at) return untouched_between(c, r, at, m, M_N, view);
+    const uint32_t made = c->g->tensors[view->id].producer;
+    if (made != VKL_NONE && c->pos[made] != VKL_NONE && c->pos[made] >= at) return false;
+    return untouched_between(c, at, r, m, M_N, view);
+}
+
+/* Whether the members m fuse into one dispatch at position `at` (one of
+ * theirs): NULL, or why not (*fits false: the kernel does not take them;
+ * true: the memory map keeps them apart). Each member's reads and writes
+ * move from its own position to `at`, so no other node in between may see
+ * or change the bytes concerned. */
+static const char *rope_kv_check(const fuse_ctx *c, const uint32_t m[M_N], uint32_t at, bool *fits) {
+    enum { N = VKL_VK_ROPE_KV_IN + VKL_VK_ROPE_KV_OUT, POS = 3, K_STATE = 4, V_STATE = 6 };
+    uint32_t ids[N], by_pos[N];
+    vkl_vk_tensor v[N], inter;
+    rope_kv_ids(c->g, m, ids);
+    /* which member reads (the inputs) or writes (the outputs) each view */
+    const uint32_t by[N] = {M_ROPE_K, M_ROPE_K, M_ROPE_K, M_KV_K, M_KV_K, M_KV_V, M_KV_V, M_ROPE_Q, M_KV_K, M_KV_V,
+                            M_ROPE_Q};
+    *fits = false;
+    for (uint32_t j = 0; j < N; j++) {
+        by_pos[j] = m[by[j]] != VKL_NONE ? c->pos[m[by[j]]] : VKL_NONE;
+        if (bind(c, ids[j], &v[j])) return "a tensor could not be bound";
+    }
+    if (bind(c, c->g->nodes[m[M_KV_K]].inputs[1], &inter)) return "a tensor could not be bound";
+    const vkl_vk_fusion f = {.kind = VKL_VK_FUSE_ROPE_KV, .nodes = {m[0], m[1], m[2], m[3]}};
+    const vkl_vk_node nd = {c->dev, c->g, m[M_KV_K], v, v + VKL_VK_ROPE_KV_IN, VKL_VK_ROPE_KV_IN, VKL_VK_ROPE_KV_OUT,
+                            c->b, c->w, NULL, &f};
+    if (inter.dtype != v[0].dtype || !same_dims(&inter, &v[0]) || !vkl_vk_rope_kv_fits(&nd)) return "not taken";
+    *fits = true;
+    for (uint32_t j = 0; j < VKL_VK_ROPE_KV_IN; j++) {
+        if (ids[j] == VKL_NONE) continue;
+        if (c->moved[ids[j]].range) return "an input was moved by another fusion";
+        if (!input_ready(c, at, by_pos[j], m, &v[j]) ||
+            (j == POS && m[M_KV_V] != VKL_NONE && !input_ready(c, at, c->pos[m[M_KV_V]], m, &v[j])))
+            return "an input is not ready there, or another node writes its memory meanwhile";
+        for (uint32_t o = VKL_VK_ROPE_KV_IN; o < N; o++)
+            if (ids[o] != VKL_NONE && vkl_vk_overlaps(&v[o].at, &v[j].at) &&
+                !(j == K_STATE || j == V_STATE)) /* the states are their KvAppends' outputs, in place */
+                return "an output shares memory with an input";
+    }
+    for (uint32_t o = VKL_VK_ROPE_KV_IN; o < N; o++) {
+        if (ids[o] == VKL_NONE) continue;
+        const uint32_t w = by_pos[o];
+        if (!quiet_between(c, w < at ? w : at, w < at ? at : w, m, &v[o].at))
+            return "another node reads or writes an output's memory between its member and the dispatch";
+        for (uint32_t p = o + 1; p < N; p++)
+            if (ids[p] != VKL_NONE && vkl_vk_overlaps(&v[o].at, &v[p].at)) return "two outputs share memory";
+    }
+    return NULL;
+}
+
+/* Position k holds a KvAppend whose x is a RoPE's output: RoPE(K) +
+ * KvAppend(K) as one dispatch, with the KvAppend(V) and RoPE(Q) of the
+ * Attention that reads this K cache where they fuse too (the largest set
+ * of the four that passes). */
+static void try_rope_kv(fuse_ctx *c, uint32_t k) {
+    const vkl_graph *g = c->g;
+    const uint32_t kk = c->order[k];
+    const vkl_node *ka = &g->nodes[kk];
+    if (ka->n_inputs != 3 || ka->n_outputs != 1 || c->fused[k].kind != VKL_VK_FUSE_NONE ||
+        ka->inputs[1] == VKL_NONE || ka->outputs[0] == VKL_NONE || !single_use(g, ka->inputs[1]))
+        return;
+    const uint32_t rk = g->tensors[ka->inputs[1]].producer;
+    if (rk == VKL_NONE || c->pos[rk] == VKL_NONE || c->fused[c->pos[rk]].kind != VKL_VK_FUSE_NONE)
+        return;
+    const vkl_node *rope = &g->nodes[rk];
+    if (rope->op != VKL_OP_ROPE || rope->n_inputs != 3 || rope->n_outputs != 1) return;
+    uint32_t m[M_N] = {rk, kk, VKL_NONE, VKL_NONE};
+    for (uint32_t j = k + 1; j < c->n; j++) { /* the Attention reading this K cache */
+        const vkl_node *a = &g->nodes[c->order[j]];
+        if (a->op != VKL_OP_ATTENTION || a->n_inputs < 3 || a->inputs[1] != ka->outputs[0]) continue;
+        const uint32_t vt = a->inputs[2], qt = a->inputs[0];
+        const uint32_t vn = vt != VKL_NONE ? g->tensors[vt].producer : VKL_NONE;
+        const uint32_t qn = qt != VKL_NONE ? g->tensors[qt].producer : VKL_NONE;
+        if (vn != VKL_NONE && vn != kk && c->pos[vn] != VKL_NONE && c->fused[c->pos[vn]].kind == VKL_VK_FUSE_NONE &&
+            g->nodes[vn].op == VKL_OP_KV_APPEND && g->nodes[vn].n_inputs == 3 && g->nodes[vn].n_outputs == 1 &&
+            g->nodes[vn].inputs[2] == ka->inputs[2])
+            m[M_KV_V] = vn;
+        int64_t ik = 0, iq = -1;
+        if (qn != VKL_NONE && qn != rk && c->pos[qn] != VKL_NONE &&
+            c->fused[c->pos[qn]].kind == VKL_VK_FUSE_NONE && g->nodes[qn].op == VKL_OP_ROPE &&
+            g->nodes[qn].n_inputs == 3 && g->nodes[qn].n_outputs == 1 && single_use(g, qt) &&
+            g->nodes[qn].inputs[1] == rope->inputs[1] && g->nodes[qn].inputs[2] == rope->inputs[2] &&
+            !vkl_op_attr_int(g, rk, "interleaved", &ik) && !vkl_op_attr_int(g, qn, "interleaved", &iq) && ik == iq)
+            m[M_ROPE_Q] = qn;
+        break;
+    }
+    /* the largest set first: V and Q, V, Q, K alone; each at its members'
+     * positions, the last first */
+    const char *why = NULL;
+    for (uint32_t drop = 0; drop < 4; drop++) {
+        uint32_t s[M_N] = {m[0], m[1], drop & 2u ? VKL_NONE : m[M_KV_V], drop & 1u ? VKL_NONE : m[M_ROPE_Q]};
+        if ((drop & 2u && m[M_KV_V] == VKL_NONE) || (drop & 1u && m[M_ROPE_Q] == VKL_NONE)) continue; /* tried */
+        uint32_t at[M_N], n_at = 0;
+        for (uint32_t i = 0; i < M_N; i++)
+            if (s[i] != VKL_NONE) at[n_at++] = c->pos[s[i]];
+        for (uint32_t i = 0; i < n_at; i++) /* latest first */
+            for (uint32_t j = i + 1; j < n_at; j++)
+                if (at[j] > at[i]) {
+                    const uint32_t t = at[i];
+                    at[i] = at[j];
+                    at[j] = t;
+                }
+        for (uint32_t i = 0; i < n_at; i++) {
+            bool fits;
+            const char *no = rope_kv_check(c, s, at[i], &fits);
+            if (!no) {
+                for (uint32_t q = 0; q < M_N; q++)
+                    if (s[q] != VKL_NONE) c->fused[c->pos[s[q]]].kind = VKL_VK_FUSE_GONE;
+                c->fused[at[i]] = (vkl_vk_fusion){.kind = VKL_VK_FUSE_ROPE_KV, .nodes = {s[0], s[1], s[2], s[3]}};
+                if (why) { /* a smaller set than the layer has */
+                    char what[160];
+                    c->overlapping++;
+                    vkl_log(c->dev->ctx, VKL_LOG_DEBUG, "vulkan: %s fused with its RoPE(K)%s%s only: %s",
+                            vkl_node_str(g, kk, what, sizeof(what)), s[M_KV_V] != VKL_NONE ? ", KvAppend(V)" : "",
+                            s[M_ROPE_Q] != VKL_NONE ? ", RoPE(Q)" : "", why);
+                }
+                return;
+            }
+            if (!fits) break; /* the same at every position */
+            if (!why) why = no;
+        }
+    }
+    if (why) kept_apart(c, kk, why);
 }
 
 /* NORM_CODES: the RMSNorm at position k, when every reader of its output
@@ -305,6 +501,9 @@ vkl_status vkl_vk_fuse_plan(vkl_backend_device *dev, const vkl_graph *g, const v
         if (op == VKL_OP_ADD) st = try_add(&c, k);
         else if (op == VKL_OP_SILU_MUL) st = try_glu(&c, k);
     }
+    /* after every move: ROPE_KV refuses moved inputs (it would read them late) */
+    for (uint32_t k = 0; !st && k < n; k++)
+        if (g->nodes[order[k]].op == VKL_OP_KV_APPEND) try_rope_kv(&c, k);
     for (uint32_t k = 0; !st && k < n; k++)
         if (g->nodes[order[k]].op == VKL_OP_RMS_NORM) try_norm(&c, k);
     vkl_free(dev->ctx, c.pos);
@@ -312,18 +511,22 @@ vkl_status vkl_vk_fuse_plan(vkl_backend_device *dev, const vkl_graph *g, const v
     if (!st && c.move_bytes) st = vkl_vk_buffer_alloc(dev, VKL_BUFFER_DEVICE, (size_t)c.move_bytes, moved_mem);
     for (uint32_t t = 0; !st && t < g->n_tensors; t++)
         if (moved[t].range) moved[t].buffer = moved_mem->buf;
-    uint32_t adds = 0, glus = 0, norms = 0;
+    uint32_t adds = 0, glus = 0, norms = 0, ropes = 0, rope_nodes = 0;
     for (uint32_t k = 0; k < n; k++) {
         adds += fused[k].kind == VKL_VK_FUSE_ADD;
         glus += fused[k].kind == VKL_VK_FUSE_GLU;
         norms += fused[k].kind == VKL_VK_FUSE_NORM_CODES;
+        ropes += fused[k].kind == VKL_VK_FUSE_ROPE_KV;
+        for (uint32_t i = 0; fused[k].kind == VKL_VK_FUSE_ROPE_KV && i < 4; i++)
+            rope_nodes += fused[k].nodes[i] != VKL_NONE;
     }
-    *n_fused = adds * 2 + glus * 3;
+    *n_fused = adds * 2 + glus * 3 + rope_nodes;
     if (!st)
         vkl_log(dev->ctx, VKL_LOG_DEBUG,
-                "vulkan: fused %u nodes into %u dispatches (%u QuantMatMul+Add, %u gate/up QuantMatMul+SiluMul; "
-                "%u outputs moved to %llu bytes of their own); %u matches kept apart for their memory; %u RMSNorms "
-                "write their readers' int8 codes", *n_fused, adds + glus, adds, glus, c.n_moves,
+                "vulkan: fused %u nodes into %u dispatches (%u QuantMatMul+Add, %u gate/up QuantMatMul+SiluMul, "
+                "%u RoPE+KvAppend of %u nodes; %u outputs moved to %llu bytes of their own); %u matches kept apart "
+                "for their memory; %u RMSNorms write their readers' int8 codes",
+                *n_fused, adds + glus + ropes, adds, glus, ropes, rope_nodes, c.n_moves,
                 (unsigned long long)c.move_bytes, c.overlapping, norms);
     return st;
 }
@@ -340,5 +543,18 @@ vkl_status vkl_vk_fuse_node(vkl_backend_device *dev, const vkl_graph *g, const v
     for (uint32_t j = 0; !st && j < 5; j++) st = vkl_vk_bind_moved(dev, g, w, mem, b, moved, ids[j], &views[j]);
     *node = (vkl_vk_node){dev, g, f->qmm, views, views + 4, 4, 1, b, w};
     *record = f->kind == VKL_VK_FUSE_ADD ? vkl_vk_record_qmm_add : vkl_vk_record_qmm_glu;
+    return st;
+}
+
+vkl_status vkl_vk_fuse_rope_kv_node(vkl_backend_device *dev, const vkl_graph *g, const vkl_backend_weights *w,
+                                    const vkl_memory_map *mem, const vkl_binding *b, const VkDescriptorBufferInfo *moved,
+                                    const vkl_vk_fusion *f, vkl_vk_tensor *views, vkl_vk_node *node) {
+    uint32_t ids[VKL_VK_ROPE_KV_IN + VKL_VK_ROPE_KV_OUT];
+    rope_kv_ids(g, f->nodes, ids);
+    vkl_status st = VKL_OK;
+    for (uint32_t j = 0; !st && j < VKL_VK_ROPE_KV_IN + VKL_VK_ROPE_KV_OUT; j++)
+        st = vkl_vk_bind_moved(dev, g, w, mem, b, moved, ids[j], &views[j]);
+    *node = (vkl_vk_node){dev, g, f->nodes[M_KV_K], views, views + VKL_VK_ROPE_KV_IN, VKL_VK_ROPE_KV_IN,
+                          VKL_VK_ROPE_KV_OUT, b, w};
     return st;
 }

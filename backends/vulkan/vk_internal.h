@@ -13,7 +13,7 @@
  *   vk_ops.c           op -> recorder table; node views for recorders
  *   vk_quant_matmul.c  QuantMatMul's recorder (matvec for decode, GEMM for prefill)
  *   vk_gemm_tuning.c   the GEMM's kernel choice at open: coopmat shape, tiles, threshold
- *   vk_fuse.c          fusion at prepare: which QuantMatMul + Add / SiluMul patterns run as one dispatch
+ *   vk_fuse.c          fusion at prepare: which QuantMatMul + Add / SiluMul, RoPE + KvAppend patterns run as one dispatch
  *   vk_copy.c          grids, strided-view and plain copies shared by the movement recorders
  *   vk_movement.c      Transpose, Expand, Tile, Slice, Trilu
  *   vk_reshape.c       Reshape, Squeeze, Unsqueeze, Flatten
@@ -22,6 +22,7 @@
  *   vk_rope.c          RoPE's recorder
  *   vk_attention.c     Attention's recorder: flash attention (prefill), split-K decoding
  *   vk_kv_append.c     KvAppend's recorder (the in-place KV cache write)
+ *   vk_rope_kv.c       the fused RoPE(K) + KvAppend(K) [+ KvAppend(V)] [+ RoPE(Q)] recorder
  *   vk_dequant.c       GPU dequantization (the bit-exactness test's entry)
  *   vk_measure.c       device copy bandwidth (vkbench's roofline)
  *   vk_peak.c          fp32 / fp16 / cooperative-matrix FMA peaks (vkbench's compute limits)
@@ -56,7 +57,7 @@
 #include "vkllm_vulkan.h"
 #include "vulkan_backend.h"
 
-#define VKL_VK_MAX_BINDINGS 8         /* storage buffers per dispatch */
+#define VKL_VK_MAX_BINDINGS 9         /* storage buffers per dispatch (9: only the fused RoPE + KvAppend) */
 #define VKL_VK_PUSH_BYTES 128         /* maxPushConstantsSize every device has */
 #define VKL_VK_MAX_SPEC 12            /* specialization constants per pipeline */
 #define VKL_VK_MAX_DISPATCHES 64      /* dispatches one node may record (pieces: one per piece and row group) */
@@ -567,11 +568,12 @@ vkl_status vkl_vk_record_rms_codes(const vkl_vk_node *node, vkl_vk_dispatch *out
 /* What prepare records at each position of its node order. */
 typedef enum vkl_vk_fuse_kind {
     VKL_VK_FUSE_NONE = 0, /* the node on its own */
-    VKL_VK_FUSE_GONE,     /* a QuantMatMul that a later position's fused dispatch computes: nothing here */
+    VKL_VK_FUSE_GONE,     /* a node that a later position's fused dispatch computes: nothing here */
     VKL_VK_FUSE_ADD,      /* an Add(QuantMatMul(A, W), R): vkl_vk_record_qmm_add */
     VKL_VK_FUSE_GLU,      /* a SiluMul(QuantMatMul(A, Wg), QuantMatMul(A, Wu)): vkl_vk_record_qmm_glu */
-    VKL_VK_FUSE_NORM_CODES /* an RMSNorm whose every reader is a dot matvec: it writes their codes, not its
-                            * output (vkl_vk_record_rms_codes) */
+    VKL_VK_FUSE_NORM_CODES, /* an RMSNorm whose every reader is a dot matvec: it writes their codes, not its
+                             * output (vkl_vk_record_rms_codes) */
+    VKL_VK_FUSE_ROPE_KV   /* RoPE(K) + KvAppend(K) [+ KvAppend(V)] [+ RoPE(Q)] of one attention: vkl_vk_record_rope_kv */
 } vkl_vk_fuse_kind;
 
 typedef struct vkl_vk_fusion {
@@ -579,6 +581,8 @@ typedef struct vkl_vk_fusion {
     uint32_t qmm;   /* ADD, GLU: the (gate) QuantMatMul's node index */
     uint32_t extra; /* ADD: the residual tensor; GLU: the up QuantMatMul's node index */
     uint32_t steps, chunk; /* NORM_CODES: the codes' steps per row and elements per step */
+    /* ROPE_KV: the nodes RoPE(K), KvAppend(K), KvAppend(V), RoPE(Q) (the last two VKL_NONE when not fused) */
+    uint32_t nodes[4];
 } vkl_vk_fusion;
 
 /* A tensor as prepare binds it for the memory map and binding (vk_backend.c). */
@@ -608,6 +612,11 @@ vkl_status vkl_vk_fuse_node(vkl_backend_device *dev, const vkl_graph *g, const v
                             const vkl_memory_map *mem, const vkl_binding *b, const VkDescriptorBufferInfo *moved,
                             const vkl_vk_fusion *f, uint32_t head, vkl_vk_tensor *views, vkl_vk_node *node,
                             vkl_vk_recorder *record);
+/* Position k's fused RoPE + KvAppend bound into views[0..VKL_VK_ROPE_KV_IN
+ * + VKL_VK_ROPE_KV_OUT) as vkl_vk_record_rope_kv reads them. */
+vkl_status vkl_vk_fuse_rope_kv_node(vkl_backend_device *dev, const vkl_graph *g, const vkl_backend_weights *w,
+                                    const vkl_memory_map *mem, const vkl_binding *b, const VkDescriptorBufferInfo *moved,
+                                    const vkl_vk_fusion *f, vkl_vk_tensor *views, vkl_vk_node *node);
 /* vk_movement.c: strided views (copy_view.comp) and Trilu (trilu.comp) */
 vkl_status vkl_vk_record_transpose(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
 vkl_status vkl_vk_record_expand(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
@@ -719,6 +728,18 @@ void vkl_vk_bind_or(vkl_vk_dispatch *d, uint32_t j, const vkl_vk_tensor *t, cons
 vkl_status vkl_vk_record_rope(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
 vkl_status vkl_vk_record_attention(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
 vkl_status vkl_vk_record_kv_append(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
+/* vk_rope_kv.c: the fused RoPE(K) + KvAppend(K) [+ KvAppend(V)] [+ RoPE(Q)]
+ * (rope_kv_append.comp). The node's inputs: K before RoPE, cos, sin,
+ * position_ids, K state, V, V state, Q before RoPE; its outputs: K state,
+ * V state, RoPE(Q); V's and Q's parts absent (id VKL_NONE) when not fused.
+ * node->fusion->nodes[0] is the RoPE(K) node (its attributes). */
+#define VKL_VK_ROPE_KV_IN 8
+#define VKL_VK_ROPE_KV_OUT 3
+#define VKL_VK_ROPE_KV_BINDINGS 9 /* storage buffers: the device must allow that many per stage */
+/* Whether the fused kernel takes the node (dtypes, shapes, in-place
+ * states, the device's bindings); its recorder refuses what this refuses. */
+bool vkl_vk_rope_kv_fits(const vkl_vk_node *node);
+vkl_status vkl_vk_record_rope_kv(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
 /* The attention knobs of the device (options attention, attention_splits,
  * attention_target, attention_rows, attention_keys), read at open. */
 vkl_status vkl_vk_attention_tuning(vkl_backend_device *dev, const vkl_vulkan_options *o);

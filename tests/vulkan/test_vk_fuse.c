@@ -35,10 +35,17 @@
  *      writes their codes itself (norm.comp's _codes build: one dispatch
  *      fewer, no quantizer) and gives the unfused results (VKL_VK_NO_FUSE=1)
  *      bit for bit, within the dot bound of ref; an RMSNorm whose output is
- *      also a graph output is left alone.
+ *      also a graph output is left alone;
+ *  (g) RoPE + KvAppend (each model given; --rope-kv: this alone): five
+ *      decode steps from an empty cache, fused and with VKL_VK_NO_FUSE=1,
+ *      the model's RoPE as it is and made interleaved: every step's logits
+ *      and the KV cache bit for bit, one fused RoPE + KvAppend dispatch per
+ *      layer, at least two dispatches fewer per layer, no more barriers
+ *      (tests/vulkan/rope_kv_models.sh gives it the fixtures with f16 and
+ *      int8 caches).
  * The bundled model's greedy text on Vulkan (fusion on) against ref is
  * vulkan.model's. Validation on (any message fails). No Vulkan: exit 77.
- * Usage: test_vk_fuse MODEL.vkm */
+ * Usage: test_vk_fuse [--rope-kv] MODEL.vkm [MODEL.vkm...] */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include <math.h>
 #include <stdio.h>
@@ -537,9 +544,172 @@ static void test_decode_counts(vkl_context *ctx, const char *path) {
     CHECK(on.dispatches < off.dispatches && on.barriers < off.barriers);
 }
 
+/* ---- (g) RoPE + KvAppend: several decode steps, bit for bit -------------------------------------- */
+
+#define ROPE_KV_STEPS 5
+#define ROPE_KV_CONTEXT 16
+
+/* What ROPE_KV_STEPS decode steps from an empty cache left: each step's
+ * logits, the KV states' bytes after the last, and the last step's stats. */
+typedef struct decode_run {
+    float *logits;      /* ROPE_KV_STEPS x vocab */
+    uint8_t *states;    /* every state tensor's bytes, in tensor order */
+    size_t vocab, state_bytes;
+    uint32_t layers;    /* Attention nodes */
+    vkl_vk_exec_stats stats;
+} decode_run;
+
+static void decode_run_free(decode_run *r) {
+    free(r->logits);
+    free(r->states);
+    memset(r, 0, sizeof(*r));
+}
+
+/* One step's input: n int64 values at tensor `role`'s offset. */
+static vkl_status write_i64(vkl_model *m, vkl_context *ctx, vkl_backend_buffer *arena, const size_t *offsets,
+                            uint32_t role, const int64_t *v, size_t n) {
+    if (role == VKL_NONE) return VKL_OK;
+    const uint32_t t = m->g->inputs[role];
+    if (m->g->tensors[t].dtype != VKL_DTYPE_I64) return VKL_ERR_UNSUPPORTED;
+    return m->be->buffer_write(m->dev, ctx, arena, offsets[t], v, n * sizeof(int64_t));
+}
+
+/* The model at `path` on Vulkan, fused or not (VKL_VK_NO_FUSE at load), its
+ * RoPE nodes made interleaved when asked (the same graph either way, so the
+ * two runs compare whatever the rotation means for the model), stepped one
+ * token at a time, each step prepared for its exact past length over one
+ * arena (zeroed first) as a session lays it out for ROPE_KV_CONTEXT. */
+static bool run_decode(vkl_context *ctx, const char *path, bool fuse, bool interleaved, decode_run *out) {
+    memset(out, 0, sizeof(*out));
+    vkl_model_options mo;
+    vkl_model_options_init(&mo);
+    mo.backend = "vulkan";
+    vkl_model *m = NULL;
+    setenv("VKL_VK_NO_FUSE", fuse ? "0" : "1", 1);
+    vkl_status st = vkl_env_model_load(ctx, path, &mo, &m);
+    unsetenv("VKL_VK_NO_FUSE");
+    CHECK_OK(ctx, st);
+    if (st) return false;
+    const vkl_graph *g = m->g; /* its nodes' attributes are writable (the interleaved switch) */
+    for (uint32_t i = 0; i < g->n_nodes; i++) {
+        const vkl_node *n = &g->nodes[i];
+        out->layers += !n->dead && n->op == VKL_OP_ATTENTION;
+        for (uint32_t a = 0; interleaved && !n->dead && n->op == VKL_OP_ROPE && a < n->n_attrs; a++)
+            if (!strcmp(n->attrs[a].name, "interleaved")) n->attrs[a].i = 1;
+    }
+    const size_t ns = vkl_symtab_symbol_count(g->syms);
+    int64_t *values = calloc(ns + 1, sizeof(int64_t)), *max_values = calloc(ns + 1, sizeof(int64_t));
+    size_t *offsets = calloc(g->n_tensors + 1, sizeof(size_t)), *first = calloc(g->n_tensors + 1, sizeof(size_t));
+    out->vocab = m->vocab;
+    out->logits = calloc((size_t)ROPE_KV_STEPS * m->vocab + 1, sizeof(float));
+    vkl_backend_buffer *arena = NULL;
+    size_t arena_bytes = 0;
+    const uint32_t logits = g->outputs[m->out_logits];
+    for (int64_t p = 0; !st && p < ROPE_KV_STEPS; p++) {
+        for (size_t i = 0; i < ns; i++) values[i] = max_values[i] = 1;
+        if (m->sym_seq != VKL_NO_SYMBOL) values[m->sym_seq] = max_values[m->sym_seq] = 1;
+        if (m->sym_past != VKL_NO_SYMBOL) values[m->sym_past] = p, max_values[m->sym_past] = ROPE_KV_CONTEXT - 1;
+        if (m->sym_total != VKL_NO_SYMBOL) values[m->sym_total] = p + 1, max_values[m->sym_total] = ROPE_KV_CONTEXT;
+        size_t bytes = 0;
+        vkl_layout_binding lb = {values, ns, max_values, 0};
+        st = vkl_plan_layout(ctx, m->plan, &lb, offsets, &bytes, NULL);
+        if (!st && !arena) {
+            arena_bytes = bytes;
+            memcpy(first, offsets, g->n_tensors * sizeof(size_t));
+            st = m->be->buffer_create(m->dev, ctx, VKL_BUFFER_DEVICE, bytes, &arena);
+            uint8_t *zeros = st ? NULL : calloc(bytes ? bytes : 1, 1);
+            if (zeros) st = m->be->buffer_write(m->dev, ctx, arena, 0, zeros, bytes);
+            free(zeros);
+        }
+        /* the states persist across steps: at the same place every step */
+        for (uint32_t t = 0; !st && t < g->n_tensors; t++)
+            if (g->tensors[t].kind == VKL_TENSOR_STATE && offsets[t] != first[t]) st = VKL_ERR_STATE;
+        if (!st && bytes > arena_bytes) st = VKL_ERR_STATE;
+        const int64_t id = (p * 7 + 3) % (int64_t)m->vocab, ones[ROPE_KV_STEPS] = {1, 1, 1, 1, 1};
+        if (!st) st = write_i64(m, ctx, arena, offsets, m->in_ids, &id, 1);
+        if (!st) st = write_i64(m, ctx, arena, offsets, m->in_pos, &p, 1);
+        if (!st) st = write_i64(m, ctx, arena, offsets, m->in_mask, ones, (size_t)p + 1);
+        vkl_memory_map mem = {arena, offsets, g->n_tensors};
+        vkl_binding b = {values, ns};
+        vkl_backend_exec *e = NULL;
+        if (!st) st = m->be->prepare(m->dev, ctx, g, m->weights, &mem, &b, &e);
+        if (!st) st = m->be->execute(m->dev, ctx, e, &b);
+        if (!st) st = m->be->wait(m->dev, ctx, e);
+        if (!st) vkl_vk_exec_stats_get(e, &out->stats);
+        if (!st)
+            st = m->be->buffer_read(m->dev, ctx, arena, offsets[logits], out->logits + (size_t)p * m->vocab,
+                                    m->vocab * sizeof(float));
+        if (e) m->be->exec_release(m->dev, ctx, e);
+    }
+    /* the states, sized at the planned maximum */
+    for (uint32_t t = 0; !st && t < g->n_tensors; t++) {
+        if (g->tensors[t].kind != VKL_TENSOR_STATE) continue;
+        int64_t dims[VKL_MAX_RANK], count;
+        size_t bytes;
+        st = vkl_tensor_eval(ctx, g, t, max_values, ns, dims, &count, &bytes);
+        uint8_t *grown = st ? NULL : realloc(out->states, out->state_bytes + bytes + 1);
+        if (!st && !grown) st = VKL_ERR_OUT_OF_MEMORY;
+        if (!st) {
+            out->states = grown;
+            st = m->be->buffer_read(m->dev, ctx, arena, offsets[t], out->states + out->state_bytes, bytes);
+            out->state_bytes += bytes;
+        }
+    }
+    CHECK_OK(ctx, st);
+    if (arena) m->be->buffer_destroy(m->dev, ctx, arena);
+    free(values);
+    free(max_values);
+    free(offsets);
+    free(first);
+    vkl_model_free(m);
+    return st == VKL_OK;
+}
+
+/* The fused executable (RoPE(K) + KvAppend(K) and what else of the layer
+ * fuses: vk_fuse.c) against the unfused one, the model's RoPE as it is and
+ * made interleaved: every step's logits and the KV cache bit for bit, one
+ * fused RoPE + KvAppend dispatch per layer, fewer dispatches and barriers;
+ * and the two rotations give different logits (the switch took). */
+static void test_rope_kv(vkl_context *ctx, const char *path) {
+    decode_run on[2], off[2];
+    bool ok[2] = {false, false};
+    for (int il = 0; il < 2; il++) {
+        if (!run_decode(ctx, path, true, il == 1, &on[il])) break;
+        if (!run_decode(ctx, path, false, il == 1, &off[il])) {
+            decode_run_free(&on[il]);
+            break;
+        }
+        ok[il] = true;
+        const decode_run *a = &on[il], *b = &off[il];
+        const size_t n = (size_t)ROPE_KV_STEPS * a->vocab;
+        const bool same_logits = !memcmp(a->logits, b->logits, n * sizeof(float));
+        const bool same_states = a->state_bytes == b->state_bytes && !memcmp(a->states, b->states, a->state_bytes);
+        size_t set = 0; /* state bytes written: the steps reached the cache */
+        for (size_t i = 0; i < a->state_bytes; i++) set += a->states[i] != 0;
+        printf("%s%s: %d decode steps, %u layers: fused %u dispatches (%u RoPE+KvAppend), %u barriers; unfused %u, "
+               "%u; logits %s, KV cache (%zu bytes, %zu non-zero) %s\n",
+               path, il ? " (RoPE made interleaved)" : "", ROPE_KV_STEPS, a->layers, a->stats.dispatches,
+               a->stats.rope_kv, a->stats.barriers, b->stats.dispatches, b->stats.barriers,
+               same_logits ? "identical" : "DIFFER", a->state_bytes, set, same_states ? "identical" : "DIFFERS");
+        CHECK(same_logits && same_states && set > 0);
+        CHECK(a->layers > 0 && a->stats.rope_kv == a->layers && b->stats.rope_kv == 0);
+        CHECK(a->stats.dispatches + 2 * a->layers <= b->stats.dispatches && a->stats.barriers <= b->stats.barriers);
+    }
+    if (ok[0] && ok[1])
+        CHECK(memcmp(on[0].logits, on[1].logits, (size_t)ROPE_KV_STEPS * on[0].vocab * sizeof(float)) != 0);
+    for (int il = 0; il < 2; il++)
+        if (ok[il]) {
+            decode_run_free(&on[il]);
+            decode_run_free(&off[il]);
+        }
+}
+
 int main(int argc, char **argv) {
-    if (argc != 2) {
-        fprintf(stderr, "usage: test_vk_fuse MODEL.vkm\n");
+    /* --rope-kv: (g) alone, on each model given */
+    const bool rope_kv_only = argc > 1 && !strcmp(argv[1], "--rope-kv");
+    const int first_model = rope_kv_only ? 2 : 1;
+    if (argc <= first_model) {
+        fprintf(stderr, "usage: test_vk_fuse [--rope-kv] MODEL.vkm [MODEL.vkm...]\n");
         return 2;
     }
     vkl_context *ctx;
@@ -549,8 +719,8 @@ int main(int argc, char **argv) {
     const int early = test_vulkan_main_start("test_vk_fuse", &ctx, &vk, NULL, &caps, &st);
     if (early >= 0) return early;
     CHECK_OK(ctx, st);
-    if (!st) {
-        printf("test_vk_fuse: %s (%s)\n", caps.device_name, caps.driver);
+    if (!st) printf("test_vk_fuse: %s (%s)\n", caps.device_name, caps.driver);
+    if (!st && !rope_kv_only) {
         rng r = {0x5DEECE66Dull};
         /* K a multiple of the formats' 16-byte steps (32 codes), N not a
          * multiple of the rows per workgroup (4 or 8), M = 1 (decode) and 3 */
@@ -578,6 +748,7 @@ int main(int argc, char **argv) {
         }
         test_decode_counts(ctx, argv[1]);
     }
+    for (int i = first_model; !st && i < argc; i++) test_rope_kv(ctx, argv[i]);
     CHECKF(validation_messages == 0, "%d validation messages", validation_messages);
     vkl_context_destroy(ctx);
     return check_finish("test_vk_fuse");
