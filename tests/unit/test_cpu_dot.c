@@ -160,6 +160,25 @@ static void test_epilogue(const vkl_cpu_dot *d, const char *what) {
                 }
 }
 
+/* The panel's parameter places (vkl_cpu_panel_param): every (group, row,
+ * copy) its own float, all of them filled, and each pair of rows the 8
+ * floats [r r r+1 r+1 | r r r+1 r+1] the AVX2 tile reads as one vector.
+ * (The tile tests below fill the places through the same function, so a
+ * place two rows shared would go unseen there.) */
+static void test_panel_places(void) {
+    enum { MR = VKL_CPU_GEMM_MR, N = MAX_GROUPS * MR * VKL_CPU_HP };
+    int seen[N] = {0}, ok = 1;
+    for (size_t g = 0; g < MAX_GROUPS; g++)
+        for (size_t r = 0; r < MR; r++)
+            for (size_t c = 0; c < VKL_CPU_HP; c++) {
+                const size_t at = vkl_cpu_panel_param(g, r, c);
+                if (at >= N || seen[at]++) ok = 0;
+                const size_t pair = (g * MR + (r & ~(size_t)1)) * VKL_CPU_HP, lane = at - pair;
+                if (at < pair || lane >= 8 || (lane & 3) / 2 != (r & 1)) ok = 0;
+            }
+    CHECKF(ok, "panel parameter places: one float each, pairs of rows [r r r+1 r+1 | r r r+1 r+1], MR %d", MR);
+}
+
 /* Row r of the tile's panel through the portable row kernel: its group
  * scales and code sums read from the panel's layout (vkl_cpu_panel_param). */
 static void portable_row(const uint8_t *q4, const float *rec, const int8_t *a4, const float *pd, const float *ps, int r,
@@ -393,6 +412,7 @@ static void test_table(const vkl_cpu_dot *d, int present) {
 }
 
 int main(void) {
+    test_panel_places();
     test_table(&vkl_cpu_dot_portable, 1);
 #ifdef VKL_CPU_HAVE_AVX2
     test_table(&vkl_cpu_dot_avx2, vkl_cpu_has_avx2());
