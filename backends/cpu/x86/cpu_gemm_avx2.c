@@ -59,7 +59,8 @@ static inline __attribute__((always_inline)) void sums(const uint8_t *w, const i
 static inline __attribute__((always_inline)) __m256 apply2(__m256i s01a, __m256i s23a, __m256i s01b, __m256i s23b,
                                                            __m256 scale, __m256 zero, const float *d8,
                                                            const float *s8, __m256 acc) {
-    /* [a0 a2 a0 a2 | a1 a3 a1 a3] partial sums, each lane the sum of two, then of four */
+    /* a: weight rows [0 2 0 2 | 1 3 1 3] of panel row a, each lane two of a
+     * row's four partial sums (b the same); isum: all four, [a0 a2 b0 b2 | a1 a3 b1 b3] */
     const __m256i a = _mm256_add_epi32(_mm256_unpacklo_epi32(s01a, s23a), _mm256_unpackhi_epi32(s01a, s23a));
     const __m256i b = _mm256_add_epi32(_mm256_unpacklo_epi32(s01b, s23b), _mm256_unpackhi_epi32(s01b, s23b));
     const __m256i isum = _mm256_add_epi32(_mm256_unpacklo_epi64(a, b), _mm256_unpackhi_epi64(a, b));
