@@ -37,15 +37,25 @@ typedef struct vkl_cpu_act {
  * per 32-element tile of K, codes 0..15 of every row in row order, then codes
  * 16..31 of every row (32 * VKL_CPU_GEMM_MR bytes a tile); per group g and
  * row r, the row's scale and its code sum, the sum as the float the f32 step
- * converts it to, each VKL_CPU_HP times: d[(g * MR + r) * VKL_CPU_HP + i],
- * i < VKL_CPU_HP. Two rows' values are then one 8-float vector against a
- * block's 4 weight rows, read as it is (built in the tile, a conversion, a
- * broadcast and an insert a row were a tenth of its instructions). */
+ * converts it to, each VKL_CPU_HP times, at vkl_cpu_panel_param(g, r, copy):
+ * rows in pairs (r, r + 1), each pair 8 floats [r r r+1 r+1 | r r r+1 r+1].
+ * That is the order the AVX2 tile's int32 sums come out of their in-lane
+ * reduction (weight rows [0 2 | 1 3] of panel rows r, r + 1), so the f32
+ * step reads them as they are: no lane-crossing permute a group (building
+ * them in the tile, a conversion, a broadcast and an insert a row were a
+ * tenth of its instructions). */
 typedef struct vkl_cpu_panel {
     const int8_t *q;
     const float *d;
     const float *s;
 } vkl_cpu_panel;
+
+_Static_assert(VKL_CPU_GEMM_MR % 2 == 0 && VKL_CPU_HP == 4, "the panel's parameters pair rows against 4 weight rows");
+
+/* Index into a panel's d or s of panel row r's group-g value, copy 0..3. */
+static inline size_t vkl_cpu_panel_param(size_t g, size_t r, size_t copy) {
+    return (g * VKL_CPU_GEMM_MR + (r & ~(size_t)1)) * VKL_CPU_HP + 2 * (r & 1) + (copy & 1) + 4 * (copy >> 1);
+}
 
 typedef struct vkl_cpu_dot {
     const char *name;

@@ -73,7 +73,7 @@ static void q4_tile(const uint8_t *w, const float *rec, const vkl_cpu_panel *p, 
                         const uint8_t b = wr[16 * i + j];
                         s[i] += (b & 15) * x[16 * r + j] + (b >> 4) * x[16 * (mr + r) + j];
                     }
-            const size_t at = ((size_t)g * mr + r) * VKL_CPU_HP;
+            const size_t at = vkl_cpu_panel_param(g, r, 0);
             apply(s, rc, rc + VKL_CPU_HP, p->d[at], p->s[at], acc);
         }
     }

@@ -85,8 +85,8 @@ static void panel_task(void *user, size_t p, unsigned worker) {
                 memcpy(q + t * VKL_CPU_LP * mr + 16 * (mr * half + r), x + t * VKL_CPU_LP + 16 * half, 16);
         for (size_t g = 0; g < ng; g++)
             for (size_t i = 0; i < VKL_CPU_HP; i++) {
-                d[(g * mr + r) * VKL_CPU_HP + i] = j->xd[m * ng + g];
-                s[(g * mr + r) * VKL_CPU_HP + i] = (float)j->xs[m * ng + g];
+                d[vkl_cpu_panel_param(g, r, i)] = j->xd[m * ng + g];
+                s[vkl_cpu_panel_param(g, r, i)] = (float)j->xs[m * ng + g];
             }
     }
 }

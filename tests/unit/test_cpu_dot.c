@@ -160,16 +160,35 @@ static void test_epilogue(const vkl_cpu_dot *d, const char *what) {
                 }
 }
 
+/* The panel's parameter places (vkl_cpu_panel_param): every (group, row,
+ * copy) its own float, all of them filled, and each pair of rows the 8
+ * floats [r r r+1 r+1 | r r r+1 r+1] the AVX2 tile reads as one vector.
+ * (The tile tests below fill the places through the same function, so a
+ * place two rows shared would go unseen there.) */
+static void test_panel_places(void) {
+    enum { MR = VKL_CPU_GEMM_MR, N = MAX_GROUPS * MR * VKL_CPU_HP };
+    int seen[N] = {0}, ok = 1;
+    for (size_t g = 0; g < MAX_GROUPS; g++)
+        for (size_t r = 0; r < MR; r++)
+            for (size_t c = 0; c < VKL_CPU_HP; c++) {
+                const size_t at = vkl_cpu_panel_param(g, r, c);
+                if (at >= N || seen[at]++) ok = 0;
+                const size_t pair = (g * MR + (r & ~(size_t)1)) * VKL_CPU_HP, lane = at - pair;
+                if (at < pair || lane >= 8 || (lane & 3) / 2 != (r & 1)) ok = 0;
+            }
+    CHECKF(ok, "panel parameter places: one float each, pairs of rows [r r r+1 r+1 | r r r+1 r+1], MR %d", MR);
+}
+
 /* Row r of the tile's panel through the portable row kernel: its group
- * scales and code sums read from the panel's layout ([(g * MR + r) * HP]). */
+ * scales and code sums read from the panel's layout (vkl_cpu_panel_param). */
 static void portable_row(const uint8_t *q4, const float *rec, const int8_t *a4, const float *pd, const float *ps, int r,
                          uint32_t chunks, float *y) {
     enum { MR = VKL_CPU_GEMM_MR };
     float rd[MAX_GROUPS];
     int32_t rs[MAX_GROUPS];
     for (int g = 0; g < MAX_GROUPS; g++) {
-        rd[g] = pd[(g * MR + r) * VKL_CPU_HP];
-        rs[g] = (int32_t)ps[(g * MR + r) * VKL_CPU_HP];
+        rd[g] = pd[vkl_cpu_panel_param((size_t)g, (size_t)r, 0)];
+        rs[g] = (int32_t)ps[vkl_cpu_panel_param((size_t)g, (size_t)r, 0)];
     }
     const vkl_cpu_act act = {a4 + 32 * r, rd, rs};
     vkl_cpu_dot_portable.q4(q4, rec, &act, 1, chunks, MAX_GROUPS, y);
@@ -190,16 +209,17 @@ static void test_tile(const vkl_cpu_dot *d, const char *what) {
         fill(kind, q4, q8, a4, a8);
         for (int i = 0; i < MAX_GROUPS * 2 * VKL_CPU_HP; i++) rec[i] = (float)(next() % 1000) / 997.0f;
         /* each row's group scale and code sum, 4 copies (the panel's layout) */
-        for (int i = 0; i < MAX_GROUPS * MR; i++) {
-            const float di = (float)(next() % 1000) / 1013.0f, si = (float)((int32_t)(next() % 20001) - 10000);
-            for (int c = 0; c < VKL_CPU_HP; c++) {
-                pd[i * VKL_CPU_HP + c] = di;
-                ps[i * VKL_CPU_HP + c] = si;
+        for (size_t g = 0; g < MAX_GROUPS; g++)
+            for (size_t r = 0; r < MR; r++) {
+                const float di = (float)(next() % 1000) / 1013.0f, si = (float)((int32_t)(next() % 20001) - 10000);
+                for (size_t c = 0; c < VKL_CPU_HP; c++) {
+                    pd[vkl_cpu_panel_param(g, r, c)] = di;
+                    ps[vkl_cpu_panel_param(g, r, c)] = si;
+                }
             }
-        }
         for (uint32_t chunks = 1; chunks <= MAX_CHUNKS; chunks++, cases++) {
             const uint32_t tiles = chunks * MAX_GROUPS;
-            /* row r is a4 + 32 r; its group g scale and sum at [(g * MR + r) * 4] */
+            /* row r is a4 + 32 r; its group g scale and sum at vkl_cpu_panel_param(g, r, 0..3) */
             for (uint32_t t = 0; t < tiles; t++)
                 for (int half = 0; half < 2; half++)
                     for (int r = 0; r < MR; r++)
@@ -392,6 +412,7 @@ static void test_table(const vkl_cpu_dot *d, int present) {
 }
 
 int main(void) {
+    test_panel_places();
     test_table(&vkl_cpu_dot_portable, 1);
 #ifdef VKL_CPU_HAVE_AVX2
     test_table(&vkl_cpu_dot_avx2, vkl_cpu_has_avx2());
