@@ -61,11 +61,13 @@ vkl_status vkl_bench_decode(vkl_context *ctx, vkl_model *m, size_t tokens, size_
         r->decode_tok_s = (double)stats.decode_tokens / stats.decode_seconds;
         r->prepares = stats.prepares;
         r->replays = stats.replays;
+        r->device_picks = stats.device_picks;
+        r->readback_bytes = (double)stats.readback_bytes / (double)stats.decode_tokens;
         printf("decode: %llu tokens, %.1f tok/s; %llu prepares, %llu replays\n", (unsigned long long)stats.decode_tokens,
                r->decode_tok_s, (unsigned long long)stats.prepares, (unsigned long long)stats.replays);
         printf("sampling: %s; %llu tokens picked by the backend, %.1f bytes read back per step\n",
                stats.device_picks ? "greedy on the device" : "on the host (VKL_DEVICE_SAMPLING=0, or not greedy)",
-               (unsigned long long)stats.device_picks, (double)stats.readback_bytes / (double)stats.decode_tokens);
+               (unsigned long long)stats.device_picks, r->readback_bytes);
         if (m->be->state_traffic)
             printf("KV cache traffic (counted by the backend): %.1f MB written in place, %.1f MB read by attention, "
                    "%llu bytes copied\n",
