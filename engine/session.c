@@ -49,7 +49,7 @@
 #define EXEC_CACHE 6
 
 /* What a greedy pick reads back: the index (i64), the logit there (f32). */
-#define PICK_BYTES 16
+#define PICK_BYTES (sizeof(int64_t) + sizeof(float))
 
 /* The graph an executable runs: the model's, the one-row graph (a prompt
  * keeping its last row's logits), or the greedy-pick graph (a greedy
@@ -233,7 +233,7 @@ static vkl_status allocate(vkl_session *s) {
     if (!st) st = s->m->be->buffer_create(s->m->dev, ctx, VKL_BUFFER_UPLOAD, s->io_at[3] + 8, &s->io_in);
     if (!st)
         st = s->m->be->buffer_create(s->m->dev, ctx, VKL_BUFFER_READBACK,
-                                     s->m->vocab < PICK_BYTES / sizeof(float) ? PICK_BYTES : s->m->vocab * sizeof(float),
+                                     s->m->vocab * sizeof(float) < PICK_BYTES ? PICK_BYTES : s->m->vocab * sizeof(float),
                                      &s->io_out);
     s->kv_bytes = 0;
     for (uint32_t t = 0; !st && t < g->n_tensors; t++)

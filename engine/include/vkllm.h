@@ -295,7 +295,7 @@ typedef struct vkl_session_stats {
      * (0 for an in-place cache: no Concat, no copy between steps). */
     uint64_t kv_bytes_written, kv_bytes_read, kv_bytes_copied;
     /* Bytes read back from the backend after steps: logits rows, greedy
-     * picks (16 bytes a decode step sampled on the device), and rows read
+     * picks (12 bytes a decode step sampled on the device), and rows read
      * later by vkl_session_logits; and the decode steps whose token the
      * backend picked (host_sampling above). */
     uint64_t readback_bytes, device_picks;

@@ -3,8 +3,9 @@
  * with host_sampling = 1 (today's path) fed the same tokens:
  *  (a) the generated tokens are the twin's; every decode step's token came
  *      from the backend (device_picks), and the steps read back exactly the
- *      prompt's logits row plus 16 bytes a decode step: the rows stayed on
- *      the device (the twin reads a row every step);
+ *      prompt's logits row plus 12 bytes a decode step: the rows stayed on
+ *      the device (the twin reads a row every step); on Vulkan the
+ *      backend's own count of bytes downloaded says the same;
  *  (b) vkl_session_logits after a decode step reads the row then (once: a
  *      second call reads nothing), bit for bit the twin's row, and the next
  *      vkl_session_sample still gives the pick;
@@ -29,6 +30,9 @@
 #include "ops.h"
 #include "vkllm.h"
 #include "vkm.h"
+#ifdef VKL_HAVE_VULKAN
+#include "../../backends/vulkan/vulkan_backend.h"
+#endif
 
 #define MODEL VKL_TEST_DATA_DIR "/../model/vkllm-kjv.vkm"
 #define CONTEXT 128
@@ -74,14 +78,31 @@ static int collect(void *user, int32_t token) {
     return 0;
 }
 
+/* Bytes the backend itself counts as downloaded (Vulkan), else 0. */
+static uint64_t backend_downloaded(const env *e, const vkl_model *m) {
+#ifdef VKL_HAVE_VULKAN
+    if (!strcmp(e->backend, "vulkan")) {
+        vkl_vk_host_work w;
+        vkl_vk_get_host_work(m->dev, &w);
+        return w.downloaded;
+    }
+#endif
+    (void)e;
+    (void)m;
+    return 0;
+}
+
 static void test_generate(env *e, vkl_model *m) {
     vkl_session *dev = NULL, *host = NULL;
     collected got = {{0}, 0}, want = {{0}, 0};
     CHECK_OK(e->ctx, open_session(m, 0, 0, 1, 0, &dev));
     CHECK_OK(e->ctx, open_session(m, 1, 0, 1, 0, &host));
     if (!dev || !host) goto done;
+    const uint64_t d0 = backend_downloaded(e, m);
     CHECK_OK(e->ctx, vkl_session_generate(dev, prompt, N_PROMPT, N_NEW, -1, collect, &got));
+    const uint64_t d1 = backend_downloaded(e, m);
     CHECK_OK(e->ctx, vkl_session_generate(host, prompt, N_PROMPT, N_NEW, -1, collect, &want));
+    const uint64_t d2 = backend_downloaded(e, m);
     CHECKF(got.n == N_NEW && want.n == N_NEW && !memcmp(got.tokens, want.tokens, sizeof(got.tokens)),
            "%s: device-sampled tokens differ from host-sampled ones", e->backend);
     vkl_session_stats sd, sh;
@@ -92,8 +113,13 @@ static void test_generate(env *e, vkl_model *m) {
            e->backend, got.n, (unsigned long long)sd.decode_tokens, (unsigned long long)sd.device_picks,
            (unsigned long long)sd.readback_bytes, (unsigned long long)sh.readback_bytes);
     CHECK(sd.decode_tokens == N_NEW && sd.device_picks == sd.decode_tokens); /* generate appends its last token too */
-    CHECK(sd.readback_bytes == row + 16 * sd.decode_tokens);
+    CHECK(sd.readback_bytes == row + 12 * sd.decode_tokens); /* the index (i64) and the logit (f32) */
     CHECK(sh.device_picks == 0 && sh.readback_bytes == row * (1 + sh.decode_tokens));
+    if (!strcmp(e->backend, "vulkan")) {
+        printf("vulkan: the backend downloaded %llu bytes for the device-sampled generation, %llu for the host's\n",
+               (unsigned long long)(d1 - d0), (unsigned long long)(d2 - d1));
+        CHECK(d1 - d0 == sd.readback_bytes && d2 - d1 == sh.readback_bytes);
+    }
 
     /* (b) the row when asked, once, as the host path has it */
     const int32_t next = got.tokens[N_NEW - 1];
