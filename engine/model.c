@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "greedy_pick.h"
 #include "logits_row.h"
 #include "model.h"
 #include "profile.h"
@@ -144,6 +145,8 @@ void vkl_model_free(vkl_model *m) {
     vkl_plan_destroy(m->plan);
     vkl_plan_destroy(m->plan_row);
     vkl_graph_destroy(m->g_row);
+    vkl_plan_destroy(m->plan_pick);
+    vkl_graph_destroy(m->g_pick);
     if (m->weights) m->be->weights_release(m->dev, m->weights);
     if (m->dev) m->be->close(m->dev);
     vkl_vkm_close(m->vkm);
@@ -184,6 +187,11 @@ static vkl_status load(vkl_context *ctx, const char *path, const vkl_model_optio
     if (!st && m->plan) st = vkl_logits_row_graph(m->g, m->out_logits, &m->g_row, &m->in_row);
     if (!st && m->g_row && (st = vkl_plan_create(m->g_row, VKL_PLAN_REUSE, vkl_arena_alignment(&m->caps), &m->plan_row)))
         vkl_fail_prefix(ctx, st, "model: memory plan of the one-row graph");
+    if (!st && m->plan)
+        st = vkl_greedy_pick_graph(m->g, m->out_logits, &m->g_pick, &m->out_pick_index, &m->out_pick_value);
+    if (!st && m->g_pick &&
+        (st = vkl_plan_create(m->g_pick, VKL_PLAN_REUSE, vkl_arena_alignment(&m->caps), &m->plan_pick)))
+        vkl_fail_prefix(ctx, st, "model: memory plan of the greedy-pick graph");
     if (!st) st = warm_up(m);
     if (st) {
         vkl_model_free(m);

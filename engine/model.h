@@ -30,6 +30,13 @@ struct vkl_model {
     vkl_graph *g_row;
     vkl_plan *plan_row;
     uint32_t in_row;
+    /* The greedy-pick graph (engine/greedy_pick.h: the full graph plus the
+     * argmax of its logits and the logit there) and its plan, which decode
+     * steps of greedy sessions run; NULL for graphs sessions refuse.
+     * out_pick_index, out_pick_value: its output positions of the two. */
+    vkl_graph *g_pick;
+    vkl_plan *plan_pick;
+    uint32_t out_pick_index, out_pick_value;
     /* roles (graph input/output positions, VKL_NONE when absent) */
     uint32_t in_ids, in_mask, in_pos, out_logits;
     /* symbols: batch, seq (new tokens), total (attended length), past */

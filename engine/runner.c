@@ -53,7 +53,8 @@ vkl_status vkl_runner_create_on(vkl_context *ctx, const vkl_backend_vtable *be, 
     vkl_backend_caps caps;
     if (!st) be->caps(dev, &caps);
     if (!st) st = vkl_plan_create(g, VKL_PLAN_NO_REUSE, vkl_arena_alignment(&caps), &r->plan);
-    if (!st) st = be->weights_load(dev, g, &r->w);
+    /* a derived graph reads its base's weights (engine/backend.h, prepare) */
+    if (!st) st = be->weights_load(dev, vkl_graph_weight_source(g), &r->w);
     if (st) {
         vkl_runner_destroy(r);
         return st;

@@ -22,11 +22,18 @@
  * graphs share the arena and lay their states out at the same offsets, so
  * either kind of step reads and writes the one KV cache in place.
  *
+ * Greedy decode steps: where the session's sampler is plain greedy, a
+ * decode step runs the greedy-pick graph (engine/greedy_pick.h), whose
+ * executable downloads the argmax and the logit there instead of the row;
+ * the row stays in the arena until someone asks for it (docs/runtime.md,
+ * "Greedy sampling on the device").
+ *
  * Threads: a session reads its model (graph, plan, weights, backend device)
  * and writes only its own state; every failure, allocation and log line goes
  * through its own context (options.context, else the model's), so sessions
  * with contexts of their own run on different threads at once. */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
+#include <math.h>
 #include <string.h>
 #include <time.h>
 
@@ -41,10 +48,18 @@
  * prefill shapes. */
 #define EXEC_CACHE 6
 
+/* What a greedy pick reads back: the index (i64), the logit there (f32). */
+#define PICK_BYTES (sizeof(int64_t) + sizeof(float))
+
+/* The graph an executable runs: the model's, the one-row graph (a prompt
+ * keeping its last row's logits), or the greedy-pick graph (a greedy
+ * decode step). */
+typedef enum graph_kind { GRAPH_FULL, GRAPH_ROW, GRAPH_PICK } graph_kind;
+
 typedef struct exec_slot {
     vkl_backend_exec *exec;
     int64_t seq, past, total;
-    bool row;         /* prepared from the one-row graph */
+    graph_kind kind;
     size_t *offsets;  /* the layout the executable was prepared with */
     uint64_t last_use;
 } exec_slot;
@@ -66,7 +81,15 @@ struct vkl_session {
     uint64_t clock;
     /* host staging, sized at creation for one prefill chunk */
     int64_t *ids, *pos, *mask;
-    float *logits;
+    /* The host copy of the last step's logits row. After a greedy pick the
+     * row is still in the arena only (stale) and vkl_session_logits, which
+     * takes a const session, reads it then: hence a struct of its own. */
+    struct host_row {
+        float *logits;
+        bool stale;
+        size_t arena_at;         /* the row's arena offset while stale */
+        uint64_t readback_bytes; /* everything steps and this read back (vkl_session_stats) */
+    } *row;
     /* Host-visible buffers the executables copy from and to themselves:
      * ids, positions, mask and the one-row graph's row in (at io_at[role]),
      * the logits row of a decode or one-row step out. Such a step is then
@@ -75,6 +98,9 @@ struct vkl_session {
     size_t io_at[4];
     size_t n_offsets; /* entries of a layout: the larger graph's tensors */
     bool have_logits;
+    bool device_greedy;  /* decode steps pick the greedy token on the device */
+    bool have_pick;      /* the last step picked `pick` */
+    int32_t pick;
     int32_t *history; /* max_context tokens */
     size_t length;
     vkl_sampler *sampler;
@@ -96,9 +122,11 @@ static double now_seconds(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static const vkl_graph *graph_of(const vkl_session *s, bool row) { return row ? s->m->g_row : s->m->g; }
-static const vkl_plan *plan_of(const vkl_session *s, bool row) {
-    return row ? s->m->plan_row : s->m->plan;
+static const vkl_graph *graph_of(const vkl_session *s, graph_kind kind) {
+    return kind == GRAPH_ROW ? s->m->g_row : kind == GRAPH_PICK ? s->m->g_pick : s->m->g;
+}
+static const vkl_plan *plan_of(const vkl_session *s, graph_kind kind) {
+    return kind == GRAPH_ROW ? s->m->plan_row : kind == GRAPH_PICK ? s->m->plan_pick : s->m->plan;
 }
 
 static void bind(vkl_session *s, int64_t *values, int64_t seq, int64_t past, int64_t total) {
@@ -134,7 +162,8 @@ void vkl_session_free(vkl_session *s) {
     vkl_free(s->ctx, s->ids);
     vkl_free(s->ctx, s->pos);
     vkl_free(s->ctx, s->mask);
-    vkl_free(s->ctx, s->logits);
+    if (s->row) vkl_free(s->ctx, s->row->logits);
+    vkl_free(s->ctx, s->row);
     vkl_free(s->ctx, s->history);
     vkl_free(s->ctx, s);
 }
@@ -150,17 +179,19 @@ static vkl_status check_model(vkl_context *ctx, const vkl_model *m) {
     return VKL_OK;
 }
 
-/* The one-row graph's layout at the largest step (arena bytes to *bytes),
- * checked to put every state where the full graph's layout `full` (of the
- * same state binding) does: the two kinds of steps share the KV cache. */
-static vkl_status same_states(vkl_session *s, const size_t *full, size_t *row, size_t *bytes) {
+/* A derived graph's layout at `values` (arena bytes to *bytes), checked to
+ * put every state where the full graph's layout `full` (of the same state
+ * binding) does: every kind of step shares the KV cache. */
+static vkl_status same_states(vkl_session *s, graph_kind kind, const int64_t *values, const size_t *full,
+                              size_t *other, size_t *bytes) {
     const vkl_graph *g = s->m->g;
-    vkl_layout_binding lb = {s->max_values, s->n_values, s->max_values, 0};
-    vkl_status st = vkl_plan_layout(s->ctx, s->m->plan_row, &lb, row, bytes, NULL);
+    vkl_layout_binding lb = {values, s->n_values, s->max_values, 0};
+    vkl_status st = vkl_plan_layout(s->ctx, plan_of(s, kind), &lb, other, bytes, NULL);
     for (uint32_t t = 0; !st && t < g->n_tensors; t++)
-        if (g->tensors[t].kind == VKL_TENSOR_STATE && full[t] != row[t])
-            st = vkl_fail(s->ctx, VKL_ERR_INTERNAL, "session: the one-row graph lays state '%s' at byte %zu, the "
-                          "full graph at %zu", g->tensors[t].name, row[t], full[t]);
+        if (g->tensors[t].kind == VKL_TENSOR_STATE && full[t] != other[t])
+            st = vkl_fail(s->ctx, VKL_ERR_INTERNAL, "session: the %s graph lays state '%s' at byte %zu, the "
+                          "full graph at %zu", kind == GRAPH_ROW ? "one-row" : "greedy-pick", g->tensors[t].name,
+                          other[t], full[t]);
     return st;
 }
 
@@ -181,14 +212,17 @@ static vkl_status allocate(vkl_session *s) {
     vkl_layout_binding largest = {s->max_values, s->n_values, s->max_values, 0};
     size_t states_end = 0;
     vkl_status st = vkl_plan_layout(ctx, plan, &largest, offsets, &s->arena_bytes, &states_end);
-    size_t decode_bytes = 0, row_bytes = 0;
+    size_t decode_bytes = 0, row_bytes = 0, pick_bytes = 0;
     int64_t *tmp = s->values;
     bind(s, tmp, 1, maxc - 1, maxc);
     vkl_layout_binding decode = {tmp, s->n_values, s->max_values, 0};
     if (!st) st = vkl_plan_layout(ctx, plan, &decode, offsets, &decode_bytes, NULL);
     if (decode_bytes > s->arena_bytes) s->arena_bytes = decode_bytes;
-    if (!st && s->m->plan_row) st = same_states(s, offsets, row_offsets, &row_bytes);
+    if (!st && s->m->plan_row) st = same_states(s, GRAPH_ROW, s->max_values, offsets, row_offsets, &row_bytes);
     if (row_bytes > s->arena_bytes) s->arena_bytes = row_bytes;
+    /* the greedy-pick graph runs decode steps only */
+    if (!st && s->device_greedy) st = same_states(s, GRAPH_PICK, tmp, offsets, row_offsets, &pick_bytes);
+    if (pick_bytes > s->arena_bytes) s->arena_bytes = pick_bytes;
     if (!st) st = vkl_arena_create(ctx, s->m->be, s->m->dev, s->arena_bytes, states_end, false, &s->arena);
     /* ids and positions hold a chunk, the mask a whole context, the row one
      * value (i64 each) */
@@ -198,7 +232,9 @@ static vkl_status allocate(vkl_session *s) {
     s->io_at[3] = s->io_at[2] + (((size_t)maxc * 8 + 63) & ~(size_t)63);
     if (!st) st = s->m->be->buffer_create(s->m->dev, ctx, VKL_BUFFER_UPLOAD, s->io_at[3] + 8, &s->io_in);
     if (!st)
-        st = s->m->be->buffer_create(s->m->dev, ctx, VKL_BUFFER_READBACK, s->m->vocab * sizeof(float), &s->io_out);
+        st = s->m->be->buffer_create(s->m->dev, ctx, VKL_BUFFER_READBACK,
+                                     s->m->vocab * sizeof(float) < PICK_BYTES ? PICK_BYTES : s->m->vocab * sizeof(float),
+                                     &s->io_out);
     s->kv_bytes = 0;
     for (uint32_t t = 0; !st && t < g->n_tensors; t++)
         if (g->tensors[t].kind == VKL_TENSOR_STATE && plan->buffer_of[t] != VKL_NONE) {
@@ -213,6 +249,18 @@ static vkl_status allocate(vkl_session *s) {
 }
 
 static vkl_status prepare_padded(vkl_session *s);
+
+/* Whether decode steps may pick their token on the device: the host sampler
+ * would take the argmax (greedy, no penalty), nothing needs the row at every
+ * step (check_finite), the model has the graph for it with f32 logits, and
+ * the host_sampling option (the tools' VKL_DEVICE_SAMPLING=0) says nothing
+ * against it. */
+static bool device_greedy(const vkl_session *s) {
+    const vkl_model *m = s->m;
+    return s->opt.sampling.temperature <= 0.0f && s->opt.sampling.repetition_penalty == 1.0f &&
+           !s->opt.check_finite && !s->opt.host_sampling && m->g_pick &&
+           m->g->tensors[m->g->outputs[m->out_logits]].dtype == VKL_DTYPE_F32;
+}
 
 vkl_status vkl_session_create(vkl_model *m, const vkl_session_options *options, vkl_session **out) {
     vkl_context *ctx = options && options->context ? options->context : m ? m->ctx : NULL;
@@ -242,19 +290,22 @@ vkl_status vkl_session_create(vkl_model *m, const vkl_session_options *options, 
     size_t chunk = s->opt.prefill_chunk, maxc = s->opt.max_context;
     s->n_values = vkl_symtab_symbol_count(m->g->syms);
     s->n_offsets = (size_t)m->g->n_tensors + 1;
-    if (m->g_row && m->g_row->n_tensors >= m->g->n_tensors) s->n_offsets = (size_t)m->g_row->n_tensors + 1;
+    if (m->g_row && m->g_row->n_tensors >= s->n_offsets) s->n_offsets = (size_t)m->g_row->n_tensors + 1;
+    if (m->g_pick && m->g_pick->n_tensors >= s->n_offsets) s->n_offsets = (size_t)m->g_pick->n_tensors + 1;
+    s->device_greedy = device_greedy(s);
     s->values = vkl_calloc(ctx, s->n_values + 1, sizeof(int64_t));
     s->max_values = vkl_calloc(ctx, s->n_values + 1, sizeof(int64_t));
     s->ids = vkl_calloc(ctx, chunk, sizeof(int64_t));
     s->pos = vkl_calloc(ctx, chunk, sizeof(int64_t));
     s->mask = vkl_calloc(ctx, maxc, sizeof(int64_t));
-    s->logits = vkl_calloc(ctx, m->vocab, sizeof(float));
+    s->row = vkl_calloc(ctx, 1, sizeof(*s->row));
+    if (s->row) s->row->logits = vkl_calloc(ctx, m->vocab, sizeof(float));
     s->history = vkl_calloc(ctx, maxc, sizeof(int32_t));
     for (int i = 0; i < EXEC_CACHE && !st; i++) {
         s->slots[i].offsets = vkl_calloc(ctx, s->n_offsets, sizeof(size_t));
         if (!s->slots[i].offsets) st = VKL_ERR_OUT_OF_MEMORY;
     }
-    if (!s->values || !s->max_values || !s->ids || !s->pos || !s->mask || !s->logits || !s->history)
+    if (!s->values || !s->max_values || !s->ids || !s->pos || !s->mask || !s->row || !s->row->logits || !s->history)
         st = VKL_ERR_OUT_OF_MEMORY;
     if (!st) st = vkl_sampler_create(ctx, &s->opt.sampling, m->vocab, &s->sampler);
     if (!st) st = allocate(s);
@@ -269,31 +320,39 @@ vkl_status vkl_session_create(vkl_model *m, const vkl_session_options *options, 
     return VKL_OK;
 }
 
-/* Lay out and prepare `slot` for the binding in s->values, from the
- * one-row graph when `row`. */
-static vkl_status prepare_slot(vkl_session *s, exec_slot *slot, int64_t seq, int64_t past, int64_t total, bool row) {
+/* Lay out and prepare `slot` for the binding in s->values, from the graph
+ * of `kind`. */
+static vkl_status prepare_slot(vkl_session *s, exec_slot *slot, int64_t seq, int64_t past, int64_t total,
+                               graph_kind kind) {
     vkl_model *m = s->m;
-    const vkl_graph *g = graph_of(s, row);
+    const vkl_graph *g = graph_of(s, kind);
+    const bool row = kind == GRAPH_ROW;
     size_t total_bytes;
     vkl_layout_binding lb = {s->values, s->n_values, s->max_values, 0};
-    vkl_status st = vkl_plan_layout(s->ctx, plan_of(s, row), &lb, slot->offsets, &total_bytes, NULL);
+    vkl_status st = vkl_plan_layout(s->ctx, plan_of(s, kind), &lb, slot->offsets, &total_bytes, NULL);
     if (!st && total_bytes > s->arena_bytes)
         st = vkl_fail(s->ctx, VKL_ERR_INTERNAL, "session: step needs %zu arena bytes, planned %zu", total_bytes,
                       s->arena_bytes);
-    /* inputs uploaded by the executable (the two graphs number the common
-     * ones alike); a one-row step's logits downloaded */
+    /* inputs uploaded by the executable (the graphs number the common ones
+     * alike); a one-row step's logits downloaded, or a greedy pick's index
+     * and logit (PICK_BYTES) */
     const uint32_t roles[4] = {m->in_ids, m->in_pos, m->in_mask, row ? m->in_row : VKL_NONE};
     const int64_t rows[4] = {seq, seq, total, 1};
-    vkl_io_copy up[4], down = {s->io_out, 0, g->outputs[m->out_logits], 0, m->vocab * sizeof(float)};
+    vkl_io_copy up[4], down[2] = {{s->io_out, 0, g->outputs[m->out_logits], 0, m->vocab * sizeof(float)}};
+    if (kind == GRAPH_PICK) {
+        down[0] = (vkl_io_copy){s->io_out, 0, g->outputs[m->out_pick_index], 0, sizeof(int64_t)};
+        down[1] = (vkl_io_copy){s->io_out, sizeof(int64_t), g->outputs[m->out_pick_value], 0, sizeof(float)};
+    }
     size_t n_up = 0;
     for (int r = 0; r < 4; r++)
         if (roles[r] != VKL_NONE)
             up[n_up++] = (vkl_io_copy){s->io_in, s->io_at[r], g->inputs[roles[r]], 0, (size_t)rows[r] * 8};
-    vkl_memory_map mem = {s->arena, slot->offsets, g->n_tensors, up, n_up, &down, seq == 1 || row ? 1 : 0};
+    vkl_memory_map mem = {s->arena, slot->offsets, g->n_tensors, up, n_up, down,
+                          kind == GRAPH_PICK ? 2 : seq == 1 || row ? 1 : 0};
     vkl_binding b = {s->values, s->n_values};
     if (!st) st = m->be->prepare(m->dev, s->ctx, g, m->weights, &mem, &b, &slot->exec);
     if (st) return st;
-    slot->row = row;
+    slot->kind = kind;
     slot->seq = seq;
     slot->past = past;
     slot->total = total;
@@ -333,7 +392,9 @@ static vkl_status prepare_slots(vkl_session *s, exec_slot **slots, size_t count,
         if (!e->offsets) return VKL_ERR_OUT_OF_MEMORY;
         bind(s, s->values, seq, total - seq, total);
         /* first prompts keep their last row's logits unless scored */
-        vkl_status st = prepare_slot(s, e, seq, total - seq, total, !decode && s->m->g_row);
+        const graph_kind kind = decode ? (s->device_greedy ? GRAPH_PICK : GRAPH_FULL)
+                                       : (s->m->g_row ? GRAPH_ROW : GRAPH_FULL);
+        vkl_status st = prepare_slot(s, e, seq, total - seq, total, kind);
         if (st) return st;
     }
     return VKL_OK;
@@ -354,7 +415,8 @@ static vkl_status prepare_padded(vkl_session *s) {
 
 /* The prepared executable for this shape and graph: a decode bucket, a
  * cached prefill shape, or a fresh one in the least recently used slot. */
-static vkl_status executable(vkl_session *s, int64_t seq, int64_t past, int64_t total, bool row, exec_slot **out) {
+static vkl_status executable(vkl_session *s, int64_t seq, int64_t past, int64_t total, graph_kind kind,
+                             exec_slot **out) {
     exec_slot *victim = &s->slots[0];
     s->clock++;
     size_t pad = s->opt.pad_multiple;
@@ -367,14 +429,14 @@ static vkl_status executable(vkl_session *s, int64_t seq, int64_t past, int64_t 
         if (i < s->n_first) fixed = &s->first[i];
     }
     if (fixed && fixed->exec && fixed->seq == seq && fixed->past == past && fixed->total == total &&
-        fixed->row == row) {
+        fixed->kind == kind) {
         s->stats.replays++;
         *out = fixed;
         return VKL_OK;
     }
     for (int i = 0; i < EXEC_CACHE; i++) {
         exec_slot *e = &s->slots[i];
-        if (e->exec && e->seq == seq && e->past == past && e->total == total && e->row == row) {
+        if (e->exec && e->seq == seq && e->past == past && e->total == total && e->kind == kind) {
             e->last_use = s->clock;
             s->stats.replays++;
             *out = e;
@@ -384,7 +446,7 @@ static vkl_status executable(vkl_session *s, int64_t seq, int64_t past, int64_t 
     }
     if (victim->exec) s->m->be->exec_release(s->m->dev, s->ctx, victim->exec);
     victim->exec = NULL;
-    vkl_status st = prepare_slot(s, victim, seq, past, total, row);
+    vkl_status st = prepare_slot(s, victim, seq, past, total, kind);
     if (st) return st;
     victim->last_use = s->clock;
     *out = victim;
@@ -402,6 +464,44 @@ static vkl_status write_input(vkl_session *s, int r, uint32_t role, const int64_
     return s->m->be->buffer_write(s->m->dev, s->ctx, s->io_in, s->io_at[r], data, count * sizeof(int64_t));
 }
 
+/* Reads the stale logits row (after a greedy pick) into the host copy. */
+static vkl_status fetch_logits(const vkl_session *s) {
+    struct host_row *r = s->row;
+    if (!r->stale) return VKL_OK;
+    const size_t bytes = s->m->vocab * sizeof(float);
+    vkl_status st = s->m->be->buffer_read(s->m->dev, s->ctx, s->arena, r->arena_at, r->logits, bytes);
+    if (st) return st;
+    r->stale = false;
+    r->readback_bytes += bytes;
+    return VKL_OK;
+}
+
+/* A greedy decode step's result: the picked token; where the row holds a
+ * NaN or only -inf (the logit read back says which), the row itself, so
+ * that the host sampler fails on it exactly as it would have without the
+ * pick. */
+static vkl_status read_pick(vkl_session *s, const exec_slot *e) {
+    const vkl_model *m = s->m;
+    unsigned char got[PICK_BYTES];
+    vkl_status st = m->be->buffer_read(m->dev, s->ctx, s->io_out, 0, got, sizeof(got));
+    if (st) return st;
+    int64_t index;
+    float value;
+    memcpy(&index, got, sizeof(index));
+    memcpy(&value, got + sizeof(index), sizeof(value));
+    s->row->readback_bytes += sizeof(got);
+    s->row->stale = true;
+    s->row->arena_at = e->offsets[m->g_pick->outputs[m->out_logits]];
+    if (index < 0 || (uint64_t)index >= m->vocab)
+        return vkl_fail(s->ctx, VKL_ERR_INTERNAL, "session: the %s backend's greedy pick is token %lld, outside the "
+                        "vocab of %zu", m->be->name, (long long)index, m->vocab);
+    if (isnan(value) || value == -INFINITY) return fetch_logits(s);
+    s->pick = (int32_t)index;
+    s->have_pick = true;
+    s->stats.device_picks++;
+    return VKL_OK;
+}
+
 /* One step: n tokens at positions [length, length + n). Decode steps (n = 1)
  * attend over a length padded to pad_multiple, masked, so their executable
  * is replayed until the padding runs out. `prompt`: count the tokens as
@@ -413,10 +513,14 @@ static vkl_status step(vkl_session *s, const int32_t *tokens, size_t n, float *a
     step_shape(s, len, (int64_t)n, &seq, &padded);
     bind(s, s->values, seq, padded - seq, padded);
     /* only the last row's logits wanted: the lm_head on that row alone (a
-     * one-row step gains nothing from it) */
+     * one-row step gains nothing from it); a greedy decode step picks its
+     * token on the device */
     const bool row = !all_logits && m->g_row && seq > 1;
+    const graph_kind kind = row ? GRAPH_ROW : !all_logits && seq == 1 && s->device_greedy ? GRAPH_PICK : GRAPH_FULL;
+    s->have_pick = false;
+    s->row->stale = false;
     exec_slot *e;
-    vkl_status st = executable(s, seq, padded - seq, padded, row, &e);
+    vkl_status st = executable(s, seq, padded - seq, padded, kind, &e);
     /* padding rows: token 0 at the next positions (their keys are masked) */
     for (int64_t i = 0; !st && i < seq; i++) {
         s->ids[i] = i < (int64_t)n ? tokens[i] : 0;
@@ -437,25 +541,32 @@ static vkl_status step(vkl_session *s, const int32_t *tokens, size_t n, float *a
         s->stats.kv_bytes_read += traffic.read;
         s->stats.kv_bytes_copied += traffic.copied;
     }
-    if (!st) {
+    if (!st && e->kind == GRAPH_PICK) {
+        st = read_pick(s, e);
+    } else if (!st) {
         uint32_t t = m->g->outputs[m->out_logits];
         size_t row_bytes = m->vocab * sizeof(float);
+        float *logits = s->row->logits;
         /* a one-row step (decode, or the one-row graph) downloaded its row
          * itself; a scored prompt's last real row depends on its true
          * length, so it is read from the arena */
-        st = seq == 1 || e->row
-                 ? m->be->buffer_read(m->dev, s->ctx, s->io_out, 0, s->logits, row_bytes)
-                 : m->be->buffer_read(m->dev, s->ctx, s->arena, e->offsets[t] + (n - 1) * row_bytes, s->logits,
+        st = seq == 1 || e->kind == GRAPH_ROW
+                 ? m->be->buffer_read(m->dev, s->ctx, s->io_out, 0, logits, row_bytes)
+                 : m->be->buffer_read(m->dev, s->ctx, s->arena, e->offsets[t] + (n - 1) * row_bytes, logits,
                                       row_bytes);
+        if (!st) s->row->readback_bytes += row_bytes;
         if (!st && all_logits)
             st = m->be->buffer_read(m->dev, s->ctx, s->arena, e->offsets[t], all_logits, n * row_bytes);
+        if (!st && all_logits) s->row->readback_bytes += n * row_bytes;
         if (!st && s->opt.check_finite)
-            st = vkl_nonfinite_check_logits(s->ctx, graph_of(s, e->row), &first, all_logits ? all_logits : s->logits,
+            st = vkl_nonfinite_check_logits(s->ctx, graph_of(s, e->kind), &first, all_logits ? all_logits : logits,
                                             all_logits ? n * m->vocab : m->vocab);
     }
     if (st) {
         /* the cache rows of this step may be written: forget them */
         s->have_logits = false;
+        s->have_pick = false;
+        s->row->stale = false;
         s->last = NULL;
         return st;
     }
@@ -504,13 +615,22 @@ vkl_status vkl_session_append_scored(vkl_session *s, const int32_t *tokens, size
     return append(s, tokens, count, all_logits, false);
 }
 
-const float *vkl_session_logits(const vkl_session *s) { return s && s->have_logits ? s->logits : NULL; }
+/* After a greedy pick the row is read now (a failure: NULL, the reason in
+ * the session's context). */
+const float *vkl_session_logits(const vkl_session *s) {
+    return s && s->have_logits && !fetch_logits(s) ? s->row->logits : NULL;
+}
 
 vkl_status vkl_session_sample(vkl_session *s, int32_t *token) {
     if (!s || !token) return s ? vkl_fail(s->ctx, VKL_ERR_INVALID_ARGUMENT, "vkl_session_sample: token is NULL")
                                : VKL_ERR_INVALID_ARGUMENT;
     if (!s->have_logits) return vkl_fail(s->ctx, VKL_ERR_STATE, "session: no logits yet; append tokens first");
-    return vkl_sampler_sample(s->sampler, s->logits, s->history, s->length, token);
+    if (s->have_pick) { /* what the sampler would say: plain greedy draws nothing */
+        *token = s->pick;
+        return VKL_OK;
+    }
+    vkl_status st = fetch_logits(s);
+    return st ? st : vkl_sampler_sample(s->sampler, s->row->logits, s->history, s->length, token);
 }
 
 vkl_status vkl_session_generate(vkl_session *s, const int32_t *prompt, size_t count, size_t max_new,
@@ -539,6 +659,8 @@ vkl_status vkl_session_rewind(vkl_session *s, size_t length) {
      * overwritten in place by the next tokens. */
     s->length = length;
     s->have_logits = false;
+    s->have_pick = false;
+    s->row->stale = false;
     return VKL_OK;
 }
 
@@ -546,11 +668,13 @@ void vkl_session_reset(vkl_session *s) {
     if (!s) return;
     s->length = 0;
     s->have_logits = false;
+    s->have_pick = false;
+    s->row->stale = false;
     vkl_sampler_reseed(s->sampler, s->opt.sampling.seed);
 }
 
 const vkl_graph *vkl_session_last_graph(const vkl_session *s) {
-    return s && s->last ? graph_of(s, s->last->row) : NULL;
+    return s && s->last ? graph_of(s, s->last->kind) : NULL;
 }
 
 const int64_t *vkl_session_last_binding(const vkl_session *s, size_t *count) {
@@ -573,4 +697,5 @@ void vkl_session_get_stats(const vkl_session *s, vkl_session_stats *out) {
         return;
     }
     *out = s->stats;
+    out->readback_bytes = s->row->readback_bytes;
 }

@@ -1,4 +1,5 @@
-/* VKL_VK_*, VKL_CPU_DISABLE and VKL_CPU_SLOW_WORKER environment variables -> backend options (backend_env.h). */
+/* VKL_VK_*, VKL_CPU_DISABLE and VKL_CPU_SLOW_WORKER environment variables -> backend options, VKL_DEVICE_SAMPLING
+ * -> session options (backend_env.h). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -218,6 +219,16 @@ vkl_status vkl_env_options_read(vkl_context *ctx, vkl_env_options *e) {
     vkl_status st = env_disable(ctx, e);
 #endif
     return st ? st : env_slow_worker(ctx, &e->backend);
+}
+
+vkl_status vkl_env_session_options(vkl_context *ctx, vkl_session_options *so) {
+    const char *v = env("VKL_DEVICE_SAMPLING");
+    if (!v || !strcmp(v, "1")) return VKL_OK;
+    if (strcmp(v, "0"))
+        return vkl_fail(ctx, VKL_ERR_INVALID_ARGUMENT, "VKL_DEVICE_SAMPLING=%s: 0 (sample on the host) or 1 expected",
+                        v);
+    so->host_sampling = 1;
+    return VKL_OK;
 }
 
 static vkl_status env_model_load(vkl_context *ctx, const char *path, vkl_model_options *mo, bool profile,

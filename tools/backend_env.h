@@ -1,4 +1,5 @@
-/* The VKL_VK_*, VKL_CPU_DISABLE and VKL_CPU_SLOW_WORKER environment variables as backend options, for the command
+/* The VKL_VK_*, VKL_CPU_DISABLE and VKL_CPU_SLOW_WORKER environment variables as backend options (and
+ * VKL_DEVICE_SAMPLING as a session option), for the command
  * line tools and the tests. The library reads no environment (vkllm_vulkan.h);
  * a user who wants a knob without writing code sets one of these, and the
  * tools map it here. docs/vulkan.md lists them. */
@@ -38,6 +39,11 @@ vkl_status vkl_env_options_read(vkl_context *ctx, vkl_env_options *out);
 void vkl_env_set_device(vkl_env_options *e, int index);
 void vkl_env_set_f16_math(vkl_env_options *e, bool f16);
 void vkl_env_set_matvec_dot(vkl_env_options *e, bool dot, bool residual);
+
+/* VKL_DEVICE_SAMPLING=0 -> so->host_sampling = 1 (the kill switch of greedy
+ * sampling on the device; 1 or unset: the library's choice). Another value
+ * is VKL_ERR_INVALID_ARGUMENT naming the variable. */
+vkl_status vkl_env_session_options(vkl_context *ctx, vkl_session_options *so);
 
 /* vkl_model_load with the environment's backend options added to mo's. */
 vkl_status vkl_env_model_load(vkl_context *ctx, const char *path, vkl_model_options *mo, vkl_model **out);

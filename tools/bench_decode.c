@@ -5,7 +5,9 @@
 #include <stdlib.h>
 
 #include "bench_decode.h"
+#include "backend_env.h"
 #include "bench_util.h"
+#include "profile.h"
 
 vkl_status vkl_bench_decode(vkl_context *ctx, vkl_model *m, size_t tokens, size_t window, vkl_bench_report *r) {
     vkl_session_options so;
@@ -15,9 +17,13 @@ vkl_status vkl_bench_decode(vkl_context *ctx, vkl_model *m, size_t tokens, size_
     int32_t tok = 1;
     r->windows = calloc((tokens - 1) / window + 2, sizeof(vkl_bench_window));
     vkl_status st = r->windows ? VKL_OK : vkl_fail(ctx, VKL_ERR_OUT_OF_MEMORY, "decode: out of host memory");
+    if (!st) st = vkl_env_session_options(ctx, &so);
     if (!st) st = vkl_session_create(m, &so, &s);
-    if (!st && r->profile) st = vkl_bench_profile_init(ctx, m->g, "decode", r->timed, &r->decode_profile);
     if (!st) st = vkl_session_append(s, &tok, 1);
+    /* the graph decode steps run: with greedy sampling on the device, the
+     * model's plus the pick (engine/greedy_pick.h) */
+    if (!st && r->profile)
+        st = vkl_bench_profile_init(ctx, vkl_session_last_graph(s), "decode", r->timed, &r->decode_profile);
     vkl_session_stats stats;
     vkl_session_get_stats(s, &stats);
     r->kv_row_bytes = stats.kv_bytes / so.max_context;
@@ -55,8 +61,13 @@ vkl_status vkl_bench_decode(vkl_context *ctx, vkl_model *m, size_t tokens, size_
         r->decode_tok_s = (double)stats.decode_tokens / stats.decode_seconds;
         r->prepares = stats.prepares;
         r->replays = stats.replays;
+        r->device_picks = stats.device_picks;
+        r->readback_bytes = (double)stats.readback_bytes / (double)stats.decode_tokens;
         printf("decode: %llu tokens, %.1f tok/s; %llu prepares, %llu replays\n", (unsigned long long)stats.decode_tokens,
                r->decode_tok_s, (unsigned long long)stats.prepares, (unsigned long long)stats.replays);
+        printf("sampling: %s; %llu tokens picked by the backend, %.1f bytes read back per step\n",
+               stats.device_picks ? "greedy on the device" : "on the host (VKL_DEVICE_SAMPLING=0, or not greedy)",
+               (unsigned long long)stats.device_picks, r->readback_bytes);
         if (m->be->state_traffic)
             printf("KV cache traffic (counted by the backend): %.1f MB written in place, %.1f MB read by attention, "
                    "%llu bytes copied\n",

@@ -123,6 +123,8 @@ static cJSON *build(const vkl_bench_report *r, builder *b) {
         num(b, d, "tok_per_s", r->decode_tok_s);
         num(b, d, "prepares", (double)r->prepares);
         num(b, d, "replays", (double)r->replays);
+        num(b, d, "device_picks", (double)r->device_picks);
+        num(b, d, "readback_bytes_per_step", r->readback_bytes);
         cJSON *w = cJSON_AddArrayToObject(d, "windows");
         b->ok &= w != NULL;
         for (size_t i = 0; i < r->n_windows && b->ok; i++) {

@@ -30,6 +30,8 @@ typedef struct vkl_bench_report {
     /* --decode */
     bool decoded;
     uint64_t decode_tokens, prepares, replays;
+    uint64_t device_picks;  /* decode steps whose greedy token the backend chose */
+    double readback_bytes;  /* read back per decode step */
     double decode_tok_s;
     vkl_bench_window *windows;
     size_t n_windows;

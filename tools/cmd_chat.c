@@ -114,6 +114,7 @@ int vkl_cmd_chat(vkl_context *ctx, int argc, char **argv) {
     c.cap = so.max_context;
     if (!st && !vkl_tokenizer_has_chat_template(c.tok))
         st = vkl_fail(ctx, VKL_ERR_NOT_FOUND, "the model's tokenizer has no chat template");
+    if (!st) st = vkl_env_session_options(ctx, &so);
     if (!st) st = vkl_session_create(m, &so, &c.s);
     if (!st) st = vkl_text_stream_init(&c.reply, c.tok, CHAT_REPLY_TOKENS);
     c.hist = calloc(c.cap, sizeof(int32_t));

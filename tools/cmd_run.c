@@ -134,6 +134,7 @@ int vkl_cmd_run(vkl_context *ctx, int argc, char **argv) {
                     tok_max);
     }
     if (!status) status = vkl_tokenizer_encode(tok, o.prompt, strlen(o.prompt), !o.raw, &prompt, &n_prompt);
+    if (!status) status = vkl_env_session_options(ctx, &so);
     if (!status) status = vkl_session_create(m, &so, &s);
     /* no more tokens can be generated than the context holds */
     if (!status) status = vkl_text_stream_init(&st, tok, o.n_new < so.max_context ? o.n_new : so.max_context);

@@ -44,6 +44,7 @@ struct vkl_backend_exec {
     VkBuffer *io_buf;
     VkBufferCopy *io_region;
     size_t n_up, n_down;
+    uint64_t down_bytes; /* the downloads' total */
     uint32_t n_dispatches, n_barriers; /* recorded (barriers between dispatches) */
     uint32_t n_fused;      /* nodes recorded inside another's dispatch (vk_fuse.c) */
     uint32_t n_rope_kv;    /* of the dispatches, fused RoPE + KvAppend ones */
@@ -145,6 +146,7 @@ static vkl_status vk_buffer_read(vkl_backend_device *dev, vkl_context *ctx, vkl_
                                  void *dst, size_t bytes) {
     vkl_vk_enter(dev, ctx);
     vkl_status st = vkl_vk_buffer_download(dev, &b->b, offset, dst, bytes);
+    if (!st && b->usage != VKL_BUFFER_READBACK) dev->work.downloaded += bytes;
     return vkl_vk_leave(dev, vkl_vk_validation_status(dev, st, "buffer_read"));
 }
 
@@ -549,6 +551,7 @@ static vkl_status collect_io(vkl_backend_device *dev, const vkl_graph *g, const 
         e->io_buf[k] = c->buffer->b.buf;
         e->io_region[k] = up ? (VkBufferCopy){c->buffer_offset, at, c->bytes}
                              : (VkBufferCopy){at, c->buffer_offset, c->bytes};
+        if (!up) e->down_bytes += c->bytes;
     }
     e->n_up = mem->n_uploads;
     e->n_down = mem->n_downloads;
@@ -731,6 +734,7 @@ static vkl_status execute(vkl_backend_device *dev, vkl_backend_exec *e, const vk
     VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &e->cmd};
     if (!st) st = vkl_vk_submit(dev, &si, e->fence);
     dev->work.submits++;
+    if (!st) dev->work.downloaded += e->down_bytes;
     if (!st) e->pending = true;
     return st;
 }

@@ -2,7 +2,12 @@
  * ref kernels' order (backends/ref/reduce.c: NaN largest; ArgMax ties to
  * the first index, or the last with select_last_index; TopK ties to the
  * lower index, values in sorted order whatever `sorted` says). K is the
- * output's dim along the axis, checked against a constant K input. */
+ * output's dim along the axis, checked against a constant K input. An
+ * ArgMax of a few long lines (greedy sampling's one logits row) runs in two
+ * levels instead (argmax_split.comp), so that a vocabulary spreads over
+ * many workgroups rather than one. */
+#include <string.h>
+
 #include "../../engine/ops.h"
 #include "vk_internal.h"
 
@@ -57,6 +62,55 @@ static vkl_status record_select(const vkl_vk_node *nd, uint32_t axis, int64_t K,
     return VKL_OK;
 }
 
+/* The two-level ArgMax: at most SPLIT_LINES lines (more fill a GPU with
+ * select.comp's workgroup a line), each cut into chunks of SPLIT_ELEMS
+ * elements an invocation (more where that makes over SPLIT_PARTS chunks),
+ * and only where a line makes two chunks or more. */
+#define SPLIT_LINES 16
+#define SPLIT_ELEMS 4
+#define SPLIT_PARTS 1024
+
+static bool record_arg_max_split(const vkl_vk_node *nd, uint32_t axis, bool tie_last, vkl_vk_dispatch *out,
+                                 uint32_t *count) {
+    const vkl_vk_tensor *X = &nd->in[0], *Y = &nd->out[0];
+    int64_t outer = 1, inner = 1;
+    for (uint32_t d = 0; d < X->rank; d++) {
+        if (d < axis) outer *= X->dims[d];
+        if (d > axis) inner *= X->dims[d];
+    }
+    const int64_t n = X->dims[axis], lines = outer * inner;
+    const uint32_t wg = vkl_vk_wg_size(nd, n);
+    int64_t chunk = (int64_t)wg * SPLIT_ELEMS;
+    if ((n + chunk - 1) / chunk > SPLIT_PARTS) chunk = ((n + SPLIT_PARTS - 1) / SPLIT_PARTS + wg - 1) / wg * wg;
+    const int64_t parts = (n + chunk - 1) / chunk;
+    const uint64_t bytes = (uint64_t)(lines * parts) * 16u; /* a uvec4 a part */
+    if (lines < 1 || lines > SPLIT_LINES || parts < 2 || X->count >= (1ll << 31) ||
+        bytes > nd->dev->props.limits.maxStorageBufferRange || parts > nd->dev->props.limits.maxComputeWorkGroupCount[0])
+        return false;
+    const VkDeviceSize own = vkl_vk_scratch_own(nd);
+    const uint32_t push[] = {(uint32_t)lines, (uint32_t)n, (uint32_t)inner, (uint32_t)chunk, (uint32_t)parts};
+    for (uint32_t k = 0; k < 2; k++) {
+        vkl_vk_dispatch *d = &out[k];
+        d->shader = "argmax_split";
+        d->spec[0] = wg;
+        d->spec[1] = X->dtype;
+        d->spec[2] = tie_last;
+        d->spec[3] = k; /* FINAL */
+        d->n_spec = 4;
+        d->bind[0] = X->at;
+        d->bind[1] = Y->at;
+        d->bind[2] = vkl_vk_scratch(own, bytes);
+        d->n_bind = 3;
+        memcpy(d->push, push, sizeof(push));
+        d->n_push = (uint32_t)(sizeof(push) / sizeof(push[0]));
+        d->groups[0] = k ? 1u : (uint32_t)parts;
+        d->groups[1] = (uint32_t)lines;
+        d->groups[2] = 1;
+    }
+    *count = 2;
+    return true;
+}
+
 vkl_status vkl_vk_record_arg_max(const vkl_vk_node *nd, vkl_vk_dispatch *out, uint32_t *count) {
     const vkl_vk_tensor *X = &nd->in[0], *Y = &nd->out[0];
     int64_t last;
@@ -69,6 +123,7 @@ vkl_status vkl_vk_record_arg_max(const vkl_vk_node *nd, vkl_vk_dispatch *out, ui
     if (st) return st;
     if (X->dims[axis] == 0 && X->count == 0 && Y->count > 0)
         return vkl_vk_node_fail(nd, VKL_ERR_INVALID_ARGUMENT, "axis %u has no elements", axis);
+    if (record_arg_max_split(nd, axis, last != 0, out, count)) return VKL_OK;
     return record_select(nd, axis, 1, true, last != 0, NULL, Y, out, count);
 }
 

@@ -80,6 +80,10 @@ typedef struct vkl_vk_host_work {
     uint64_t descriptor_writes; /* vkUpdateDescriptorSets calls */
     uint64_t submits;           /* vkQueueSubmit */
     uint64_t waits;             /* vkWaitForFences */
+    /* Bytes read back from device memory: executables' downloads (at each
+     * execute) and buffer_read of any buffer but a readback one (whose bytes
+     * a download already counted): what a decode step costs the host. */
+    uint64_t downloaded;
 } vkl_vk_host_work;
 void vkl_vk_get_host_work(const vkl_backend_device *dev, vkl_vk_host_work *out);
 

@@ -235,6 +235,12 @@ typedef struct vkl_session_options {
                                  VKL_ERR_INVALID_ARGUMENT naming the first node, in execution order, whose
                                  output did, instead of the sampler failing later without a culprit. The
                                  backend must support it (ref does); VKL_ERR_UNSUPPORTED otherwise */
+    int host_sampling;        /* default 0: where the sampler is plain greedy (temperature <= 0, no
+                                 repetition penalty) and check_finite is off, a decode step has the
+                                 backend pick the token in the same execute and reads back only that
+                                 (vkl_session_logits still gives the row, read when asked). 1: every
+                                 step reads its logits row and samples on the host (for comparison;
+                                 the tokens are the same; the tools' VKL_DEVICE_SAMPLING=0) */
     /* Where the session reports failures (vkl_context_error), allocates host
      * memory and logs; borrowed: it must outlive the session. NULL: the
      * model's context. Give each session its own to run sessions of one
@@ -288,6 +294,11 @@ typedef struct vkl_session_stats {
      * read by attention, and bytes copied out of the cache by anything else
      * (0 for an in-place cache: no Concat, no copy between steps). */
     uint64_t kv_bytes_written, kv_bytes_read, kv_bytes_copied;
+    /* Bytes read back from the backend after steps: logits rows, greedy
+     * picks (12 bytes a decode step sampled on the device), and rows read
+     * later by vkl_session_logits; and the decode steps whose token the
+     * backend picked (host_sampling above). */
+    uint64_t readback_bytes, device_picks;
 } vkl_session_stats;
 VKLLM_API void vkl_session_get_stats(const vkl_session *session, vkl_session_stats *out);
 
