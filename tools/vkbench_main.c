@@ -176,6 +176,10 @@ int main(int argc, char **argv) {
         return vkl_cli_usage_error(PROG, "give exactly one of --probe, --decode MODEL.vkm, --prefill N MODEL.vkm and "
                                          "--quant");
     if (svg && !profile) return vkl_cli_usage_error(PROG, "--svg draws the profile: add --profile");
+    if (maths && !do_quant) return vkl_cli_usage_error(PROG, "--math goes with --quant");
+    unsigned math_mask = 0;
+    if (maths && vkl_bench_quant_maths(maths, &math_mask))
+        return vkl_cli_usage_error(PROG, "--math %s: want a comma-separated list of f32, f16, dot, dot1", maths);
     vkl_context *ctx;
     if (vkl_context_create(NULL, &ctx)) {
         fprintf(stderr, PROG ": cannot create a context (out of memory)\n");
@@ -191,10 +195,6 @@ int main(int argc, char **argv) {
             vkl_context_destroy(ctx);
             return rc;
         }
-    if (maths && !do_quant) return vkl_cli_usage_error(PROG, "--math goes with --quant");
-    unsigned math_mask = 0;
-    if (maths && vkl_bench_quant_maths(maths, &math_mask))
-        return vkl_cli_usage_error(PROG, "--math %s: want a comma-separated list of f32, f16, dot, dot1", maths);
     vkl_bench_quant_options qo = {backend, reps, rotate_mb << 20, gemm_rows, math_mask};
     vkl_bench_model_options mo = {model, backend, decode, tokens, window, prefill, no_verify, profile, json, svg,
                                   (unsigned)threads};
