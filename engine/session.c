@@ -464,6 +464,14 @@ static vkl_status write_input(vkl_session *s, int r, uint32_t role, const int64_
     return s->m->be->buffer_write(s->m->dev, s->ctx, s->io_in, s->io_at[r], data, count * sizeof(int64_t));
 }
 
+/* No last step's result any more: neither its logits, nor its pick, nor a
+ * row left to fetch (a failed step, a rewind, a reset). */
+static void forget_logits(vkl_session *s) {
+    s->have_logits = false;
+    s->have_pick = false;
+    s->row->stale = false;
+}
+
 /* Reads the stale logits row (after a greedy pick) into the host copy. */
 static vkl_status fetch_logits(const vkl_session *s) {
     struct host_row *r = s->row;
@@ -564,9 +572,7 @@ static vkl_status step(vkl_session *s, const int32_t *tokens, size_t n, float *a
     }
     if (st) {
         /* the cache rows of this step may be written: forget them */
-        s->have_logits = false;
-        s->have_pick = false;
-        s->row->stale = false;
+        forget_logits(s);
         s->last = NULL;
         return st;
     }
@@ -658,18 +664,14 @@ vkl_status vkl_session_rewind(vkl_session *s, size_t length) {
     /* Rows past `length` stay in the cache but are masked out, and are
      * overwritten in place by the next tokens. */
     s->length = length;
-    s->have_logits = false;
-    s->have_pick = false;
-    s->row->stale = false;
+    forget_logits(s);
     return VKL_OK;
 }
 
 void vkl_session_reset(vkl_session *s) {
     if (!s) return;
     s->length = 0;
-    s->have_logits = false;
-    s->have_pick = false;
-    s->row->stale = false;
+    forget_logits(s);
     vkl_sampler_reseed(s->sampler, s->opt.sampling.seed);
 }
 
