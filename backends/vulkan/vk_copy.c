@@ -19,16 +19,23 @@ uint32_t vkl_vk_move_wg(const vkl_backend_device *dev) {
     return wg;
 }
 
+bool vkl_vk_grid_2d(const vkl_backend_device *dev, uint64_t n, uint32_t *gx, uint32_t *gy) {
+    const uint32_t *maxg = dev->props.limits.maxComputeWorkGroupCount;
+    const uint64_t x = n < maxg[0] ? n : maxg[0], y = x ? (n + x - 1) / x : 0;
+    *gx = (uint32_t)x;
+    *gy = y <= maxg[1] ? (uint32_t)y : 0;
+    return y <= maxg[1];
+}
+
 vkl_status vkl_vk_grid(const vkl_vk_node *nd, uint64_t units, uint32_t wg, uint32_t groups[3]) {
-    const VkPhysicalDeviceLimits *lim = &nd->dev->props.limits;
-    const uint64_t n = (units + wg - 1) / wg, gx = n < lim->maxComputeWorkGroupCount[0] ? n : lim->maxComputeWorkGroupCount[0];
-    const uint64_t gy = gx ? (n + gx - 1) / gx : 0;
+    uint32_t gx, gy;
+    const bool fits = vkl_vk_grid_2d(nd->dev, (units + wg - 1) / wg, &gx, &gy);
     /* move.glsl's VKL_MOVE_ID is a uint: every invocation of the grid must have one */
-    if (gy > lim->maxComputeWorkGroupCount[1] || gx * gy * wg > (1ull << 32))
+    if (!fits || (uint64_t)gx * gy * wg > (1ull << 32))
         return vkl_vk_node_unsupported(nd, "%llu invocations exceed the device's grid or 32-bit indexing",
                                        (unsigned long long)units);
-    groups[0] = (uint32_t)gx;
-    groups[1] = (uint32_t)gy;
+    groups[0] = gx;
+    groups[1] = gy;
     groups[2] = 1;
     return VKL_OK;
 }

@@ -775,6 +775,9 @@ uint32_t vkl_vk_view_push(const vkl_vk_view *v, uint32_t *push);
 
 /* Workgroup size of the movement and indexing kernels: 256, or less where the device allows less. */
 uint32_t vkl_vk_move_wg(const vkl_backend_device *dev);
+/* n workgroups as a 2D grid: x as large as the device allows, then y;
+ * false where y exceeds the device's grid. */
+bool vkl_vk_grid_2d(const vkl_backend_device *dev, uint64_t n, uint32_t *gx, uint32_t *gy);
 /* Workgroups for `units` invocations of wg each, as a 2D grid (move.glsl's
  * VKL_MOVE_ID); VKL_ERR_UNSUPPORTED beyond the device's grid or 32 bits. */
 vkl_status vkl_vk_grid(const vkl_vk_node *nd, uint64_t units, uint32_t wg, uint32_t groups[3]);

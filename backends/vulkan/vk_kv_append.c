@@ -17,15 +17,6 @@ static bool is_float(vkl_dtype t) {
     return t == VKL_DTYPE_F32 || t == VKL_DTYPE_F16 || t == VKL_DTYPE_BF16 || t == VKL_DTYPE_F64;
 }
 
-/* Groups for n workgroups: x as large as the device allows, then y. */
-static bool grid(const vkl_backend_device *dev, int64_t n, uint32_t *gx, uint32_t *gy) {
-    const uint32_t *maxg = dev->props.limits.maxComputeWorkGroupCount;
-    const int64_t x = n < maxg[0] ? n : maxg[0], y = x ? (n + x - 1) / x : 0;
-    *gx = (uint32_t)x;
-    *gy = (uint32_t)y;
-    return y <= maxg[1];
-}
-
 vkl_status vkl_vk_record_kv_append(const vkl_vk_node *nd, vkl_vk_dispatch *out, uint32_t *count) {
     const vkl_backend_device *dev = nd->dev;
     const vkl_vk_tensor *state = &nd->in[0], *x = &nd->in[1], *pos = &nd->in[2], *y = &nd->out[0];
@@ -63,7 +54,7 @@ vkl_status vkl_vk_record_kv_append(const vkl_vk_node *nd, vkl_vk_dispatch *out, 
     const int64_t rows = B * S * H;
     uint32_t gx, gy;
     if (state->bytes / 4 >= (1ull << 32) || x->count * 2 >= (1ll << 32) || T >= (1ll << 31) ||
-        !grid(dev, rows, &gx, &gy))
+        !vkl_vk_grid_2d(dev, rows, &gx, &gy))
         return vkl_vk_node_unsupported(nd, "the state (%zu bytes) or x (%lld elements) exceed the kernel's 32-bit "
                                        "indexing or dispatch range", state->bytes, (long long)x->count);
     vkl_vk_dispatch *d = out;
@@ -71,7 +62,7 @@ vkl_status vkl_vk_record_kv_append(const vkl_vk_node *nd, vkl_vk_dispatch *out, 
     if (state->at.buffer != y->at.buffer || state->at.offset != y->at.offset) {
         const int64_t words = (int64_t)(state->bytes + 3) / 4;
         uint32_t cx, cy;
-        if (!grid(dev, (words + KV_WG - 1) / KV_WG, &cx, &cy))
+        if (!vkl_vk_grid_2d(dev, (words + KV_WG - 1) / KV_WG, &cx, &cy))
             return vkl_vk_node_unsupported(nd, "a state of %zu bytes exceeds the copy's dispatch range", state->bytes);
         if (words) {
             d->shader = "kv_state_copy";

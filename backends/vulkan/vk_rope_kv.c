@@ -78,15 +78,6 @@ bool vkl_vk_rope_kv_fits(const vkl_vk_node *nd) {
     return true;
 }
 
-/* Workgroups for n rows: x as large as the device allows, then y. */
-static bool grid(const vkl_backend_device *dev, int64_t n, uint32_t *gx, uint32_t *gy) {
-    const uint32_t *maxg = dev->props.limits.maxComputeWorkGroupCount;
-    const int64_t x = n < maxg[0] ? n : maxg[0], y = x ? (n + x - 1) / x : 0;
-    *gx = (uint32_t)x;
-    *gy = (uint32_t)y;
-    return y <= maxg[1];
-}
-
 vkl_status vkl_vk_record_rope_kv(const vkl_vk_node *nd, vkl_vk_dispatch *out, uint32_t *count) {
     *count = 0;
     if (!vkl_vk_rope_kv_fits(nd)) return vkl_vk_node_unsupported(nd, "fused RoPE + KvAppend, yet not what it takes");
@@ -97,7 +88,7 @@ vkl_status vkl_vk_record_rope_kv(const vkl_vk_node *nd, vkl_vk_dispatch *out, ui
     const int64_t Hq = has_q ? q->dims[1] : 0, Dq = has_q ? q->dims[3] : 0;
     const int64_t k_rows = B * S * Hk, v_rows = B * S * Hv, q_rows = B * Hq * S, rows = k_rows + v_rows + q_rows;
     uint32_t gx, gy;
-    if (rows >= (1ll << 31) || !grid(nd->dev, rows, &gx, &gy))
+    if (rows >= (1ll << 31) || !vkl_vk_grid_2d(nd->dev, rows, &gx, &gy))
         return vkl_vk_node_unsupported(nd, "%lld rows exceed the fused RoPE + KvAppend's dispatch range",
                                        (long long)rows);
     if (!rows || !Dk) return VKL_OK;
