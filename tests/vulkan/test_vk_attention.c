@@ -505,6 +505,15 @@ static void test_replay(vkl_context *ctx, const vkl_backend_vtable *vk, rng *r) 
  * 2 * D per visible (query, key) pair and head). */
 static void bench(vkl_context *ctx, const vkl_backend_vtable *vk, rng *r) {
     static const attn_case cases[] = {
+        /* the 1B shape's heads (D 64) over the context lengths a chat
+         * reaches: where the workgroup kernel overtakes the subgroup one */
+        {"decode T 256, f16 cache, D 64", 1, 32, 8, 1, 256, 64, VKL_DTYPE_F16, VKL_DTYPE_F16, 1, 0, 0},
+        {"decode T 640, f16 cache, D 64", 1, 32, 8, 1, 640, 64, VKL_DTYPE_F16, VKL_DTYPE_F16, 1, 0, 0},
+        {"decode T 1024, f16 cache, D 64", 1, 32, 8, 1, 1024, 64, VKL_DTYPE_F16, VKL_DTYPE_F16, 1, 0, 0},
+        {"decode T 2048, f16 cache, D 64", 1, 32, 8, 1, 2048, 64, VKL_DTYPE_F16, VKL_DTYPE_F16, 1, 0, 0},
+        {"decode T 4096, f16 cache, D 64", 1, 32, 8, 1, 4096, 64, VKL_DTYPE_F16, VKL_DTYPE_F16, 1, 0, 0},
+        {"decode T 640, f16 cache", 1, 32, 8, 1, 640, 128, VKL_DTYPE_F16, VKL_DTYPE_F16, 1, 0, 0},
+        {"decode T 2048, f16 cache", 1, 32, 8, 1, 2048, 128, VKL_DTYPE_F16, VKL_DTYPE_F16, 1, 0, 0},
         {"decode T 4096, f16 cache", 1, 32, 8, 1, 4096, 128, VKL_DTYPE_F16, VKL_DTYPE_F16, 1, 0, 0},
         {"decode T 4096, int8 K / e4m3 V", 1, 32, 8, 1, 4096, 128, VKL_DTYPE_Q_INT8, VKL_DTYPE_FP8_E4M3, 1, 0, 0},
         {"decode T 16384, f16 cache", 1, 32, 8, 1, 16384, 128, VKL_DTYPE_F16, VKL_DTYPE_F16, 1, 0, 0},
