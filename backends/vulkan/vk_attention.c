@@ -32,6 +32,7 @@
 #define DECODE_MAX_S 4  /* query rows per head that decode (split-K) rather than prefill */
 #define DECODE_MAX_R 16 /* rows one decode workgroup holds (of the Hq / Hkv * S of a KV head) */
 #define DECODE_CH 64    /* keys per block in attn_decode.comp: one per invocation */
+#define VENDOR_NVIDIA 0x10DEu /* PCI vendor id, VkPhysicalDeviceProperties::vendorID */
 #define MAX_SPLITS 256  /* attn_combine.comp's and attn_decode_sg.comp's MAXSPLIT */
 #define COMBINE_WG 256  /* attn_combine.comp's invocations: Dv = 128 gives 4 chunk lanes */
 /* attn_decode_sg.comp's counters: the scratch buffer's first bytes
@@ -305,8 +306,10 @@ static bool decode_fits(const vkl_vk_node *nd, const attn *a) {
 /* attn_decode_sg.comp's workgroup: 4 subgroups (at most the device's
  * invocation limit), or 0 where it cannot run: it needs subgroup
  * arithmetic at one fixed size, f32 math, D a multiple of 4, even Dv and
- * its shared memory (sQ, sP, sM, sL, sO). */
+ * its shared memory (sQ, sP, sM, sL, sO); chosen by itself (AUTO) from
+ * attn_sg_from keys on. */
 static uint32_t decode_sg_wg(const vkl_backend_device *dev, const attn *a, int64_t rows) {
+    if (dev->attn_kernel == VKL_VULKAN_ATTENTION_AUTO && a->hi - a->lo < (int64_t)dev->attn_sg_from) return 0;
     const uint32_t sg = dev->subgroup_size;
     uint32_t nsg = 4;
     while (nsg > 1 && nsg * sg > dev->props.limits.maxComputeWorkGroupInvocations) nsg /= 2;
@@ -505,6 +508,13 @@ vkl_status vkl_vk_attention_tuning(vkl_backend_device *dev, const vkl_vulkan_opt
      * memory once per 4 chunks: slower than the combine dispatch on an
      * H200 (T 4096, f16 cache: 0.044 ms folded, 0.027 ms not) */
     dev->attn_fold = o->attention_fold > 0 ? 1u : 0u;
+    /* Below a few thousand keys the workgroup kernel's split is the faster
+     * one on NVIDIA (H100, Hq 32 / Hkv 8, f16 cache, D 64 and 128: ahead by
+     * 1-5 us a node at T 256 .. 2048, behind by 2-3 us at T 4096;
+     * test_vk_attention's bench); elsewhere unmeasured, so the subgroup
+     * kernel wherever it runs, as before. */
+    dev->attn_sg_from = o->attention_sg_from ? o->attention_sg_from
+                        : dev->props.vendorID == VENDOR_NVIDIA ? 3072u : 1u;
     if (o->attention_target) dev->attn_target = o->attention_target;
     return VKL_OK;
 }

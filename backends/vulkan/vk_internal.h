@@ -256,6 +256,7 @@ struct vkl_backend_device {
      * the KV length and attn_target, the workgroups a decode step aims at) */
     uint32_t attn_kernel, attn_splits, attn_target;
     uint32_t attn_fold;             /* 1: attn_decode_sg merges its chunks (options.attention_fold) */
+    uint32_t attn_sg_from;          /* auto: keys from which attn_decode_sg runs (options.attention_sg_from) */
     uint32_t attn_rows, attn_keys; /* prefill attention's largest tile: query rows, keys */
     /* prefill attention on the matrix units (attn_prefill_cm.comp): attn_cm
      * 0 off, 1 its cooperative-matrix build, 2 its emulated build (tests);

@@ -171,6 +171,8 @@ typedef struct vkl_vulkan_options {
     vkl_vulkan_attention attention;
     uint32_t attention_splits;     /* split-K pieces of a decode step, 0: from the KV length */
     uint32_t attention_target;     /* workgroups a decode step aims at, 0: by device type */
+    uint32_t attention_sg_from;    /* AUTO: keys from which the subgroup decode kernel replaces the workgroup
+                                    * one (0: by device; 1: wherever it runs) */
     int attention_fold;            /* -1 (init): by device; 1: the subgroup decode kernel merges its own
                                     * chunks (no combine dispatch); 0: it never does */
     uint32_t attention_rows;       /* prefill attention: query rows per workgroup, a power of two 1..64 */

@@ -174,14 +174,17 @@ static const attn_case attn_cases[] = {
 };
 
 /* knob settings the attention cases run under (read at open): VKL_VK_ATTN,
- * VKL_VK_ATTN_SPLITS, VKL_VK_ATTN_PREFILL */
+ * VKL_VK_ATTN_SPLITS, VKL_VK_ATTN_PREFILL, VKL_VK_ATTN_SG_FROM (auto's
+ * choice of decode kernel by key count: 1 the subgroup kernel wherever it
+ * runs, 1000000 the workgroup one at every length here) */
 typedef struct setting {
-    const char *kernel, *splits, *prefill;
+    const char *kernel, *splits, *prefill, *sg_from;
 } setting;
 
-static const setting settings[] = {{"", "", ""},          {"", "1", ""},          {"", "7", ""},
-                                   {"", "64", ""},        {"decode-wg", "", ""},  {"decode-wg", "7", ""},
-                                   {"prefill", "", ""},   {"prefill", "", "scalar"}};
+static const setting settings[] = {{"", "", "", ""},         {"", "1", "", ""},           {"", "7", "", ""},
+                                   {"", "64", "", ""},       {"decode-wg", "", "", ""},   {"decode-wg", "7", "", ""},
+                                   {"prefill", "", "", ""},  {"prefill", "", "scalar", ""}, {"", "", "", "1"},
+                                   {"", "", "", "1000000"}};
 
 static void set_env(const char *name, const char *v) {
     if (*v) setenv(name, v, 1);
@@ -192,6 +195,7 @@ static void set_knobs(const setting *s) {
     set_env("VKL_VK_ATTN", s->kernel);
     set_env("VKL_VK_ATTN_SPLITS", s->splits);
     set_env("VKL_VK_ATTN_PREFILL", s->prefill);
+    set_env("VKL_VK_ATTN_SG_FROM", s->sg_from);
 }
 
 /* The error bound of case c under setting s on dev: BOUND (f32 arithmetic
@@ -249,12 +253,13 @@ static void test_attention(vkl_context *ctx, const vkl_backend_vtable *ref, vkl_
             if (dev) CHECK_OK(ctx, vkl_run_once_on(ctx, vk, dev, g, hin, &got));
             if (got.data) {
                 const double e = rel_l2(got.data, want.data, n), bound = bound_of(c, &settings[s], dev);
-                printf(" %s%s%s%s%s %.1e", settings[s].kernel, *settings[s].splits ? "splits=" : "",
+                printf(" %s%s%s%s%s%s%s %.1e", settings[s].kernel, *settings[s].splits ? "splits=" : "",
                        *settings[s].kernel || *settings[s].splits ? settings[s].splits : "auto",
-                       *settings[s].prefill ? "/" : "", settings[s].prefill, e);
-                CHECKF(e <= bound, "%s, VKL_VK_ATTN='%s' VKL_VK_ATTN_SPLITS='%s' VKL_VK_ATTN_PREFILL='%s': relative "
-                       "L2 error %.3g > %g", c->what, settings[s].kernel, settings[s].splits, settings[s].prefill, e,
-                       bound);
+                       *settings[s].prefill ? "/" : "", settings[s].prefill, *settings[s].sg_from ? "/sg_from=" : "",
+                       settings[s].sg_from, e);
+                CHECKF(e <= bound, "%s, VKL_VK_ATTN='%s' VKL_VK_ATTN_SPLITS='%s' VKL_VK_ATTN_PREFILL='%s' "
+                       "VKL_VK_ATTN_SG_FROM='%s': relative L2 error %.3g > %g", c->what, settings[s].kernel,
+                       settings[s].splits, settings[s].prefill, settings[s].sg_from, e, bound);
             }
             vkl_free(ctx, got.data);
             if (dev) vk->close(dev);
