@@ -1,10 +1,11 @@
-/* Attention with its output rows (b, h, i) spread over the thread pool, a
- * row a task, each worker its own slice of scratch:
- *  - f32 Q, K, V and output (mask none, f32 or bool): this file's row, in
- *    f32 (MNN-LLM keeps softmax in fp32 too) with the Q.K products on the
- *    chosen instruction set;
+/* Attention over the thread pool, each worker its own slice of scratch:
+ *  - f32 Q, K, V and output (mask none, f32 or bool): blocks of up to
+ *    VKL_CPU_ATTN_ROWS query rows of one KV head a task, in f32 (MNN-LLM
+ *    keeps softmax in fp32 too): one pass over their keys for the Q.K
+ *    products and one over V for the weighted sums, each key row loaded
+ *    once for the whole block, on the chosen instruction set;
  *  - other plain float dtypes: ref's own row code (backends/ref/attention.h),
- *    ref's bits;
+ *    a row a task, ref's bits;
  *  - an int8 / fp8 cache: ref's kernel on one thread, since a row that fails
  *    to decode reports on the context, which is one thread's.
  * Which keys a row sees, and where their rows are, come from attention.h. */
@@ -19,8 +20,10 @@ typedef struct attn_job {
     const vkl_ref_args *a;
     const vkl_ref_attn *s;
     const vkl_cpu_dot *dot;
-    bool f32;               /* this file's row, else ref's */
-    unsigned char *scratch; /* per worker: s->scratch_bytes */
+    const vkl_ref_tensor *mask;
+    size_t blocks;          /* f32: blocks of query rows per (b, KV head) */
+    size_t scratch_bytes;   /* per worker */
+    unsigned char *scratch; /* per worker: scratch_bytes */
 } attn_job;
 
 /* The softmax weights where the instruction set has no vector exp: libm's
@@ -44,25 +47,35 @@ static inline float mask_at(const vkl_ref_tensor *mask, int64_t mt) {
     return ((const float *)mask->data)[mt];
 }
 
-/* Row `row` in f32: scores of the visible keys (mask added; -inf skips a
- * key), softmax with the max subtracted, the weighted sum of V's rows, or
- * zeros when no key is visible. The keys' rows lie a fixed stride apart, so
- * the dot products and the weighted sum each run over all of them in one
- * call. scores: T floats, acc: Dv floats. */
-static void f32_row(const attn_job *j, int64_t row, float *scores, float *acc) {
-    const vkl_ref_args *a = j->a;
-    const vkl_ref_attn *s = j->s;
-    const vkl_ref_attn_pos at = vkl_ref_attn_row_pos(s, row);
-    const vkl_ref_tensor *mask = a->n_in > 3 && a->in[3].data ? &a->in[3] : NULL;
-    const float *q = (const float *)a->in[0].data + row * s->D, *k = a->in[1].data, *v = a->in[2].data;
-    float *out = (float *)a->out[0].data + row * s->Dv;
-    int64_t m0 = 0, mstep = 0; /* the mask broadcasts onto [B, Hq, S, T]: along j it moves by 1 or 0 */
+/* Task t's output row, ordered (b, KV head g, position i, query head of the
+ * group): the R query heads that share a KV head are neighbours at each
+ * position, so they read one mask row (a [1, 1, S, T] f32 mask is 1 MiB at
+ * 512 tokens: in the row order it streamed from L3 once per head, and the
+ * load of it was a quarter of this file's time), while K and V of head g
+ * stay in L2 across the positions. Every row is written by one task, so the
+ * order changes no bits. */
+static int64_t task_row(const vkl_ref_attn *s, size_t task) {
+    const int64_t t = (int64_t)task, R = s->Hq / s->Hkv;
+    const int64_t r = t % R, i = t / R % s->S, bg = t / R / s->S;
+    const int64_t b = bg / s->Hkv, g = bg % s->Hkv;
+    return (b * s->Hq + g * R + r) * s->S + i;
+}
+
+/* One query row of a block: where it is, its mask row, and the keys
+ * [lo, hi) it reads. */
+typedef struct block_row {
+    vkl_ref_attn_pos at;
+    int64_t m0, mstep; /* the mask broadcasts onto [B, Hq, S, T]: along j it moves by 1 or 0 */
+} block_row;
+
+static block_row row_keys(const attn_job *j, int64_t row) {
+    const vkl_ref_tensor *mask = j->mask;
+    block_row br = {vkl_ref_attn_row_pos(j->s, row), 0, 0};
     if (mask) {
-        const int64_t idx[4] = {at.b, at.h, at.i, 0};
-        m0 = vkl_ref_broadcast_offset(mask, idx, 4);
-        mstep = mask->dims[mask->rank - 1] == 1 ? 0 : 1;
+        const int64_t idx[4] = {br.at.b, br.at.h, br.at.i, 0};
+        br.m0 = vkl_ref_broadcast_offset(mask, idx, 4);
+        br.mstep = mask->dims[mask->rank - 1] == 1 ? 0 : 1;
     }
-    size_t n = at.hi > at.lo ? (size_t)(at.hi - at.lo) : 0;
     /* A mask's trailing fully masked keys (a causal mask's future: half of a
      * prompt's keys) are dropped before the products, when a key with a real
      * mask value (>= -1e30) precedes them. Masked means -inf or the lowest
@@ -72,59 +85,110 @@ static void f32_row(const attn_job *j, int64_t row, float *scores, float *acc) {
      * themselves reach ~1e38 (or a masked key's row holds NaN, which ref would
      * carry into the output). The softmax pads its last round with -inf, so
      * the kept keys' sums are what they were. */
-    size_t kept = n;
-    while (kept && mask_at(mask, m0 + (at.lo + (int64_t)kept - 1) * mstep) <= -FLT_MAX) kept--;
-    if (kept && mask_at(mask, m0 + (at.lo + (int64_t)kept - 1) * mstep) >= -1e30f) n = kept;
-    const int64_t k0 = vkl_ref_attn_kv_offset(s, at.b, at.g, at.lo, s->D);
-    const int64_t v0 = vkl_ref_attn_kv_offset(s, at.b, at.g, at.lo, s->Dv);
-    const size_t kstride = (size_t)(vkl_ref_attn_kv_offset(s, at.b, at.g, at.lo + 1, s->D) - k0);
-    const size_t vstride = (size_t)(vkl_ref_attn_kv_offset(s, at.b, at.g, at.lo + 1, s->Dv) - v0);
-    if (n) j->dot->dots(k + k0, kstride, q, (size_t)s->D, n, scores);
+    int64_t kept = br.at.hi;
+    while (kept > br.at.lo && mask_at(mask, br.m0 + (kept - 1) * br.mstep) <= -FLT_MAX) kept--;
+    if (kept > br.at.lo && mask_at(mask, br.m0 + (kept - 1) * br.mstep) >= -1e30f) br.at.hi = kept;
+    if (br.at.hi < br.at.lo) br.at.hi = br.at.lo;
+    return br;
+}
+
+/* Turns row r's n dot products (scores, its keys [lo, lo + n)) into softmax
+ * weights in place: the mask added (-inf skips a key), the max subtracted,
+ * e^; returns their sum, or 0 when the row sees no key. */
+static float row_weights(const attn_job *j, const block_row *br, float *scores, size_t n) {
+    const vkl_ref_attn *s = j->s;
     float max = -INFINITY;
     bool any = false;
     for (size_t t = 0; t < n; t++) {
-        const float m = mask_at(mask, m0 + (at.lo + (int64_t)t) * mstep);
+        const float m = mask_at(j->mask, br->m0 + (br->at.lo + (int64_t)t) * br->mstep);
         const float sc = m != -INFINITY ? (float)s->sc * scores[t] + m : m;
         scores[t] = sc;
         any = any || sc != -INFINITY;
         if (sc > max) max = sc;
     }
-    if (!any) {
-        for (int64_t d = 0; d < s->Dv; d++) out[d] = 0.0f;
-        return;
+    if (!any) return 0.0f;
+    return j->dot->softmax_exp ? j->dot->softmax_exp(scores, n, max) : softmax_exp(scores, n, max);
+}
+
+/* Block c of (b, KV head g) in f32: up to VKL_CPU_ATTN_ROWS consecutive
+ * tasks' rows (the query heads of g at one position when there are 4, else
+ * consecutive positions), all reading keys of head g. One pass of dots_rows
+ * over the union of their key spans, each key row loaded once for them all;
+ * each row's softmax over its own span (the same call, so the same bits, as
+ * when a row ran alone), its weights 0 outside; one pass of wsum_rows over
+ * V. A row that sees no key writes zeros. scratch: VKL_CPU_ATTN_ROWS rows
+ * of T scores and of Dv sums. */
+static void f32_block(const attn_job *j, size_t task, float *scratch) {
+    const vkl_ref_attn *s = j->s;
+    const vkl_ref_args *a = j->a;
+    const size_t R = (size_t)(s->Hq / s->Hkv), seg = (size_t)s->S * R;
+    const size_t first = task / j->blocks * seg + task % j->blocks * VKL_CPU_ATTN_ROWS;
+    const size_t end = task / j->blocks * seg + seg;
+    const uint32_t rows = (uint32_t)(end - first < VKL_CPU_ATTN_ROWS ? end - first : VKL_CPU_ATTN_ROWS);
+    block_row br[VKL_CPU_ATTN_ROWS];
+    const float *q[VKL_CPU_ATTN_ROWS];
+    float *scores[VKL_CPU_ATTN_ROWS], *out[VKL_CPU_ATTN_ROWS];
+    int64_t lo = s->T, hi = 0; /* the union of the rows' spans */
+    for (uint32_t r = 0; r < rows; r++) {
+        const int64_t row = task_row(s, first + r);
+        br[r] = row_keys(j, row);
+        q[r] = (const float *)a->in[0].data + row * s->D;
+        out[r] = (float *)a->out[0].data + row * s->Dv;
+        scores[r] = scratch + (size_t)r * (size_t)s->T;
+        if (br[r].at.hi > br[r].at.lo) {
+            lo = br[r].at.lo < lo ? br[r].at.lo : lo;
+            hi = br[r].at.hi > hi ? br[r].at.hi : hi;
+        }
     }
-    /* the weights in place of the scores; a skipped key (-inf) weighs 0, so
-     * wsum leaves its row unread */
-    const float sum = j->dot->softmax_exp ? j->dot->softmax_exp(scores, n, max) : softmax_exp(scores, n, max);
-    j->dot->wsum(v + v0, vstride, scores, (size_t)s->Dv, n, acc);
-    for (int64_t d = 0; d < s->Dv; d++) out[d] = acc[d] / sum;
+    if (hi <= lo) lo = hi = 0; /* no row sees a key: no pointer past the cache either */
+    const int64_t b = br[0].at.b, g = br[0].at.g;
+    const size_t n = hi > lo ? (size_t)(hi - lo) : 0;
+    const float *k = (const float *)a->in[1].data + vkl_ref_attn_kv_offset(s, b, g, lo, s->D);
+    const float *v = (const float *)a->in[2].data + vkl_ref_attn_kv_offset(s, b, g, lo, s->Dv);
+    const size_t kstride = (size_t)(vkl_ref_attn_kv_offset(s, b, g, 1, s->D) - vkl_ref_attn_kv_offset(s, b, g, 0, s->D));
+    const size_t vstride =
+        (size_t)(vkl_ref_attn_kv_offset(s, b, g, 1, s->Dv) - vkl_ref_attn_kv_offset(s, b, g, 0, s->Dv));
+    if (n && j->dot->dots_rows)
+        j->dot->dots_rows(k, kstride, q, rows, (size_t)s->D, n, scores);
+    else
+        for (uint32_t r = 0; n && r < rows; r++) j->dot->dots(k, kstride, q[r], (size_t)s->D, n, scores[r]);
+    /* the rows that see a key, compacted for the weighted sum */
+    const float *w[VKL_CPU_ATTN_ROWS];
+    float *acc[VKL_CPU_ATTN_ROWS], sum[VKL_CPU_ATTN_ROWS];
+    uint32_t live = 0, of[VKL_CPU_ATTN_ROWS];
+    for (uint32_t r = 0; r < rows; r++) {
+        const size_t off = (size_t)(br[r].at.lo - lo), nr = (size_t)(br[r].at.hi - br[r].at.lo);
+        const float total = nr ? row_weights(j, &br[r], scores[r] + off, nr) : 0.0f;
+        if (total == 0.0f) { /* no key seen (a seen key's weight e^0 = 1 is in the sum) */
+            for (int64_t d = 0; d < s->Dv; d++) out[r][d] = 0.0f;
+            continue;
+        }
+        for (size_t t = 0; t < off; t++) scores[r][t] = 0.0f;
+        for (size_t t = off + nr; t < n; t++) scores[r][t] = 0.0f;
+        w[live] = scores[r];
+        acc[live] = scratch + (size_t)VKL_CPU_ATTN_ROWS * (size_t)s->T + (size_t)live * (size_t)s->Dv;
+        sum[live] = total;
+        of[live++] = r;
+    }
+    if (!live) return;
+    if (j->dot->wsum_rows)
+        j->dot->wsum_rows(v, vstride, w, live, (size_t)s->Dv, n, acc);
+    else
+        for (uint32_t r = 0; r < live; r++) j->dot->wsum(v, vstride, w[r], (size_t)s->Dv, n, acc[r]);
+    for (uint32_t r = 0; r < live; r++)
+        for (int64_t d = 0; d < s->Dv; d++) out[of[r]][d] = acc[r][d] / sum[r];
 }
 
-/* Task t's output row, ordered (b, KV head g, position i, query head of the
- * group): the R query heads that share a KV head run one after another at
- * each position, so they read one mask row (a [1, 1, S, T] f32 mask is 1 MiB
- * at 512 tokens: in the row order it streamed from L3 once per head, and the
- * load of it was a quarter of this file's time), while K and V of head g
- * stay in L2 across the positions. Every row is written by its own task, so
- * the order changes no bits. */
-static int64_t task_row(const vkl_ref_attn *s, size_t task) {
-    const int64_t t = (int64_t)task, R = s->Hq / s->Hkv;
-    const int64_t r = t % R, i = t / R % s->S, bg = t / R / s->S;
-    const int64_t b = bg / s->Hkv, g = bg % s->Hkv;
-    return (b * s->Hq + g * R + r) * s->S + i;
+static void block_task(void *user, size_t task, unsigned worker) {
+    const attn_job *j = user;
+    f32_block(j, task, (float *)(void *)(j->scratch + (size_t)worker * j->scratch_bytes));
 }
 
+/* Other float dtypes: ref's row code, a row a task. */
 static void row_task(void *user, size_t task, unsigned worker) {
     const attn_job *j = user;
-    const int64_t row = task_row(j->s, task);
-    unsigned char *scratch = j->scratch + (size_t)worker * j->s->scratch_bytes;
-    if (j->f32) {
-        /* scratch_bytes holds T + D + Dv + 1 doubles: T + Dv floats fit */
-        f32_row(j, row, (float *)(void *)scratch, (float *)(void *)scratch + j->s->T);
-        return;
-    }
     /* plain float K and V: a row cannot fail (attention.h) */
-    (void)vkl_ref_attention_row(j->a, j->s, row, scratch);
+    (void)vkl_ref_attention_row(j->a, j->s, task_row(j->s, task), j->scratch + (size_t)worker * j->scratch_bytes);
 }
 
 vkl_status vkl_cpu_attention(const vkl_ref_args *a) {
@@ -136,10 +200,19 @@ vkl_status vkl_cpu_attention(const vkl_ref_args *a) {
     const bool f32 = a->in[0].dtype == VKL_DTYPE_F32 && a->in[1].dtype == VKL_DTYPE_F32 &&
                      a->in[2].dtype == VKL_DTYPE_F32 && a->out[0].dtype == VKL_DTYPE_F32 &&
                      (!mask || mask->dtype == VKL_DTYPE_F32 || mask->dtype == VKL_DTYPE_BOOL);
+    attn_job j = {a, &s, w->dev->dot, mask, 0, s.scratch_bytes, NULL};
+    size_t tasks = (size_t)s.rows;
+    if (f32) {
+        /* T scores and Dv sums for each row of a block, in whole cache lines */
+        const size_t floats = (size_t)VKL_CPU_ATTN_ROWS * (size_t)(s.T + s.Dv);
+        j.scratch_bytes = (floats * sizeof(float) + 63) / 64 * 64;
+        const size_t seg = (size_t)(s.S * (s.Hq / s.Hkv));
+        j.blocks = (seg + VKL_CPU_ATTN_ROWS - 1) / VKL_CPU_ATTN_ROWS;
+        tasks = (size_t)(s.B * s.Hkv) * j.blocks;
+    }
     const unsigned threads = vkl_pool_threads(w->dev->pool);
-    unsigned char *scratch = vkl_ref_scratch_get(a, (size_t)threads * s.scratch_bytes);
-    if (!scratch) return VKL_ERR_OUT_OF_MEMORY;
-    attn_job j = {a, &s, w->dev->dot, f32, scratch};
-    vkl_pool_run(w->dev->pool, (size_t)s.rows, row_task, &j);
+    j.scratch = vkl_ref_scratch_get(a, (size_t)threads * j.scratch_bytes);
+    if (!j.scratch) return VKL_ERR_OUT_OF_MEMORY;
+    vkl_pool_run(w->dev->pool, tasks, f32 ? block_task : row_task, &j);
     return VKL_OK;
 }

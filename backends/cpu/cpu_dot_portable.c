@@ -139,4 +139,15 @@ static void quantize(const float *x, size_t K, size_t G, int8_t *q, float *d, in
     }
 }
 
-const vkl_cpu_dot vkl_cpu_dot_portable = {"portable", q4, q4_tile, q8, f32, f16, bf16, axpy, dots, wsum, quantize, NULL};
+/* No attention block kernels (dots_rows, wsum_rows NULL): a row at a time. */
+const vkl_cpu_dot vkl_cpu_dot_portable = {.name = "portable",
+                                          .q4 = q4,
+                                          .q4_tile = q4_tile,
+                                          .q8 = q8,
+                                          .f32 = f32,
+                                          .f16 = f16,
+                                          .bf16 = bf16,
+                                          .axpy = axpy,
+                                          .dots = dots,
+                                          .wsum = wsum,
+                                          .quantize = quantize};

@@ -2,10 +2,13 @@
  * exporters write: a causal mask of -inf or of the lowest float
  * (torch.finfo(float32).min, Hugging Face's), with and without past keys,
  * a masked key inside the visible span, and GQA (4 query heads on 2 KV
- * heads). The cpu row drops a row's trailing fully masked keys before the
- * products (cpu_attention.c); every output must stay within f32 rounding of
- * ref (double arithmetic), on the chosen kernels with 2 threads and on
- * portable C with 3. */
+ * heads). The cpu backend drops a row's trailing fully masked keys before the
+ * products and runs blocks of 4 query rows of a KV head over their keys'
+ * union (cpu_attention.c): blocks across the causal diagonal, partial
+ * blocks at a KV head's end, 1..4 query heads a KV head, a row that sees
+ * nothing beside rows that do, head sizes off the vector widths, decode.
+ * Every output must stay within f32 rounding of ref (double arithmetic), on
+ * the chosen kernels with 2 threads and on portable C with 3. */
 #include <float.h>
 #include <math.h>
 
@@ -108,6 +111,13 @@ int main(void) {
         {2, 2, 5, 40, 16, -FLT_MAX, -1},   /* 35 past keys, then 5 new rows */
         {4, 1, 19, 19, 8, -FLT_MAX, 3},    /* a hidden key inside every row's span */
         {4, 1, 19, 19, 8, -INFINITY, 0},   /* the first key hidden: row 0 sees nothing */
+        /* blocks of 4 query rows (cpu_attention.c): */
+        {4, 4, 23, 23, 20, -FLT_MAX, -1},  /* no GQA: 4 positions a block across the diagonal, 3 at the end; D % 8 */
+        {6, 3, 9, 13, 24, -INFINITY, 6},   /* 2 heads x 2 positions a block, 2 at the end; D % 16; past keys */
+        {3, 1, 7, 7, 33, -FLT_MAX, 2},     /* 3 heads a KV head: blocks across heads and positions */
+        {4, 4, 11, 11, 12, -INFINITY, 0},  /* row 0, which sees nothing, in a block with rows that do */
+        {8, 2, 1, 30, 64, -FLT_MAX, 5},    /* decode: one position, 4 heads a block */
+        {8, 2, 6, 70, 72, -FLT_MAX, 40},   /* 64 past keys, D above wsum's 64 floats a pass */
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) test_case(ctx, ref, dref, cpu, dcpu, 2, &cases[i]);
     ref->close(dref);
