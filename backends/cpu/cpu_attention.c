@@ -11,10 +11,15 @@
  * Which keys a row sees, and where their rows are, come from attention.h. */
 #include <float.h>
 #include <math.h>
+#include <string.h>
 
 #include "../ref/attention.h"
 #include "../ref/ref_ops.h"
 #include "cpu_backend.h"
+
+/* Positions of a prompt from which its KV heads are packed (below): each
+ * key row is then read by at least PACK_MIN_POSITIONS / 4 * R blocks. */
+#define PACK_MIN_POSITIONS 16
 
 typedef struct attn_job {
     const vkl_ref_args *a;
@@ -22,6 +27,7 @@ typedef struct attn_job {
     const vkl_cpu_dot *dot;
     const vkl_ref_tensor *mask;
     size_t blocks;          /* f32: blocks of query rows per (b, KV head) */
+    float *kpack, *vpack;   /* K and V of each (b, KV head) as T contiguous rows, or NULL: read in place */
     size_t scratch_bytes;   /* per worker */
     unsigned char *scratch; /* per worker: scratch_bytes */
 } attn_job;
@@ -92,6 +98,15 @@ static block_row row_keys(const attn_job *j, int64_t row) {
     return br;
 }
 
+/* Whether rows at a and b (one position, one batch) read the same mask row:
+ * the mask broadcasts over the heads, or there is none. */
+static bool same_mask_row(const attn_job *j, const vkl_ref_attn_pos *a, const vkl_ref_attn_pos *b) {
+    const vkl_ref_tensor *mask = j->mask;
+    if (!mask) return true;
+    const int64_t ia[4] = {a->b, a->h, a->i, 0}, ib[4] = {b->b, b->h, b->i, 0};
+    return vkl_ref_broadcast_offset(mask, ia, 4) == vkl_ref_broadcast_offset(mask, ib, 4);
+}
+
 /* Turns row r's n dot products (scores, its keys [lo, lo + n)) into softmax
  * weights in place: the mask added (-inf skips a key), the max subtracted,
  * e^; returns their sum, or 0 when the row sees no key. */
@@ -131,7 +146,13 @@ static void f32_block(const attn_job *j, size_t task, float *scratch) {
     int64_t lo = s->T, hi = 0; /* the union of the rows' spans */
     for (uint32_t r = 0; r < rows; r++) {
         const int64_t row = task_row(s, first + r);
-        br[r] = row_keys(j, row);
+        const vkl_ref_attn_pos at = vkl_ref_attn_row_pos(s, row);
+        /* the query heads of a KV head at one position mostly read one mask
+         * row: its trailing scan (half the row under a causal mask) once */
+        if (r && at.i == br[r - 1].at.i && same_mask_row(j, &at, &br[r - 1].at))
+            br[r] = br[r - 1], br[r].at.h = at.h;
+        else
+            br[r] = row_keys(j, row);
         q[r] = (const float *)a->in[0].data + row * s->D;
         out[r] = (float *)a->out[0].data + row * s->Dv;
         scores[r] = scratch + (size_t)r * (size_t)s->T;
@@ -145,9 +166,13 @@ static void f32_block(const attn_job *j, size_t task, float *scratch) {
     const size_t n = hi > lo ? (size_t)(hi - lo) : 0;
     const float *k = (const float *)a->in[1].data + vkl_ref_attn_kv_offset(s, b, g, lo, s->D);
     const float *v = (const float *)a->in[2].data + vkl_ref_attn_kv_offset(s, b, g, lo, s->Dv);
-    const size_t kstride = (size_t)(vkl_ref_attn_kv_offset(s, b, g, 1, s->D) - vkl_ref_attn_kv_offset(s, b, g, 0, s->D));
-    const size_t vstride =
-        (size_t)(vkl_ref_attn_kv_offset(s, b, g, 1, s->Dv) - vkl_ref_attn_kv_offset(s, b, g, 0, s->Dv));
+    size_t kstride = (size_t)(vkl_ref_attn_kv_offset(s, b, g, 1, s->D) - vkl_ref_attn_kv_offset(s, b, g, 0, s->D));
+    size_t vstride = (size_t)(vkl_ref_attn_kv_offset(s, b, g, 1, s->Dv) - vkl_ref_attn_kv_offset(s, b, g, 0, s->Dv));
+    if (j->kpack) {
+        const size_t head = (size_t)(b * s->Hkv + g) * (size_t)s->T + (size_t)lo;
+        k = j->kpack + head * (size_t)s->D, kstride = (size_t)s->D;
+        v = j->vpack + head * (size_t)s->Dv, vstride = (size_t)s->Dv;
+    }
     if (n && j->dot->dots_rows)
         j->dot->dots_rows(k, kstride, q, rows, (size_t)s->D, n, scores);
     else
@@ -184,6 +209,19 @@ static void block_task(void *user, size_t task, unsigned worker) {
     f32_block(j, task, (float *)(void *)(j->scratch + (size_t)worker * j->scratch_bytes));
 }
 
+/* Task 2u copies K of (b, KV head) u into its contiguous rows, 2u + 1 V. */
+static void pack_task(void *user, size_t task, unsigned worker) {
+    (void)worker;
+    const attn_job *j = user;
+    const vkl_ref_attn *s = j->s;
+    const bool is_v = task % 2;
+    const int64_t bg = (int64_t)(task / 2), b = bg / s->Hkv, g = bg % s->Hkv, width = is_v ? s->Dv : s->D;
+    const float *src = j->a->in[is_v ? 2 : 1].data;
+    float *dst = (is_v ? j->vpack : j->kpack) + (size_t)(bg * s->T * width);
+    for (int64_t t = 0; t < s->T; t++)
+        memcpy(dst + t * width, src + vkl_ref_attn_kv_offset(s, b, g, t, width), (size_t)width * sizeof(float));
+}
+
 /* Other float dtypes: ref's row code, a row a task. */
 static void row_task(void *user, size_t task, unsigned worker) {
     const attn_job *j = user;
@@ -200,7 +238,7 @@ vkl_status vkl_cpu_attention(const vkl_ref_args *a) {
     const bool f32 = a->in[0].dtype == VKL_DTYPE_F32 && a->in[1].dtype == VKL_DTYPE_F32 &&
                      a->in[2].dtype == VKL_DTYPE_F32 && a->out[0].dtype == VKL_DTYPE_F32 &&
                      (!mask || mask->dtype == VKL_DTYPE_F32 || mask->dtype == VKL_DTYPE_BOOL);
-    attn_job j = {a, &s, w->dev->dot, mask, 0, s.scratch_bytes, NULL};
+    attn_job j = {a, &s, w->dev->dot, mask, 0, NULL, NULL, s.scratch_bytes, NULL};
     size_t tasks = (size_t)s.rows;
     if (f32) {
         /* T scores and Dv sums for each row of a block, in whole cache lines */
@@ -210,9 +248,24 @@ vkl_status vkl_cpu_attention(const vkl_ref_args *a) {
         j.blocks = (seg + VKL_CPU_ATTN_ROWS - 1) / VKL_CPU_ATTN_ROWS;
         tasks = (size_t)(s.B * s.Hkv) * j.blocks;
     }
+    /* The in-place cache (kv_layout 1, [T, B, Hkv, D]) puts a KV head's rows
+     * B * Hkv rows apart: 2 KiB on Llama-3.2-1B, so a head's 512 keys fall
+     * into a 32nd of L1's sets and thrash it (and crowd L2's), and every
+     * block re-read them from further out. A prompt's heads are copied into
+     * contiguous rows first (one read and one write of K and V) where the
+     * blocks read each key many times; a decode step reads each once. */
+    const bool pack = f32 && s.layout == 1 && s.B * s.Hkv > 1 && s.S >= PACK_MIN_POSITIONS;
+    const size_t pack_floats = pack ? (size_t)(s.B * s.Hkv * s.T * (s.D + s.Dv)) : 0;
+    const size_t pack_bytes = (pack_floats * sizeof(float) + 63) / 64 * 64;
     const unsigned threads = vkl_pool_threads(w->dev->pool);
-    j.scratch = vkl_ref_scratch_get(a, (size_t)threads * j.scratch_bytes);
-    if (!j.scratch) return VKL_ERR_OUT_OF_MEMORY;
+    unsigned char *scratch = vkl_ref_scratch_get(a, pack_bytes + (size_t)threads * j.scratch_bytes);
+    if (!scratch) return VKL_ERR_OUT_OF_MEMORY;
+    j.scratch = scratch + pack_bytes;
+    if (pack) {
+        j.kpack = (float *)(void *)scratch;
+        j.vpack = j.kpack + (size_t)(s.B * s.Hkv * s.T * s.D);
+        vkl_pool_run(w->dev->pool, (size_t)(2 * s.B * s.Hkv), pack_task, &j);
+    }
     vkl_pool_run(w->dev->pool, tasks, f32 ? block_task : row_task, &j);
     return VKL_OK;
 }
