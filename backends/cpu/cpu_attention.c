@@ -67,35 +67,48 @@ static int64_t task_row(const vkl_ref_attn *s, size_t task) {
     return (b * s->Hq + g * R + r) * s->S + i;
 }
 
-/* One query row of a block: where it is, its mask row, and the keys
- * [lo, hi) it reads. */
+/* One query row of a block: where it is, its mask row (the additive values
+ * of keys 0..T-1, or NULL without a mask) and the keys [lo, hi) it reads. */
 typedef struct block_row {
     vkl_ref_attn_pos at;
-    int64_t m0, mstep; /* the mask broadcasts onto [B, Hq, S, T]: along j it moves by 1 or 0 */
+    const float *mask;
 } block_row;
 
-static block_row row_keys(const attn_job *j, int64_t row) {
+/* Row `row`'s mask row: the f32 mask's own row where it is one, else its
+ * values (a bool mask's 0 / -inf, a mask broadcast along the keys)
+ * written into `copy`'s T floats. */
+static const float *mask_row(const attn_job *j, const vkl_ref_attn_pos *at, float *copy) {
     const vkl_ref_tensor *mask = j->mask;
-    block_row br = {vkl_ref_attn_row_pos(j->s, row), 0, 0};
-    if (mask) {
-        const int64_t idx[4] = {br.at.b, br.at.h, br.at.i, 0};
-        br.m0 = vkl_ref_broadcast_offset(mask, idx, 4);
-        br.mstep = mask->dims[mask->rank - 1] == 1 ? 0 : 1;
+    if (!mask) return NULL;
+    const int64_t idx[4] = {at->b, at->h, at->i, 0};
+    const int64_t m0 = vkl_ref_broadcast_offset(mask, idx, 4), step = mask->dims[mask->rank - 1] == 1 ? 0 : 1;
+    if (mask->dtype == VKL_DTYPE_F32 && step) return (const float *)mask->data + m0;
+    for (int64_t t = 0; t < j->s->T; t++) copy[t] = mask_at(mask, m0 + t * step);
+    return copy;
+}
+
+/* A mask's trailing fully masked keys (a causal mask's future: half of a
+ * prompt's keys) are dropped before the products, when a key with a real
+ * mask value (>= -1e30) precedes them. Masked means -inf or the lowest
+ * float (exporters mask with torch.finfo(float32).min): the key's score is
+ * then at most -3.4e38 + scale * q.k against a max of at least -1e30 +
+ * scale * q.k', so its weight is 0 either way unless the products
+ * themselves reach ~1e38 (or a masked key's row holds NaN, which ref would
+ * carry into the output). The softmax pads its last round with -inf, so the
+ * kept keys' sums are what they were. Eight keys a step while all eight
+ * are masked (no branch among them): this scan reads half of every mask
+ * row and was a third of the block's own time key by key. */
+static int64_t kept_end(const float *m, int64_t lo, int64_t hi) {
+    if (!m) return hi;
+    int64_t kept = hi;
+    while (kept - lo >= 8) {
+        int all = 1;
+        for (int64_t t = kept - 8; t < kept; t++) all &= m[t] <= -FLT_MAX;
+        if (!all) break;
+        kept -= 8;
     }
-    /* A mask's trailing fully masked keys (a causal mask's future: half of a
-     * prompt's keys) are dropped before the products, when a key with a real
-     * mask value (>= -1e30) precedes them. Masked means -inf or the lowest
-     * float (exporters mask with torch.finfo(float32).min): the key's score
-     * is then at most -3.4e38 + scale * q.k against a max of at least
-     * -1e30 + scale * q.k', so its weight is 0 either way unless the products
-     * themselves reach ~1e38 (or a masked key's row holds NaN, which ref would
-     * carry into the output). The softmax pads its last round with -inf, so
-     * the kept keys' sums are what they were. */
-    int64_t kept = br.at.hi;
-    while (kept > br.at.lo && mask_at(mask, br.m0 + (kept - 1) * br.mstep) <= -FLT_MAX) kept--;
-    if (kept > br.at.lo && mask_at(mask, br.m0 + (kept - 1) * br.mstep) >= -1e30f) br.at.hi = kept;
-    if (br.at.hi < br.at.lo) br.at.hi = br.at.lo;
-    return br;
+    while (kept > lo && m[kept - 1] <= -FLT_MAX) kept--;
+    return kept > lo && m[kept - 1] >= -1e30f ? kept : hi;
 }
 
 /* Whether rows at a and b (one position, one batch) read the same mask row:
@@ -107,21 +120,14 @@ static bool same_mask_row(const attn_job *j, const vkl_ref_attn_pos *a, const vk
     return vkl_ref_broadcast_offset(mask, ia, 4) == vkl_ref_broadcast_offset(mask, ib, 4);
 }
 
-/* Turns row r's n dot products (scores, its keys [lo, lo + n)) into softmax
- * weights in place: the mask added (-inf skips a key), the max subtracted,
- * e^; returns their sum, or 0 when the row sees no key. */
+/* Turns a row's n dot products (scores, its keys [lo, lo + n)) into softmax
+ * weights in place: scaled, the mask added (-inf skips a key), the max
+ * subtracted, e^; returns their sum, or 0 when the row sees no key. */
 static float row_weights(const attn_job *j, const block_row *br, float *scores, size_t n) {
-    const vkl_ref_attn *s = j->s;
-    float max = -INFINITY;
-    bool any = false;
-    for (size_t t = 0; t < n; t++) {
-        const float m = mask_at(j->mask, br->m0 + (br->at.lo + (int64_t)t) * br->mstep);
-        const float sc = m != -INFINITY ? (float)s->sc * scores[t] + m : m;
-        scores[t] = sc;
-        any = any || sc != -INFINITY;
-        if (sc > max) max = sc;
-    }
-    if (!any) return 0.0f;
+    bool seen;
+    const float *m = br->mask ? br->mask + br->at.lo : NULL;
+    const float max = j->dot->mask_scores(scores, m, n, (float)j->s->sc, &seen);
+    if (!seen) return 0.0f;
     return j->dot->softmax_exp ? j->dot->softmax_exp(scores, n, max) : softmax_exp(scores, n, max);
 }
 
@@ -132,7 +138,7 @@ static float row_weights(const attn_job *j, const block_row *br, float *scores, 
  * each row's softmax over its own span (the same call, so the same bits, as
  * when a row ran alone), its weights 0 outside; one pass of wsum_rows over
  * V. A row that sees no key writes zeros. scratch: VKL_CPU_ATTN_ROWS rows
- * of T scores and of Dv sums. */
+ * of T scores, of Dv sums, then of T mask values. */
 static void f32_block(const attn_job *j, size_t task, float *scratch) {
     const vkl_ref_attn *s = j->s;
     const vkl_ref_args *a = j->a;
@@ -144,15 +150,20 @@ static void f32_block(const attn_job *j, size_t task, float *scratch) {
     const float *q[VKL_CPU_ATTN_ROWS];
     float *scores[VKL_CPU_ATTN_ROWS], *out[VKL_CPU_ATTN_ROWS];
     int64_t lo = s->T, hi = 0; /* the union of the rows' spans */
+    float *copies = scratch + (size_t)VKL_CPU_ATTN_ROWS * (size_t)(s->T + s->Dv); /* mask rows made by mask_row */
     for (uint32_t r = 0; r < rows; r++) {
         const int64_t row = task_row(s, first + r);
         const vkl_ref_attn_pos at = vkl_ref_attn_row_pos(s, row);
         /* the query heads of a KV head at one position mostly read one mask
          * row: its trailing scan (half the row under a causal mask) once */
-        if (r && at.i == br[r - 1].at.i && same_mask_row(j, &at, &br[r - 1].at))
+        if (r && at.i == br[r - 1].at.i && same_mask_row(j, &at, &br[r - 1].at)) {
             br[r] = br[r - 1], br[r].at.h = at.h;
-        else
-            br[r] = row_keys(j, row);
+        } else {
+            br[r].at = at;
+            br[r].mask = mask_row(j, &at, copies + (size_t)r * (size_t)s->T);
+            br[r].at.hi = kept_end(br[r].mask, at.lo, at.hi);
+            if (br[r].at.hi < br[r].at.lo) br[r].at.hi = br[r].at.lo;
+        }
         q[r] = (const float *)a->in[0].data + row * s->D;
         out[r] = (float *)a->out[0].data + row * s->Dv;
         scores[r] = scratch + (size_t)r * (size_t)s->T;
@@ -162,7 +173,7 @@ static void f32_block(const attn_job *j, size_t task, float *scratch) {
         }
     }
     if (hi <= lo) lo = hi = 0; /* no row sees a key: no pointer past the cache either */
-    const int64_t b = br[0].at.b, g = br[0].at.g;
+    const int64_t b = (int64_t)(task / j->blocks) / s->Hkv, g = (int64_t)(task / j->blocks) % s->Hkv;
     const size_t n = hi > lo ? (size_t)(hi - lo) : 0;
     const float *k = (const float *)a->in[1].data + vkl_ref_attn_kv_offset(s, b, g, lo, s->D);
     const float *v = (const float *)a->in[2].data + vkl_ref_attn_kv_offset(s, b, g, lo, s->Dv);
@@ -241,8 +252,8 @@ vkl_status vkl_cpu_attention(const vkl_ref_args *a) {
     attn_job j = {a, &s, w->dev->dot, mask, 0, NULL, NULL, s.scratch_bytes, NULL};
     size_t tasks = (size_t)s.rows;
     if (f32) {
-        /* T scores and Dv sums for each row of a block, in whole cache lines */
-        const size_t floats = (size_t)VKL_CPU_ATTN_ROWS * (size_t)(s.T + s.Dv);
+        /* T scores, Dv sums and T mask values for each row of a block, in whole cache lines */
+        const size_t floats = (size_t)VKL_CPU_ATTN_ROWS * (size_t)(2 * s.T + s.Dv);
         j.scratch_bytes = (floats * sizeof(float) + 63) / 64 * 64;
         const size_t seg = (size_t)(s.S * (s.Hq / s.Hkv));
         j.blocks = (seg + VKL_CPU_ATTN_ROWS - 1) / VKL_CPU_ATTN_ROWS;

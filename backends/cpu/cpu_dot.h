@@ -122,6 +122,13 @@ typedef struct vkl_cpu_dot {
      * max|x| below 1e-30 (127 / max|x| would overflow): codes 0. Every
      * implementation gives the same bytes. */
     void (*quantize)(const float *x, size_t K, size_t G, int8_t *q, float *d, int32_t *s);
+    /* Attention's scores of one row in place: x[t] = scale * x[t] + m[t],
+     * or -inf where m[t] is -inf (a masked key stays -inf whatever its
+     * product; m NULL: no mask, x[t] = scale * x[t]), each step rounded
+     * (no fused multiply-add), so every table gives the same bits. Returns
+     * the max of the new x[t] (NaN ignored, as by a compare; -inf when none),
+     * and in *seen whether some x[t] is not -inf. */
+    float (*mask_scores)(float *x, const float *m, size_t n, float scale, bool *seen);
     /* Attention's softmax weights in place: x[t] = e^(x[t] - max) for t < n,
      * +0 where x[t] - max < VKL_CPU_EXP_ZERO_BELOW (-inf included), NaN kept;
      * returns their sum. Within 2 ulp of e^x (not expf's bits; the sum in
@@ -144,6 +151,8 @@ typedef struct vkl_cpu_int8_loop {
 } vkl_cpu_int8_loop;
 
 extern const vkl_cpu_dot vkl_cpu_dot_portable;
+/* The portable mask_scores, which the NEON tables share. */
+float vkl_cpu_mask_scores_portable(float *x, const float *m, size_t n, float scale, bool *seen);
 #if defined(__x86_64__) || defined(__i386__)
 #define VKL_CPU_HAVE_AVX2 1
 extern const vkl_cpu_dot vkl_cpu_dot_avx2;

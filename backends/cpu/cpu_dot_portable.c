@@ -139,6 +139,19 @@ static void quantize(const float *x, size_t K, size_t G, int8_t *q, float *d, in
     }
 }
 
+float vkl_cpu_mask_scores_portable(float *x, const float *m, size_t n, float scale, bool *seen) {
+    float max = -INFINITY;
+    bool any = false;
+    for (size_t t = 0; t < n; t++) {
+        const float sc = !m ? scale * x[t] : m[t] != -INFINITY ? scale * x[t] + m[t] : -INFINITY;
+        x[t] = sc;
+        any = any || sc != -INFINITY;
+        if (sc > max) max = sc;
+    }
+    *seen = any;
+    return max;
+}
+
 /* No attention block kernels (dots_rows, wsum_rows NULL): a row at a time. */
 const vkl_cpu_dot vkl_cpu_dot_portable = {.name = "portable",
                                           .q4 = q4,
@@ -150,4 +163,5 @@ const vkl_cpu_dot vkl_cpu_dot_portable = {.name = "portable",
                                           .axpy = axpy,
                                           .dots = dots,
                                           .wsum = wsum,
-                                          .quantize = quantize};
+                                          .quantize = quantize,
+                                          .mask_scores = vkl_cpu_mask_scores_portable};

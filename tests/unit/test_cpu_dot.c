@@ -12,6 +12,7 @@
  * axpy and attention's key loops agree with double arithmetic. A table this CPU lacks is said and
  * skipped (under qemu -cpu max every Arm table runs; ctest's
  * unit.test_cpu_dot.arm-* check which ran). */
+#include <float.h>
 #include <math.h>
 
 #include "../../backends/cpu/cpu_dot.h"
@@ -381,6 +382,42 @@ static void test_key_rows(const vkl_cpu_dot *d, const char *what) {
     printf("%s: dots_rows and wsum_rows = a row at a time, bit for bit, in %d cases\n", what, cases);
 }
 
+/* Attention's scores (mask_scores) against the portable loop, bit for bit:
+ * lengths 0..40 (8-key rounds and tails), no mask and masks of 0, random
+ * values, -inf and the lowest float; a NaN and a +inf product, each under
+ * -inf (which must give -inf) and not; rows all -inf (seen false, max
+ * -inf). The max compares by value (a zero's sign may differ). */
+static void test_mask_scores(const vkl_cpu_dot *d, const char *what) {
+    enum { MAX_N = 40 };
+    float x[2][MAX_N], m[MAX_N];
+    int cases = 0;
+    for (size_t n = 0; n <= MAX_N; n++)
+        for (int kind = 0; kind < 4; kind++) {
+            for (size_t t = 0; t < n; t++) {
+                x[0][t] = (float)((int)(next() % 2001) - 1000) / 100.0f;
+                const uint32_t r = (uint32_t)(next() % 8);
+                m[t] = kind == 3 ? -INFINITY : r == 0 ? -INFINITY : r == 1 ? -FLT_MAX : r < 5 ? 0.0f : -(float)r;
+            }
+            if (n > 9) x[0][3] = NAN, x[0][9] = INFINITY, m[9] = -INFINITY;
+            if (n > 12) x[0][11] = INFINITY, x[0][12] = NAN, m[12] = -INFINITY;
+            if (n > 12 && kind < 3) m[11] = 0.0f, m[3] = 0.0f; /* seen NaN and +inf scores */
+            memcpy(x[1], x[0], n * sizeof(float));
+            const float *mp = kind == 0 ? NULL : m;
+            bool seen[2];
+            const float max0 = d->mask_scores(x[0], mp, n, 0.125f, &seen[0]);
+            const float max1 = vkl_cpu_mask_scores_portable(x[1], mp, n, 0.125f, &seen[1]);
+            bool same = true;
+            for (size_t t = 0; t < n; t++) same = same && same_float(x[0][t], x[1][t]);
+            CHECKF(same, "%s mask_scores n %zu kind %d: scores differ from portable", what, n, kind);
+            CHECKF(max0 == max1 && seen[0] == seen[1], "%s mask_scores n %zu kind %d: max %g seen %d vs %g %d", what,
+                   n, kind, max0, seen[0], max1, seen[1]);
+            if (kind == 3) CHECKF(!seen[0] && max0 == -INFINITY, "%s mask_scores n %zu: all masked", what, n);
+            if (n > 9 && kind) CHECKF(x[0][9] == -INFINITY, "%s mask_scores: +inf under -inf", what);
+            cases++;
+        }
+    printf("%s: mask_scores = portable, bit for bit, in %d cases\n", what, cases);
+}
+
 /* Attention's softmax weights (softmax_exp, where a table has one) against
  * double exp: within 2 ulp (or 2 units of the smallest subnormal), +0 below
  * VKL_CPU_EXP_ZERO_BELOW and for -inf, NaN kept, every length 1..40 (the
@@ -462,6 +499,7 @@ static void test_table(const vkl_cpu_dot *d, int present) {
     test_float(d, d->name);
     test_keys(d, d->name);
     test_key_rows(d, d->name);
+    test_mask_scores(d, d->name);
     if (d->softmax_exp) test_softmax_exp(d, d->name);
     else printf("%s: no softmax_exp (attention takes libm's expf)\n", d->name);
 }

@@ -108,4 +108,5 @@ const vkl_cpu_dot vkl_cpu_dot_i8mm = {.name = "neon-i8mm",
                                       .axpy = vkl_neon_axpy,
                                       .dots = vkl_neon_dots,
                                       .wsum = vkl_neon_wsum,
-                                      .quantize = vkl_neon_quantize};
+                                      .quantize = vkl_neon_quantize,
+                                      .mask_scores = vkl_cpu_mask_scores_portable};

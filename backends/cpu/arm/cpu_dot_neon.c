@@ -155,4 +155,5 @@ const vkl_cpu_dot vkl_cpu_dot_neon = {.name = "neon-dotprod",
                                       .axpy = vkl_neon_axpy,
                                       .dots = vkl_neon_dots,
                                       .wsum = vkl_neon_wsum,
-                                      .quantize = vkl_neon_quantize};
+                                      .quantize = vkl_neon_quantize,
+                                      .mask_scores = vkl_cpu_mask_scores_portable};

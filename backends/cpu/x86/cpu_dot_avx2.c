@@ -392,6 +392,34 @@ static inline __m256 exp_nonpositive(__m256 d) {
     return _mm256_blendv_ps(_mm256_andnot_ps(zero, e), d, nan);
 }
 
+/* cpu_dot.h's mask_scores, 8 keys a round: a multiply and an add, then -inf
+ * blended in where the mask is -inf; vmaxps returns its second operand when
+ * the first is NaN, so a NaN score is ignored as the portable compare
+ * ignores it. The last 1..7 keys as the portable code does them. */
+static float mask_scores(float *x, const float *m, size_t n, float scale, bool *seen) {
+    const __m256 vs = _mm256_set1_ps(scale), ninf = _mm256_set1_ps(-INFINITY);
+    __m256 vmax = ninf, vseen = _mm256_setzero_ps();
+    size_t t = 0;
+    for (; t + 8 <= n; t += 8) {
+        __m256 sc = _mm256_mul_ps(vs, _mm256_loadu_ps(x + t));
+        if (m) {
+            const __m256 mv = _mm256_loadu_ps(m + t);
+            sc = _mm256_blendv_ps(_mm256_add_ps(sc, mv), ninf, _mm256_cmp_ps(mv, ninf, _CMP_EQ_OQ));
+        }
+        _mm256_storeu_ps(x + t, sc);
+        vseen = _mm256_or_ps(vseen, _mm256_cmp_ps(sc, ninf, _CMP_NEQ_UQ));
+        vmax = _mm256_max_ps(sc, vmax);
+    }
+    float lanes[8];
+    _mm256_storeu_ps(lanes, vmax);
+    bool tail_seen;
+    float max = vkl_cpu_mask_scores_portable(x + t, m ? m + t : NULL, n - t, scale, &tail_seen);
+    for (int i = 0; i < 8; i++)
+        if (lanes[i] > max) max = lanes[i];
+    *seen = tail_seen || _mm256_movemask_ps(vseen) != 0;
+    return max;
+}
+
 /* cpu_dot.h's softmax_exp: 8 weights a round, 8 running sums. */
 static float softmax_exp(float *x, size_t n, float max) {
     const __m256 m = _mm256_set1_ps(max);
@@ -472,4 +500,5 @@ const vkl_cpu_dot vkl_cpu_dot_avx2 = {.name = "avx2",
                                       .dots_rows = dots_rows,
                                       .wsum_rows = wsum_rows,
                                       .quantize = quantize,
+                                      .mask_scores = mask_scores,
                                       .softmax_exp = softmax_exp};
