@@ -17,8 +17,9 @@
 #include "../ref/ref_ops.h"
 #include "cpu_backend.h"
 
-/* Positions of a prompt from which its KV heads are packed (below): each
- * key row is then read by at least PACK_MIN_POSITIONS / 4 * R blocks. */
+/* Positions of a prompt from which its KV heads are packed (below): a
+ * prompt of S positions reads a key row in up to S * R / 4 blocks (R query
+ * heads a KV head), where one step of decode reads it once. */
 #define PACK_MIN_POSITIONS 16
 
 typedef struct attn_job {
@@ -45,10 +46,8 @@ static float softmax_exp(float *x, size_t n, float max) {
     return sum;
 }
 
-/* The additive mask's value at element mt: 0 or -inf for a bool mask, 0
- * without one. */
+/* The additive mask's value at element mt: a bool mask's is 0 or -inf. */
 static inline float mask_at(const vkl_ref_tensor *mask, int64_t mt) {
-    if (!mask) return 0.0f;
     if (mask->dtype == VKL_DTYPE_BOOL) return ((const uint8_t *)mask->data)[mt] ? 0.0f : -INFINITY;
     return ((const float *)mask->data)[mt];
 }
