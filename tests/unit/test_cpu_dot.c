@@ -9,7 +9,9 @@
  * call, give the portable code's bits for one row at a time, and so does
  * the GEMM tile (q4_tile, where a table has one) on a panel of rows; the
  * activation quantizer gives the portable code's bytes. The float dots,
- * axpy and attention's key loops agree with double arithmetic. A table this CPU lacks is said and
+ * axpy and attention's key loops agree with double arithmetic; attention's
+ * 4-row block kernels give the row kernels' bits row by row, and its score
+ * loop (mask_scores) the portable one's. A table this CPU lacks is said and
  * skipped (under qemu -cpu max every Arm table runs; ctest's
  * unit.test_cpu_dot.arm-* check which ran). */
 #include <float.h>
