@@ -239,43 +239,69 @@ static void row_task(void *user, size_t task, unsigned worker) {
     (void)vkl_ref_attention_row(j->a, j->s, task_row(j->s, task), j->scratch + (size_t)worker * j->scratch_bytes);
 }
 
-vkl_status vkl_cpu_attention(const vkl_ref_args *a) {
-    const vkl_backend_weights *w = a->backend;
-    vkl_ref_attn s;
-    vkl_status st = vkl_ref_attention_setup(a, &s);
-    if (st || s.coded) return st ? st : vkl_ref_attention(a);
+/* How a call runs and the scratch it takes. */
+typedef struct attn_plan {
+    bool f32;            /* this file's blocks, else ref's rows */
+    bool pack;           /* the KV heads packed first */
+    size_t pack_bytes;   /* their copy, at the scratch's start */
+    size_t worker_bytes; /* each thread's, after it */
+    size_t blocks;       /* f32: blocks of query rows per (b, KV head) */
+    size_t tasks;
+} attn_plan;
+
+static attn_plan plan_of(const vkl_ref_args *a, const vkl_ref_attn *s) {
     const vkl_ref_tensor *mask = a->n_in > 3 && a->in[3].data ? &a->in[3] : NULL;
-    const bool f32 = a->in[0].dtype == VKL_DTYPE_F32 && a->in[1].dtype == VKL_DTYPE_F32 &&
-                     a->in[2].dtype == VKL_DTYPE_F32 && a->out[0].dtype == VKL_DTYPE_F32 &&
-                     (!mask || mask->dtype == VKL_DTYPE_F32 || mask->dtype == VKL_DTYPE_BOOL);
-    attn_job j = {a, &s, w->dev->dot, mask, 0, NULL, NULL, s.scratch_bytes, NULL};
-    size_t tasks = (size_t)s.rows;
-    if (f32) {
-        /* T scores, Dv sums and T mask values for each row of a block, in whole cache lines */
-        const size_t floats = (size_t)VKL_CPU_ATTN_ROWS * (size_t)(2 * s.T + s.Dv);
-        j.scratch_bytes = (floats * sizeof(float) + 63) / 64 * 64;
-        const size_t seg = (size_t)(s.S * (s.Hq / s.Hkv));
-        j.blocks = (seg + VKL_CPU_ATTN_ROWS - 1) / VKL_CPU_ATTN_ROWS;
-        tasks = (size_t)(s.B * s.Hkv) * j.blocks;
-    }
+    attn_plan p = {0};
+    p.f32 = a->in[0].dtype == VKL_DTYPE_F32 && a->in[1].dtype == VKL_DTYPE_F32 && a->in[2].dtype == VKL_DTYPE_F32 &&
+            a->out[0].dtype == VKL_DTYPE_F32 && (!mask || mask->dtype == VKL_DTYPE_F32 || mask->dtype == VKL_DTYPE_BOOL);
+    p.worker_bytes = s->scratch_bytes;
+    p.tasks = (size_t)s->rows;
+    if (!p.f32) return p;
+    /* T scores, Dv sums and T mask values for each row of a block, in whole cache lines */
+    const size_t floats = (size_t)VKL_CPU_ATTN_ROWS * (size_t)(2 * s->T + s->Dv);
+    p.worker_bytes = (floats * sizeof(float) + 63) / 64 * 64;
+    const size_t seg = (size_t)(s->S * (s->Hq / s->Hkv));
+    p.blocks = (seg + VKL_CPU_ATTN_ROWS - 1) / VKL_CPU_ATTN_ROWS;
+    p.tasks = (size_t)(s->B * s->Hkv) * p.blocks;
     /* The in-place cache (kv_layout 1, [T, B, Hkv, D]) puts a KV head's rows
      * B * Hkv rows apart: 2 KiB on Llama-3.2-1B, so a head's 512 keys fall
      * into a 32nd of L1's sets and thrash it (and crowd L2's), and every
      * block re-read them from further out. A prompt's heads are copied into
      * contiguous rows first (one read and one write of K and V) where the
      * blocks read each key many times; a decode step reads each once. */
-    const bool pack = f32 && s.layout == 1 && s.B * s.Hkv > 1 && s.S >= PACK_MIN_POSITIONS;
-    const size_t pack_floats = pack ? (size_t)(s.B * s.Hkv * s.T * (s.D + s.Dv)) : 0;
-    const size_t pack_bytes = (pack_floats * sizeof(float) + 63) / 64 * 64;
+    p.pack = s->layout == 1 && s->B * s->Hkv > 1 && s->S >= PACK_MIN_POSITIONS;
+    const size_t pack_floats = p.pack ? (size_t)(s->B * s->Hkv * s->T * (s->D + s->Dv)) : 0;
+    p.pack_bytes = (pack_floats * sizeof(float) + 63) / 64 * 64;
+    return p;
+}
+
+size_t vkl_cpu_attention_scratch(const vkl_ref_args *a) {
+    const vkl_backend_weights *w = a->backend;
+    vkl_ref_attn s;
+    /* bad operands fail when the kernel runs; ref's kernel (an int8 / fp8
+     * cache) keeps to the executor's rule */
+    if (vkl_ref_attention_setup(a, &s) || s.coded) return 0;
+    const attn_plan p = plan_of(a, &s);
+    return p.pack_bytes + (size_t)vkl_pool_threads(w->dev->pool) * p.worker_bytes;
+}
+
+vkl_status vkl_cpu_attention(const vkl_ref_args *a) {
+    const vkl_backend_weights *w = a->backend;
+    vkl_ref_attn s;
+    vkl_status st = vkl_ref_attention_setup(a, &s);
+    if (st || s.coded) return st ? st : vkl_ref_attention(a);
+    const vkl_ref_tensor *mask = a->n_in > 3 && a->in[3].data ? &a->in[3] : NULL;
+    const attn_plan p = plan_of(a, &s);
+    attn_job j = {a, &s, w->dev->dot, mask, p.blocks, NULL, NULL, p.worker_bytes, NULL};
     const unsigned threads = vkl_pool_threads(w->dev->pool);
-    unsigned char *scratch = vkl_ref_scratch_get(a, pack_bytes + (size_t)threads * j.scratch_bytes);
+    unsigned char *scratch = vkl_ref_scratch_get(a, p.pack_bytes + (size_t)threads * p.worker_bytes);
     if (!scratch) return VKL_ERR_OUT_OF_MEMORY;
-    j.scratch = scratch + pack_bytes;
-    if (pack) {
+    j.scratch = scratch + p.pack_bytes;
+    if (p.pack) {
         j.kpack = (float *)(void *)scratch;
         j.vpack = j.kpack + (size_t)(s.B * s.Hkv * s.T * s.D);
         vkl_pool_run(w->dev->pool, (size_t)(2 * s.B * s.Hkv), pack_task, &j);
     }
-    vkl_pool_run(w->dev->pool, tasks, f32 ? block_task : row_task, &j);
+    vkl_pool_run(w->dev->pool, p.tasks, p.f32 ? block_task : row_task, &j);
     return VKL_OK;
 }
