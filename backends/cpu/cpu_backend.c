@@ -19,11 +19,16 @@ static const vkl_ref_kernel cpu_kernels[VKL_OP_COUNT_] = {
     [VKL_OP_ROPE] = vkl_cpu_rope,
 };
 
+/* Kernels that need more scratch than the executor's rule. */
+static const vkl_host_scratch_fn cpu_scratch[VKL_OP_COUNT_] = {
+    [VKL_OP_ATTENTION] = vkl_cpu_attention_scratch,
+};
+
 static vkl_status cpu_prepare(vkl_backend_device *dev, vkl_context *ctx, const vkl_graph *g, vkl_backend_weights *w,
                               const vkl_memory_map *mem, const vkl_binding *b, vkl_backend_exec **out) {
     if (!w || w->g != vkl_graph_weight_source(g))
         return vkl_fail(ctx, VKL_ERR_INVALID_ARGUMENT, "cpu: prepare needs the weights loaded from the same graph");
-    const vkl_host_kernels kernels = {"cpu", cpu_kernels, w};
+    const vkl_host_kernels kernels = {"cpu", cpu_kernels, cpu_scratch, w};
     return vkl_host_prepare(dev, ctx, g, &kernels, mem, b, out);
 }
 

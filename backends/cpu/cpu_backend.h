@@ -62,6 +62,9 @@ void vkl_cpu_weights_release(vkl_backend_device *dev, vkl_backend_weights *w);
 vkl_status vkl_cpu_quant_mat_mul(const vkl_ref_args *a);
 vkl_status vkl_cpu_mat_mul(const vkl_ref_args *a);
 vkl_status vkl_cpu_attention(const vkl_ref_args *a);
+/* The scratch vkl_cpu_attention takes for these operands (host_exec.h's
+ * vkl_host_scratch_fn): a prompt's packed KV heads and each thread's block. */
+size_t vkl_cpu_attention_scratch(const vkl_ref_args *a);
 vkl_status vkl_cpu_rms_norm(const vkl_ref_args *a);
 /* cpu_split.c: ref's kernels for these ops, on slices spread over the pool */
 vkl_status vkl_cpu_add(const vkl_ref_args *a);

@@ -25,6 +25,11 @@
  * 4 rows: 12 registers, the unpacking a third more per product; 8 rows
  * spill). Even: the f32 step takes rows in pairs. */
 #define VKL_CPU_GEMM_MR 6
+/* Query rows of an attention block (cpu_attention.c): the rows that share
+ * one pass over their keys. 4: Llama's query heads per KV head, and on AVX2
+ * 4 rows x 2 keys of dot sums (8 accumulators) or 4 rows x 16 floats of the
+ * weighted sum, beside the loads, fit the 16 ymm registers. */
+#define VKL_CPU_ATTN_ROWS 4
 
 /* Per group g of one activation row: its codes' scale and their sum. */
 typedef struct vkl_cpu_act {
@@ -98,6 +103,18 @@ typedef struct vkl_cpu_dot {
      * NaN included, as ref never reads it either). */
     void (*dots)(const float *k, size_t stride, const float *q, size_t K, size_t n, float *out);
     void (*wsum)(const float *v, size_t stride, const float *w, size_t K, size_t n, float *y);
+    /* The same two loops for 1..VKL_CPU_ATTN_ROWS query rows at once over
+     * the same n keys, each key row (V row) loaded once for all of them:
+     * out[r] = dots' out for q[r] and y[r] = wsum's y for w[r], bit for bit,
+     * so a row's scores and sum do not depend on the rows beside it. A key
+     * of weight 0 in every w[r] is not read; one of weight 0 in some adds
+     * nothing to theirs (0 * NaN would). dots must therefore give a key the
+     * same bits wherever it falls among the n. NULL: cpu_attention.c runs
+     * dots and wsum a row at a time. */
+    void (*dots_rows)(const float *k, size_t stride, const float *const *q, uint32_t rows, size_t K, size_t n,
+                      float *const *out);
+    void (*wsum_rows)(const float *v, size_t stride, const float *const *w, uint32_t rows, size_t K, size_t n,
+                      float *const *y);
     /* One row of K activations quantized per group of G (a multiple of 32):
      * q = x * (127 / max|x|) rounded half away from zero into -127..127,
      * d[g] = max|x| / 127, s[g] = the codes' sum; a group holding NaN or
@@ -105,6 +122,13 @@ typedef struct vkl_cpu_dot {
      * max|x| below 1e-30 (127 / max|x| would overflow): codes 0. Every
      * implementation gives the same bytes. */
     void (*quantize)(const float *x, size_t K, size_t G, int8_t *q, float *d, int32_t *s);
+    /* Attention's scores of one row in place: x[t] = scale * x[t] + m[t],
+     * or -inf where m[t] is -inf (a masked key stays -inf whatever its
+     * product; m NULL: no mask, x[t] = scale * x[t]), each step rounded
+     * (no fused multiply-add), so every table gives the same bits. Returns
+     * the max of the new x[t] (NaN ignored, as by a compare; -inf when none),
+     * and in *seen whether some x[t] is not -inf. */
+    float (*mask_scores)(float *x, const float *m, size_t n, float scale, bool *seen);
     /* Attention's softmax weights in place: x[t] = e^(x[t] - max) for t < n,
      * +0 where x[t] - max < VKL_CPU_EXP_ZERO_BELOW (-inf included), NaN kept;
      * returns their sum. Within 2 ulp of e^x (not expf's bits; the sum in
@@ -127,6 +151,8 @@ typedef struct vkl_cpu_int8_loop {
 } vkl_cpu_int8_loop;
 
 extern const vkl_cpu_dot vkl_cpu_dot_portable;
+/* The portable mask_scores, which the NEON tables share. */
+float vkl_cpu_mask_scores_portable(float *x, const float *m, size_t n, float scale, bool *seen);
 #if defined(__x86_64__) || defined(__i386__)
 #define VKL_CPU_HAVE_AVX2 1
 extern const vkl_cpu_dot vkl_cpu_dot_avx2;

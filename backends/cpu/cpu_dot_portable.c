@@ -139,4 +139,29 @@ static void quantize(const float *x, size_t K, size_t G, int8_t *q, float *d, in
     }
 }
 
-const vkl_cpu_dot vkl_cpu_dot_portable = {"portable", q4, q4_tile, q8, f32, f16, bf16, axpy, dots, wsum, quantize, NULL};
+float vkl_cpu_mask_scores_portable(float *x, const float *m, size_t n, float scale, bool *seen) {
+    float max = -INFINITY;
+    bool any = false;
+    for (size_t t = 0; t < n; t++) {
+        const float sc = !m ? scale * x[t] : m[t] != -INFINITY ? scale * x[t] + m[t] : -INFINITY;
+        x[t] = sc;
+        any = any || sc != -INFINITY;
+        if (sc > max) max = sc;
+    }
+    *seen = any;
+    return max;
+}
+
+/* No attention block kernels (dots_rows, wsum_rows NULL): a row at a time. */
+const vkl_cpu_dot vkl_cpu_dot_portable = {.name = "portable",
+                                          .q4 = q4,
+                                          .q4_tile = q4_tile,
+                                          .q8 = q8,
+                                          .f32 = f32,
+                                          .f16 = f16,
+                                          .bf16 = bf16,
+                                          .axpy = axpy,
+                                          .dots = dots,
+                                          .wsum = wsum,
+                                          .quantize = quantize,
+                                          .mask_scores = vkl_cpu_mask_scores_portable};

@@ -264,17 +264,31 @@ vkl_status vkl_host_prepare(vkl_backend_device *dev, vkl_context *ctx, const vkl
         e->out = vkl_calloc(ctx, max_out, sizeof(vkl_ref_tensor));
         if (!e->in || !e->out) st = VKL_ERR_OUT_OF_MEMORY;
     }
-    /* Scratch sized here so executing never allocates: no kernel needs more
-     * than a few doubles per element of one dimension (attention: T + D + Dv
-     * scores and sums; matmul: a row of N; TopK: 2n indexes). */
+    /* Scratch sized here so executing never allocates: no ref kernel needs
+     * more than a few doubles per element of one dimension (attention: T + D
+     * + Dv scores and sums; matmul: a row of N; TopK: 2n indexes); a
+     * backend's kernel that needs more says how much (kernels->scratch). */
     int64_t maxdim = 1;
     for (uint32_t t = 0; !st && t < g->n_tensors; t++)
         for (uint32_t d = 0; d < e->tensors[t].rank; d++)
             if (e->tensors[t].dims[d] > maxdim) maxdim = e->tensors[t].dims[d];
     if (!st) st = count_state_traffic(ctx, e);
     if (!st) st = bind_io(ctx, g, mem, e);
+    size_t scratch = (size_t)(maxdim + 2) * 32;
+    for (uint32_t k = 0; !st && kernels->scratch && k < e->n_order; k++) {
+        const uint32_t ni = e->order[k];
+        const vkl_node *n = &g->nodes[ni];
+        if (!kernels->table || !kernels->table[n->op] || !kernels->scratch[n->op]) continue;
+        for (uint32_t j = 0; j < n->n_inputs; j++)
+            e->in[j] = n->inputs[j] == VKL_NONE ? (vkl_ref_tensor){0} : e->tensors[n->inputs[j]];
+        for (uint32_t j = 0; j < n->n_outputs; j++)
+            e->out[j] = n->outputs[j] == VKL_NONE ? (vkl_ref_tensor){0} : e->tensors[n->outputs[j]];
+        const vkl_ref_args args = {ctx, &e->scratch, g, ni, e->in, n->n_inputs, e->out, n->n_outputs, e->user};
+        const size_t need = kernels->scratch[n->op](&args);
+        if (need > scratch) scratch = need;
+    }
     if (!st) {
-        e->scratch.size = (size_t)(maxdim + 2) * 32;
+        e->scratch.size = scratch;
         e->scratch.data = vkl_malloc(ctx, e->scratch.size);
         if (!e->scratch.data) st = VKL_ERR_OUT_OF_MEMORY;
     }

@@ -10,12 +10,20 @@
 #include "../../engine/backend.h"
 #include "ref_kernels.h"
 
+/* The scratch bytes a backend's kernel will ask for (vkl_ref_scratch_get)
+ * on a node with these operands, their shapes as prepared, data unread.
+ * prepare sizes the executable's scratch for the largest of them and its
+ * own rule (a few doubles per element of the longest dimension, which ref's
+ * kernels stay within), so executing never allocates. */
+typedef size_t (*vkl_host_scratch_fn)(const vkl_ref_args *a);
+
 /* What a backend runs: table[op] where the table has an entry, ref's kernel
  * otherwise. `user` reaches the kernels as vkl_ref_args.backend (ref: NULL);
  * `name` prefixes the executor's messages. */
 typedef struct vkl_host_kernels {
     const char *name;
-    const vkl_ref_kernel *table; /* VKL_OP_COUNT_ entries, or NULL: all ref's */
+    const vkl_ref_kernel *table;        /* VKL_OP_COUNT_ entries, or NULL: all ref's */
+    const vkl_host_scratch_fn *scratch; /* VKL_OP_COUNT_ entries beside table's, or NULL: the rule above */
     void *user;
 } vkl_host_kernels;
 

@@ -57,7 +57,7 @@ static void ref_weights_release(vkl_backend_device *dev, vkl_backend_weights *w)
 static vkl_status ref_prepare(vkl_backend_device *dev, vkl_context *ctx, const vkl_graph *g, vkl_backend_weights *w,
                               const vkl_memory_map *mem, const vkl_binding *b, vkl_backend_exec **out) {
     (void)w;
-    const vkl_host_kernels kernels = {"ref", NULL, NULL};
+    const vkl_host_kernels kernels = {"ref", NULL, NULL, NULL};
     return vkl_host_prepare(dev, ctx, g, &kernels, mem, b, out);
 }
 

@@ -9,9 +9,12 @@
  * call, give the portable code's bits for one row at a time, and so does
  * the GEMM tile (q4_tile, where a table has one) on a panel of rows; the
  * activation quantizer gives the portable code's bytes. The float dots,
- * axpy and attention's key loops agree with double arithmetic. A table this CPU lacks is said and
+ * axpy and attention's key loops agree with double arithmetic; attention's
+ * 4-row block kernels give the row kernels' bits row by row, and its score
+ * loop (mask_scores) the portable one's. A table this CPU lacks is said and
  * skipped (under qemu -cpu max every Arm table runs; ctest's
  * unit.test_cpu_dot.arm-* check which ran). */
+#include <float.h>
 #include <math.h>
 
 #include "../../backends/cpu/cpu_dot.h"
@@ -285,8 +288,9 @@ static void test_float(const vkl_cpu_dot *d, const char *what) {
 /* Attention's loops over keys a stride apart (dots, wsum) against double
  * arithmetic: head sizes with and without a multiple of 8 and above the 64
  * floats wsum keeps in registers, key counts off the 8- and 4-key rounds
- * (an 8-key round's scores = two 4-key rounds', bit for bit); a key of
- * weight 0 whose row is NaN is left unread. */
+ * (every key's score = its score alone, bit for bit, whichever round it fell
+ * in: the block kernels depend on it); a key of weight 0 whose row is NaN is
+ * left unread. */
 static void test_keys(const vkl_cpu_dot *d, const char *what) {
     enum { MAX_K = 136, MAX_N = 23, STRIDE = 150 };
     static float rows[MAX_N * STRIDE], q[MAX_K], w[MAX_N], out[MAX_N], y[MAX_K];
@@ -301,11 +305,11 @@ static void test_keys(const vkl_cpu_dot *d, const char *what) {
             d->wsum(rows, STRIDE, w, K, n, y);
             for (size_t t = 2; t < n; t += 5) rows[t * STRIDE] = 0.5f;
             d->dots(rows, STRIDE, q, K, n, out);
-            if (K % 8 == 0 && n >= 8) { /* the first 8 keys as two 4-key calls: the same bits */
-                float four[8];
-                d->dots(rows, STRIDE, q, K, 4, four);
-                d->dots(rows + 4 * STRIDE, STRIDE, q, K, 4, four + 4);
-                CHECKF(!memcmp(four, out, sizeof(four)), "%s dots K %zu: 8 keys a call differ from 4", what, K);
+            for (size_t t = 0; t < n; t++) { /* a key's score alone = in any round of n keys, bit for bit */
+                float one;
+                d->dots(rows + t * STRIDE, STRIDE, q, K, 1, &one);
+                CHECKF(!memcmp(&one, &out[t], sizeof(one)), "%s dots K %zu: key %zu of %zu differs alone", what, K,
+                       t, n);
             }
             for (size_t t = 0; t < n; t++) {
                 double s = 0, mag = 1e-30;
@@ -327,10 +331,100 @@ static void test_keys(const vkl_cpu_dot *d, const char *what) {
         }
 }
 
+static bool same_float(float a, float b) { return (a != a && b != b) || !memcmp(&a, &b, sizeof(a)); }
+
+/* Attention's block kernels (dots_rows, wsum_rows, where a table has them)
+ * against dots and wsum a row at a time: the same bits for 1..4 rows, head
+ * sizes on and off the vector widths, key counts on and off the rounds (up
+ * to 140); weights 0 in some rows (those rows must add nothing: a NaN V row
+ * there stays out of them) and in all rows (that V row must stay unread). */
+static void test_key_rows(const vkl_cpu_dot *d, const char *what) {
+    enum { MAX_K = 136, MAX_N = 140, STRIDE = 150, ROWS = VKL_CPU_ATTN_ROWS };
+    if (!d->dots_rows || !d->wsum_rows) {
+        printf("%s: no attention block kernels (a row at a time)\n", what);
+        return;
+    }
+    static float keys[MAX_N * STRIDE], q[ROWS][MAX_K], w[ROWS][MAX_N], out[ROWS][MAX_N], y[ROWS][MAX_K];
+    float one[MAX_N], alone[MAX_K];
+    const size_t heads[] = {1, 5, 8, 16, 20, 24, 64, 72, 136};
+    int cases = 0;
+    for (size_t i = 0; i < MAX_N * STRIDE; i++) keys[i] = (float)((int)(next() % 2001) - 1000) / 1000.0f;
+    for (size_t r = 0; r < ROWS; r++)
+        for (size_t i = 0; i < MAX_K; i++) q[r][i] = (float)((int)(next() % 2001) - 1000) / 1000.0f;
+    for (uint32_t rows = 1; rows <= ROWS; rows++)
+        for (size_t hi = 0; hi < sizeof(heads) / sizeof(heads[0]); hi++)
+            for (size_t n = 1; n <= MAX_N; n += n < 23 ? 2 : 39) { /* 1..23, then 62, 101, 140: across wsum tiles */
+                const size_t K = heads[hi];
+                const float *qp[ROWS], *wp[ROWS];
+                float *op[ROWS], *yp[ROWS];
+                for (size_t r = 0; r < ROWS; r++) qp[r] = q[r], wp[r] = w[r], op[r] = out[r], yp[r] = y[r];
+                for (size_t r = 0; r < rows; r++)
+                    for (size_t t = 0; t < n; t++)
+                        w[r][t] = t % 7 == 3 || (t + r) % 4 == 1 ? 0.0f : (float)(next() % 1000 + 1) / 1000.0f;
+                for (size_t t = 3; t < n; t += 7) keys[t * STRIDE + K - 1] = NAN; /* weight 0 in every row */
+                if (n > 1) keys[STRIDE] = NAN; /* key 1: weight 0 in row 0 only */
+                d->wsum_rows(keys, STRIDE, wp, rows, K, n, yp);
+                for (size_t r = 0; r < rows; r++) {
+                    d->wsum(keys, STRIDE, w[r], K, n, alone);
+                    for (size_t k = 0; k < K; k++)
+                        CHECKF(same_float(y[r][k], alone[k]), "%s wsum_rows: %u rows K %zu n %zu, row %zu [%zu]",
+                               what, rows, K, n, r, k);
+                    if (r == 0) CHECKF(y[0][0] == y[0][0], "%s wsum_rows: a weight-0 NaN row read", what);
+                }
+                for (size_t t = 3; t < n; t += 7) keys[t * STRIDE + K - 1] = 0.25f;
+                keys[STRIDE] = 0.5f;
+                d->dots_rows(keys, STRIDE, qp, rows, K, n, op);
+                for (size_t r = 0; r < rows; r++) {
+                    d->dots(keys, STRIDE, q[r], K, n, one);
+                    CHECKF(!memcmp(one, out[r], n * sizeof(float)), "%s dots_rows: %u rows K %zu n %zu, row %zu",
+                           what, rows, K, n, r);
+                }
+                cases++;
+            }
+    printf("%s: dots_rows and wsum_rows = a row at a time, bit for bit, in %d cases\n", what, cases);
+}
+
+/* Attention's scores (mask_scores) against the portable loop, bit for bit:
+ * lengths 0..40 (8-key rounds and tails), no mask and masks of 0, random
+ * values, -inf and the lowest float; a NaN and a +inf product, each under
+ * -inf (which must give -inf) and not; rows all -inf (seen false, max
+ * -inf). The max compares by value (a zero's sign may differ). */
+static void test_mask_scores(const vkl_cpu_dot *d, const char *what) {
+    enum { MAX_N = 40 };
+    float x[2][MAX_N], m[MAX_N];
+    int cases = 0;
+    for (size_t n = 0; n <= MAX_N; n++)
+        for (int kind = 0; kind < 4; kind++) {
+            for (size_t t = 0; t < n; t++) {
+                x[0][t] = (float)((int)(next() % 2001) - 1000) / 100.0f;
+                const uint32_t r = (uint32_t)(next() % 8);
+                m[t] = kind == 3 ? -INFINITY : r == 0 ? -INFINITY : r == 1 ? -FLT_MAX : r < 5 ? 0.0f : -(float)r;
+            }
+            if (n > 9) x[0][3] = NAN, x[0][9] = INFINITY, m[9] = -INFINITY;
+            if (n > 12) x[0][11] = INFINITY, x[0][12] = NAN, m[12] = -INFINITY;
+            if (n > 12 && kind < 3) m[11] = 0.0f, m[3] = 0.0f; /* seen NaN and +inf scores */
+            memcpy(x[1], x[0], n * sizeof(float));
+            const float *mp = kind == 0 ? NULL : m;
+            bool seen[2];
+            const float max0 = d->mask_scores(x[0], mp, n, 0.125f, &seen[0]);
+            const float max1 = vkl_cpu_mask_scores_portable(x[1], mp, n, 0.125f, &seen[1]);
+            bool same = true;
+            for (size_t t = 0; t < n; t++) same = same && same_float(x[0][t], x[1][t]);
+            CHECKF(same, "%s mask_scores n %zu kind %d: scores differ from portable", what, n, kind);
+            CHECKF(max0 == max1 && seen[0] == seen[1], "%s mask_scores n %zu kind %d: max %g seen %d vs %g %d", what,
+                   n, kind, max0, seen[0], max1, seen[1]);
+            if (kind == 3) CHECKF(!seen[0] && max0 == -INFINITY, "%s mask_scores n %zu: all masked", what, n);
+            if (n > 9 && kind) CHECKF(x[0][9] == -INFINITY, "%s mask_scores: +inf under -inf", what);
+            cases++;
+        }
+    printf("%s: mask_scores = portable, bit for bit, in %d cases\n", what, cases);
+}
+
 /* Attention's softmax weights (softmax_exp, where a table has one) against
  * double exp: within 2 ulp (or 2 units of the smallest subnormal), +0 below
  * VKL_CPU_EXP_ZERO_BELOW and for -inf, NaN kept, every length 1..40 (the
- * 8-lane rounds and their tails), the sum within 1e-6 of the double sum. */
+ * 8-lane rounds and their tails), the sum within 1e-6 of the double sum
+ * (and the weights' subnormal units). */
 static void test_softmax_exp(const vkl_cpu_dot *d, const char *what) {
     enum { MAX_N = 40 };
     float x[MAX_N], in[MAX_N];
@@ -361,7 +455,11 @@ static void test_softmax_exp(const vkl_cpu_dot *d, const char *what) {
             CHECKF(fabs((double)x[t] - ef) <= 2 * ulp, "%s softmax_exp: e^%.9g = %.9g, kernel %.9g", what, dd, ef, x[t]);
             want_sum += e;
         }
-        if (n != 17) CHECKF(fabs(sum - want_sum) <= 1e-6 * want_sum, "%s softmax_exp: sum %.9g of %.9g", what, sum, want_sum);
+        /* plus each weight's 2 subnormal units: with n <= 3 no input is the
+         * max, and every weight may be subnormal (a sum of 7e-46 rounds to 0) */
+        if (n != 17)
+            CHECKF(fabs(sum - want_sum) <= 1e-6 * want_sum + 2.0 * (double)n * 1.401298464324817e-45,
+                   "%s softmax_exp: sum %.9g of %.9g", what, sum, want_sum);
         else CHECKF(isnan(sum), "%s softmax_exp: a NaN weight, sum %g", what, sum);
         cases++;
     }
@@ -407,6 +505,8 @@ static void test_table(const vkl_cpu_dot *d, int present) {
     test_quantize(d, d->name);
     test_float(d, d->name);
     test_keys(d, d->name);
+    test_key_rows(d, d->name);
+    test_mask_scores(d, d->name);
     if (d->softmax_exp) test_softmax_exp(d, d->name);
     else printf("%s: no softmax_exp (attention takes libm's expf)\n", d->name);
 }

@@ -108,4 +108,7 @@ const vkl_cpu_dot vkl_cpu_dot_i8mm = {.name = "neon-i8mm",
                                       .axpy = vkl_neon_axpy,
                                       .dots = vkl_neon_dots,
                                       .wsum = vkl_neon_wsum,
-                                      .quantize = vkl_neon_quantize};
+                                      .dots_rows = vkl_neon_dots_rows,
+                                      .wsum_rows = vkl_neon_wsum_rows,
+                                      .quantize = vkl_neon_quantize,
+                                      .mask_scores = vkl_cpu_mask_scores_portable};

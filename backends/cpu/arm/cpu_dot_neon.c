@@ -145,6 +145,95 @@ void vkl_neon_wsum(const float *v, size_t stride, const float *w, size_t K, size
         if (w[t] != 0.0f) vkl_neon_axpy(y, w[t], v + t * stride, K);
 }
 
+/* The scalar end of vkl_neon_f32 for a K off the multiples of 8. */
+static inline float f32_tail(float t, const float *w, const float *x, size_t k, size_t K) {
+    for (; k < K; k++) t += w[k] * x[k];
+    return t;
+}
+
+/* vkl_neon_dots for 4 query rows: 2 keys a round, each key's floats loaded
+ * once for the 4 rows (16 accumulators: vkl_neon_f32's two sums for each
+ * row and key, 4 key and 2 query registers of the 32), each sum ended as
+ * vkl_neon_f32 ends it, so its bits. An odd last key and other row counts
+ * go through vkl_neon_f32. */
+void vkl_neon_dots_rows(const float *k, size_t stride, const float *const *q, uint32_t rows, size_t K, size_t n,
+                        float *const *out) {
+    size_t t = 0;
+    if (rows == VKL_CPU_ATTN_ROWS) {
+        for (; t + 2 <= n; t += 2) {
+            const float *k0 = k + t * stride, *k1 = k0 + stride;
+            float32x4_t s[4][2][2];
+            for (int r = 0; r < 4; r++) s[r][0][0] = s[r][0][1] = s[r][1][0] = s[r][1][1] = vdupq_n_f32(0);
+            size_t i = 0;
+            for (; i + 8 <= K; i += 8) {
+                const float32x4_t a0 = vld1q_f32(k0 + i), a1 = vld1q_f32(k0 + i + 4);
+                const float32x4_t b0 = vld1q_f32(k1 + i), b1 = vld1q_f32(k1 + i + 4);
+                _Pragma("GCC unroll 4")
+                for (int r = 0; r < 4; r++) {
+                    const float32x4_t x0 = vld1q_f32(q[r] + i), x1 = vld1q_f32(q[r] + i + 4);
+                    s[r][0][0] = vfmaq_f32(s[r][0][0], a0, x0), s[r][0][1] = vfmaq_f32(s[r][0][1], a1, x1);
+                    s[r][1][0] = vfmaq_f32(s[r][1][0], b0, x0), s[r][1][1] = vfmaq_f32(s[r][1][1], b1, x1);
+                }
+            }
+            for (int r = 0; r < 4; r++) {
+                out[r][t] = f32_tail(vaddvq_f32(vaddq_f32(s[r][0][0], s[r][0][1])), k0, q[r], i, K);
+                out[r][t + 1] = f32_tail(vaddvq_f32(vaddq_f32(s[r][1][0], s[r][1][1])), k1, q[r], i, K);
+            }
+        }
+    }
+    for (uint32_t r = 0; r < rows; r++)
+        for (size_t u = t; u < n; u++) out[r][u] = vkl_neon_f32(k + u * stride, q[r], K);
+}
+
+/* `c` (1..4) registers of y from float k0 on for each of 4 rows: a V row's
+ * floats loaded once for the rows whose weight is not 0, per lane the fmla
+ * of vkl_neon_axpy in key order, so vkl_neon_wsum's bits. */
+static inline void wsum4_pass(const float *v, size_t stride, const float *const *w, size_t n, size_t k0, int c,
+                              float *const *y) {
+    float32x4_t acc[4][4];
+    for (int r = 0; r < 4; r++)
+        for (int i = 0; i < 4; i++) acc[r][i] = vdupq_n_f32(0);
+    for (size_t t = 0; t < n; t++) {
+        const float a[4] = {w[0][t], w[1][t], w[2][t], w[3][t]};
+        if (a[0] == 0.0f && a[1] == 0.0f && a[2] == 0.0f && a[3] == 0.0f) continue;
+        const float *x = v + t * stride + k0;
+        float32x4_t xv[4];
+        for (int i = 0; i < c; i++) xv[i] = vld1q_f32(x + 4 * i);
+        _Pragma("GCC unroll 4")
+        for (int r = 0; r < 4; r++) {
+            if (a[r] == 0.0f) continue;
+            for (int i = 0; i < c; i++) acc[r][i] = vfmaq_n_f32(acc[r][i], xv[i], a[r]);
+        }
+    }
+    for (int r = 0; r < 4; r++)
+        for (int i = 0; i < c; i++) vst1q_f32(y[r] + k0 + 4 * i, acc[r][i]);
+}
+
+/* vkl_neon_wsum for 4 rows: 16 floats of y a row a pass (16 accumulators,
+ * 4 V registers), so each V row is read once for the 4 rows where
+ * vkl_neon_wsum read it once a row; a K off the multiples of 4 ends as
+ * vkl_neon_axpy does (a multiply and an add, key by key). Other row
+ * counts: vkl_neon_wsum row by row. */
+void vkl_neon_wsum_rows(const float *v, size_t stride, const float *const *w, uint32_t rows, size_t K, size_t n,
+                        float *const *y) {
+    if (rows != VKL_CPU_ATTN_ROWS) {
+        for (uint32_t r = 0; r < rows; r++) vkl_neon_wsum(v, stride, w[r], K, n, y[r]);
+        return;
+    }
+    size_t k0 = 0;
+    for (; k0 + 16 <= K; k0 += 16) wsum4_pass(v, stride, w, n, k0, 4, y);
+    if (k0 + 4 <= K) {
+        const int c = (int)((K - k0) / 4);
+        wsum4_pass(v, stride, w, n, k0, c, y);
+        k0 += 4 * (size_t)c;
+    }
+    for (uint32_t r = 0; r < 4; r++) {
+        for (size_t k = k0; k < K; k++) y[r][k] = 0;
+        for (size_t t = 0; k0 < K && t < n; t++)
+            if (w[r][t] != 0.0f) vkl_neon_axpy(y[r] + k0, w[r][t], v + t * stride + k0, K - k0);
+    }
+}
+
 /* No GEMM tile (q4_tile NULL): prefill runs q4 four rows a call. */
 const vkl_cpu_dot vkl_cpu_dot_neon = {.name = "neon-dotprod",
                                       .q4 = vkl_neon_q4_sdot,
@@ -155,4 +244,7 @@ const vkl_cpu_dot vkl_cpu_dot_neon = {.name = "neon-dotprod",
                                       .axpy = vkl_neon_axpy,
                                       .dots = vkl_neon_dots,
                                       .wsum = vkl_neon_wsum,
-                                      .quantize = vkl_neon_quantize};
+                                      .dots_rows = vkl_neon_dots_rows,
+                                      .wsum_rows = vkl_neon_wsum_rows,
+                                      .quantize = vkl_neon_quantize,
+                                      .mask_scores = vkl_cpu_mask_scores_portable};

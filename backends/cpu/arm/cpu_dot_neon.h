@@ -59,5 +59,9 @@ void vkl_neon_axpy(float *y, float a, const float *x, size_t n);
 void vkl_neon_quantize(const float *x, size_t K, size_t G, int8_t *q, float *d, int32_t *s);
 void vkl_neon_dots(const float *k, size_t stride, const float *q, size_t K, size_t n, float *out);
 void vkl_neon_wsum(const float *v, size_t stride, const float *w, size_t K, size_t n, float *y);
+void vkl_neon_dots_rows(const float *k, size_t stride, const float *const *q, uint32_t rows, size_t K, size_t n,
+                        float *const *out);
+void vkl_neon_wsum_rows(const float *v, size_t stride, const float *const *w, uint32_t rows, size_t K, size_t n,
+                        float *const *y);
 
 #endif

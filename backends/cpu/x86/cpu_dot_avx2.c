@@ -181,22 +181,35 @@ static void axpy(float *y, float a, const float *x, size_t n) {
     for (; k < n; k++) y[k] += a * x[k];
 }
 
-/* Four keys a round, each its own 8-lane sums, added across lanes together;
- * K not a multiple of 8, or the last keys: one key at a time. */
-/* Four keys' sums [s0 s1 s2 s3] reduced into out[0..3]: two hadds, then the halves added. */
+/* Four 8-lane sums [s0 s1 s2 s3] reduced into out[0..3]: two hadds, then
+ * the halves added. Every lane of every sum takes the same tree,
+ * ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7)), whichever slot it is
+ * in: a key's score has the same bits in every round that reduces this way. */
 static inline void store4(__m256 s0, __m256 s1, __m256 s2, __m256 s3, float *out) {
     const __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(s0, s1), _mm256_hadd_ps(s2, s3));
     _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1)));
 }
 
-/* 8 keys a round while 8 are left: 8 independent FMA chains, where 4 left
- * the loop waiting on the FMA's latency (dots was 7% of a 512-token
- * prefill's CPU time); then 4, then one at a time. A key's sum takes the
- * same steps in an 8-key round as in a 4-key one (8 lanes over K, then the
- * same reduction), so its score does not depend on which of them ran it. */
+/* One key's 8-lane sum against q over K (a multiple of 8). */
+static inline __m256 key_sum(const float *k, const float *q, size_t K) {
+    __m256 s = _mm256_setzero_ps();
+    for (size_t i = 0; i < K; i += 8) s = _mm256_fmadd_ps(_mm256_loadu_ps(k + i), _mm256_loadu_ps(q + i), s);
+    return s;
+}
+
+/* K a multiple of 8: 8 keys a round while 8 are left (8 independent FMA
+ * chains, where 4 left the loop waiting on the FMA's latency; dots was 7% of
+ * a 512-token prefill's CPU time), then 4, then the last 1..3 as one round
+ * padded with copies. Every key's score is its 8-lane sum reduced by
+ * store4's tree, so it has the same bits wherever it falls among the n keys
+ * (dots_rows relies on that). Otherwise one key at a time by f32. */
 static void dots(const float *k, size_t stride, const float *q, size_t K, size_t n, float *out) {
+    if (K % 8) {
+        for (size_t t = 0; t < n; t++) out[t] = f32(k + t * stride, q, K);
+        return;
+    }
     size_t t = 0;
-    for (; K % 8 == 0 && t + 8 <= n; t += 8) {
+    for (; t + 8 <= n; t += 8) {
         const float *k0 = k + t * stride;
         __m256 s[8];
         _Pragma("GCC unroll 8")
@@ -209,7 +222,7 @@ static void dots(const float *k, size_t stride, const float *q, size_t K, size_t
         store4(s[0], s[1], s[2], s[3], out + t);
         store4(s[4], s[5], s[6], s[7], out + t + 4);
     }
-    for (; K % 8 == 0 && t + 4 <= n; t += 4) {
+    for (; t + 4 <= n; t += 4) {
         const float *k0 = k + t * stride;
         __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
         for (size_t i = 0; i < K; i += 8) {
@@ -221,7 +234,56 @@ static void dots(const float *k, size_t stride, const float *q, size_t K, size_t
         }
         store4(s0, s1, s2, s3, out + t);
     }
-    for (; t < n; t++) out[t] = f32(k + t * stride, q, K);
+    if (t < n) {
+        __m256 s[3];
+        for (size_t r = 0; r < 3; r++) s[r] = key_sum(k + (t + (t + r < n ? r : 0)) * stride, q, K);
+        float h[4];
+        store4(s[0], s[1], s[2], s[2], h);
+        for (size_t r = 0; t + r < n; r++) out[t + r] = h[r];
+    }
+}
+
+/* dots for 4 query rows: 2 keys a round, each key's 8 floats loaded once for
+ * the 4 rows (8 accumulators, 2 key and 1 query register). Until
+ * 2026-11-26 every query row streamed its keys alone, from L2 (a KV head's
+ * 512 keys are 128 KiB): one key load per FMA. The same 8-lane sums and
+ * tree as dots, so the same bits; other row counts and K not a multiple of
+ * 8 go row by row through dots. */
+static void dots_rows(const float *k, size_t stride, const float *const *q, uint32_t rows, size_t K, size_t n,
+                      float *const *out) {
+    if (rows != VKL_CPU_ATTN_ROWS || K % 8) {
+        for (uint32_t r = 0; r < rows; r++) dots(k, stride, q[r], K, n, out[r]);
+        return;
+    }
+    const float *q0 = q[0], *q1 = q[1], *q2 = q[2], *q3 = q[3];
+    float *o0 = out[0], *o1 = out[1], *o2 = out[2], *o3 = out[3];
+    size_t t = 0;
+    for (; t + 2 <= n; t += 2) {
+        const float *k0 = k + t * stride, *k1 = k0 + stride;
+        __m256 a0 = _mm256_setzero_ps(), a1 = a0, b0 = a0, b1 = a0, c0 = a0, c1 = a0, d0 = a0, d1 = a0;
+        for (size_t i = 0; i < K; i += 8) {
+            const __m256 x0 = _mm256_loadu_ps(k0 + i), x1 = _mm256_loadu_ps(k1 + i);
+            __m256 y = _mm256_loadu_ps(q0 + i);
+            a0 = _mm256_fmadd_ps(x0, y, a0), a1 = _mm256_fmadd_ps(x1, y, a1);
+            y = _mm256_loadu_ps(q1 + i);
+            b0 = _mm256_fmadd_ps(x0, y, b0), b1 = _mm256_fmadd_ps(x1, y, b1);
+            y = _mm256_loadu_ps(q2 + i);
+            c0 = _mm256_fmadd_ps(x0, y, c0), c1 = _mm256_fmadd_ps(x1, y, c1);
+            y = _mm256_loadu_ps(q3 + i);
+            d0 = _mm256_fmadd_ps(x0, y, d0), d1 = _mm256_fmadd_ps(x1, y, d1);
+        }
+        float h[8]; /* rows 0, 1, then 2, 3: each row's two keys side by side */
+        store4(a0, a1, b0, b1, h);
+        store4(c0, c1, d0, d1, h + 4);
+        o0[t] = h[0], o0[t + 1] = h[1], o1[t] = h[2], o1[t + 1] = h[3];
+        o2[t] = h[4], o2[t + 1] = h[5], o3[t] = h[6], o3[t + 1] = h[7];
+    }
+    if (t < n) {
+        const float *k0 = k + t * stride;
+        float h[4];
+        store4(key_sum(k0, q0, K), key_sum(k0, q1, K), key_sum(k0, q2, K), key_sum(k0, q3, K), h);
+        o0[t] = h[0], o1[t] = h[1], o2[t] = h[2], o3[t] = h[3];
+    }
 }
 
 /* y in registers, 64 floats (8 ymm) a pass over the keys; the rest of a K
@@ -252,6 +314,55 @@ static void wsum(const float *v, size_t stride, const float *w, size_t K, size_t
         if (w[t] != 0.0f) axpy(y + k0, w[t], v + t * stride + k0, K - k0);
 }
 
+/* `c` (1 or 2) ymm of y for each of 4 rows from floats k0.. of every V row:
+ * a V row's floats are loaded once for the rows whose weight is not 0; per
+ * lane the FMAs of wsum in key order, so its bits. */
+static inline void wsum4_pass(const float *v, size_t stride, const float *const *w, size_t n, size_t k0, int c,
+                              float *const *y) {
+    __m256 acc[4][2];
+    _Pragma("GCC unroll 4")
+    for (int r = 0; r < 4; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+    for (size_t t = 0; t < n; t++) {
+        const float a[4] = {w[0][t], w[1][t], w[2][t], w[3][t]};
+        const bool all = a[0] != 0.0f && a[1] != 0.0f && a[2] != 0.0f && a[3] != 0.0f;
+        if (!all && a[0] == 0.0f && a[1] == 0.0f && a[2] == 0.0f && a[3] == 0.0f) continue;
+        const float *x = v + t * stride + k0;
+        const __m256 x0 = _mm256_loadu_ps(x), x1 = c == 2 ? _mm256_loadu_ps(x + 8) : x0;
+        _Pragma("GCC unroll 4")
+        for (int r = 0; r < 4; r++) {
+            if (!all && a[r] == 0.0f) continue;
+            const __m256 ar = _mm256_set1_ps(a[r]);
+            acc[r][0] = _mm256_fmadd_ps(ar, x0, acc[r][0]);
+            if (c == 2) acc[r][1] = _mm256_fmadd_ps(ar, x1, acc[r][1]);
+        }
+    }
+    for (int r = 0; r < 4; r++) {
+        _mm256_storeu_ps(y[r] + k0, acc[r][0]);
+        if (c == 2) _mm256_storeu_ps(y[r] + k0 + 8, acc[r][1]);
+    }
+}
+
+/* wsum for 4 rows: 16 floats of y a row a pass (8 accumulators, 2 V and 1
+ * weight register), so each V row is read from L2 once for the 4 rows where
+ * wsum read it once a row; then 8; a K off the multiples of 8 ends as
+ * wsum's does (axpy's scalar tail, a multiply and an add). Other row counts:
+ * wsum row by row. */
+static void wsum_rows(const float *v, size_t stride, const float *const *w, uint32_t rows, size_t K, size_t n,
+                      float *const *y) {
+    if (rows != VKL_CPU_ATTN_ROWS) {
+        for (uint32_t r = 0; r < rows; r++) wsum(v, stride, w[r], K, n, y[r]);
+        return;
+    }
+    size_t k0 = 0;
+    for (; k0 + 16 <= K; k0 += 16) wsum4_pass(v, stride, w, n, k0, 2, y);
+    if (k0 + 8 <= K) wsum4_pass(v, stride, w, n, k0, 1, y), k0 += 8;
+    for (uint32_t r = 0; r < 4; r++) {
+        for (size_t k = k0; k < K; k++) y[r][k] = 0;
+        for (size_t t = 0; k0 < K && t < n; t++)
+            if (w[r][t] != 0.0f) axpy(y[r] + k0, w[r][t], v + t * stride + k0, K - k0);
+    }
+}
+
 /* e^d for d <= 0 in 8 lanes, within 2 ulp: d = n ln2 + r with n an integer
  * and |r| <= ln2 / 2 (ln2 in two parts, so r is nearly exact), e^r as
  * 1 + r + r^2 P(r) with P of degree 5 (Cephes' expf coefficients), times
@@ -279,6 +390,34 @@ static inline __m256 exp_nonpositive(__m256 d) {
     const __m256 zero = _mm256_cmp_ps(d, _mm256_set1_ps(VKL_CPU_EXP_ZERO_BELOW), _CMP_LT_OQ);
     const __m256 nan = _mm256_cmp_ps(d, d, _CMP_UNORD_Q);
     return _mm256_blendv_ps(_mm256_andnot_ps(zero, e), d, nan);
+}
+
+/* cpu_dot.h's mask_scores, 8 keys a round: a multiply and an add, then -inf
+ * blended in where the mask is -inf; vmaxps returns its second operand when
+ * the first is NaN, so a NaN score is ignored as the portable compare
+ * ignores it. The last 1..7 keys as the portable code does them. */
+static float mask_scores(float *x, const float *m, size_t n, float scale, bool *seen) {
+    const __m256 vs = _mm256_set1_ps(scale), ninf = _mm256_set1_ps(-INFINITY);
+    __m256 vmax = ninf, vseen = _mm256_setzero_ps();
+    size_t t = 0;
+    for (; t + 8 <= n; t += 8) {
+        __m256 sc = _mm256_mul_ps(vs, _mm256_loadu_ps(x + t));
+        if (m) {
+            const __m256 mv = _mm256_loadu_ps(m + t);
+            sc = _mm256_blendv_ps(_mm256_add_ps(sc, mv), ninf, _mm256_cmp_ps(mv, ninf, _CMP_EQ_OQ));
+        }
+        _mm256_storeu_ps(x + t, sc);
+        vseen = _mm256_or_ps(vseen, _mm256_cmp_ps(sc, ninf, _CMP_NEQ_UQ));
+        vmax = _mm256_max_ps(sc, vmax);
+    }
+    float lanes[8];
+    _mm256_storeu_ps(lanes, vmax);
+    bool tail_seen;
+    float max = vkl_cpu_mask_scores_portable(x + t, m ? m + t : NULL, n - t, scale, &tail_seen);
+    for (int i = 0; i < 8; i++)
+        if (lanes[i] > max) max = lanes[i];
+    *seen = tail_seen || _mm256_movemask_ps(vseen) != 0;
+    return max;
 }
 
 /* cpu_dot.h's softmax_exp: 8 weights a round, 8 running sums. */
@@ -348,5 +487,18 @@ static void quantize(const float *x, size_t K, size_t G, int8_t *q, float *d, in
     }
 }
 
-const vkl_cpu_dot vkl_cpu_dot_avx2 = {"avx2", q4,   vkl_cpu_q4_tile_avx2, q8,       f32,     f16, bf16,
-                                      axpy,   dots, wsum,                 quantize, softmax_exp};
+const vkl_cpu_dot vkl_cpu_dot_avx2 = {.name = "avx2",
+                                      .q4 = q4,
+                                      .q4_tile = vkl_cpu_q4_tile_avx2,
+                                      .q8 = q8,
+                                      .f32 = f32,
+                                      .f16 = f16,
+                                      .bf16 = bf16,
+                                      .axpy = axpy,
+                                      .dots = dots,
+                                      .wsum = wsum,
+                                      .dots_rows = dots_rows,
+                                      .wsum_rows = wsum_rows,
+                                      .quantize = quantize,
+                                      .mask_scores = mask_scores,
+                                      .softmax_exp = softmax_exp};
