@@ -433,6 +433,122 @@ static void try_rope_kv(fuse_ctx *c, uint32_t k) {
     if (why) kept_apart(c, kk, why);
 }
 
+/* ---- QKV ----------------------------------------------------------------------------------------------- */
+
+/* Whether a node fused elsewhere that runs at position k (what fused[k]
+ * records), or the node at k itself, reads or writes bytes of `at`. The
+ * node at k counts even when its work moved (GONE): a conservative check. */
+static bool touched_at(const fuse_ctx *c, uint32_t k, const uint32_t *skip, uint32_t n_skip,
+                       const VkDescriptorBufferInfo *at) {
+    const vkl_vk_fusion *f = &c->fused[k];
+    uint32_t nodes[5] = {c->order[k], VKL_NONE, VKL_NONE, VKL_NONE, VKL_NONE};
+    if (f->kind == VKL_VK_FUSE_ADD || f->kind == VKL_VK_FUSE_GLU) {
+        nodes[1] = f->qmm;
+        nodes[2] = f->kind == VKL_VK_FUSE_GLU ? f->extra : VKL_NONE;
+    } else if (f->kind == VKL_VK_FUSE_ROPE_KV || f->kind == VKL_VK_FUSE_QKV) {
+        memcpy(nodes + 1, f->nodes, sizeof(f->nodes));
+    }
+    for (uint32_t i = 0; i < 5; i++) {
+        if (nodes[i] == VKL_NONE || one_of(nodes[i], skip, n_skip)) continue;
+        const vkl_node *n = &c->g->nodes[nodes[i]];
+        for (uint32_t j = 0; j < n->n_inputs + n->n_outputs; j++) {
+            const uint32_t t = j < n->n_inputs ? n->inputs[j] : n->outputs[j - n->n_inputs];
+            vkl_vk_tensor v;
+            if (t == VKL_NONE) continue;
+            if (bind(c, t, &v) || vkl_vk_overlaps(&v.at, at)) return true;
+        }
+    }
+    return false;
+}
+
+/* Whether the QuantMatMuls m[0..n) (positions ascending, one A, on the
+ * fusable matvec path, one format, K and group) run as one dispatch at
+ * m[0]'s position: NULL, or why not. A is read there by m[0] already;
+ * each later member's output is written there instead of at its own
+ * position, so no other node in between (counting what the fusions so
+ * far run there) may read or write its bytes, and no output shares bytes
+ * with A, a bias or another output. */
+static const char *qkv_check(const fuse_ctx *c, const uint32_t *m, uint32_t n) {
+    vkl_vk_tensor in[3][3], y[3];
+    for (uint32_t j = 0; j < n; j++)
+        if (!fusable_qmm(c, m[j], in[j], &y[j])) return "a tensor could not be bound";
+    for (uint32_t j = 0; j < n; j++) {
+        const uint32_t ot = c->g->nodes[m[j]].outputs[0];
+        if (c->moved[ot].range) return "an output was moved by another fusion";
+        if (vkl_vk_overlaps(&y[j].at, &in[0][0].at)) return "an output shares memory with A";
+        for (uint32_t i = 0; i < n; i++)
+            if ((i != j && vkl_vk_overlaps(&y[j].at, &y[i].at)) ||
+                (in[i][2].id != VKL_NONE && vkl_vk_overlaps(&y[j].at, &in[i][2].at)))
+                return "an output shares memory with another output or a bias";
+        for (uint32_t k = c->pos[m[0]] + 1; j && k < c->pos[m[j]]; k++)
+            if (touched_at(c, k, m, n, &y[j].at))
+                return "another node reads or writes an output's memory before its QuantMatMul's own position";
+    }
+    return NULL;
+}
+
+/* Position k holds a QuantMatMul: fused with the later ones reading the
+ * same A (the Q, K and V projections of a layer), two or three of them,
+ * into one _qkv matvec at k. Run after the other patterns: only what they
+ * left (NONE) is taken, and the checks see where their dispatches run. */
+static void try_qkv(fuse_ctx *c, uint32_t k) {
+    const vkl_graph *g = c->g;
+    const uint32_t head = c->order[k];
+    vkl_vk_tensor in[3], y;
+    if (c->fused[k].kind != VKL_VK_FUSE_NONE || !fusable_qmm(c, head, in, &y)) return;
+    const uint32_t a = g->nodes[head].inputs[0];
+    uint32_t m[3] = {head, VKL_NONE, VKL_NONE}, n = 1;
+    for (uint32_t j = k + 1; j < c->n && n < 3; j++) {
+        const uint32_t ni = c->order[j];
+        const vkl_node *q = &g->nodes[ni];
+        vkl_vk_tensor qi[3], qy;
+        if (q->op != VKL_OP_QUANT_MAT_MUL || q->n_inputs < 2 || q->inputs[0] != a ||
+            c->fused[j].kind != VKL_VK_FUSE_NONE || !fusable_qmm(c, ni, qi, &qy))
+            continue;
+        if (qi[1].dtype != in[1].dtype || qi[1].group != in[1].group || qi[1].dims[1] != in[1].dims[1]) continue;
+        m[n++] = ni;
+    }
+    if (n < 2) return;
+    char what[160];
+    if (!vkl_vk_qmm_qkv_fits(c->dev)) {
+        vkl_log(c->dev->ctx, VKL_LOG_DEBUG, "vulkan: %s and %u more QuantMatMuls of its A not fused: the device "
+                "allows %u storage buffers per stage, the fused matvec binds %u",
+                vkl_node_str(g, head, what, sizeof(what)), n - 1,
+                c->dev->props.limits.maxPerStageDescriptorStorageBuffers, VKL_VK_QKV_BINDINGS);
+        return;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        const vkl_tensor *t = &g->tensors[g->nodes[m[i]].outputs[0]];
+        if (t->kind != VKL_TENSOR_ACTIVATION || t->is_output) {
+            vkl_log(c->dev->ctx, VKL_LOG_DEBUG, "vulkan: %s not fused with the QuantMatMuls of its A: an output "
+                    "is a graph output", vkl_node_str(g, head, what, sizeof(what)));
+            return;
+        }
+    }
+    /* the whole set first; of three, then each pair (the head is a pair's first) */
+    static const uint8_t subsets[4][3] = {{0, 1, 2}, {0, 1, 3}, {0, 2, 3}, {1, 2, 3}};
+    const char *why = NULL;
+    for (uint32_t si = 0; si < (n == 3 ? 4u : 1u); si++) {
+        uint32_t s[3] = {VKL_NONE, VKL_NONE, VKL_NONE}, ns = 0;
+        for (uint32_t i = 0; i < 3; i++)
+            if (subsets[si][i] < n) s[ns++] = m[subsets[si][i]];
+        const char *no = qkv_check(c, s, ns);
+        if (no) {
+            if (!why) why = no;
+            continue;
+        }
+        for (uint32_t i = 0; i < ns; i++) c->fused[c->pos[s[i]]].kind = VKL_VK_FUSE_GONE;
+        c->fused[c->pos[s[0]]] = (vkl_vk_fusion){.kind = VKL_VK_FUSE_QKV, .nodes = {s[0], s[1], s[2], VKL_NONE}};
+        if (why) { /* a smaller set than A's readers */
+            c->overlapping++;
+            vkl_log(c->dev->ctx, VKL_LOG_DEBUG, "vulkan: %s: %u of the %u QuantMatMuls of its A fused only: %s",
+                    vkl_node_str(g, head, what, sizeof(what)), ns, n, why);
+        }
+        return;
+    }
+    kept_apart(c, head, why);
+}
+
 /* NORM_CODES: the RMSNorm at position k, when every reader of its output
  * is a later QuantMatMul on the integer-dot matvec reading it as A (the Q,
  * K and V projections, the gate/up pair), all with codes of one shape: it
@@ -504,6 +620,9 @@ vkl_status vkl_vk_fuse_plan(vkl_backend_device *dev, const vkl_graph *g, const v
     /* after every move: ROPE_KV refuses moved inputs (it would read them late) */
     for (uint32_t k = 0; !st && k < n; k++)
         if (g->nodes[order[k]].op == VKL_OP_KV_APPEND) try_rope_kv(&c, k);
+    /* after the others: it takes what they left and sees where they run */
+    for (uint32_t k = 0; !st && k < n; k++)
+        if (g->nodes[order[k]].op == VKL_OP_QUANT_MAT_MUL) try_qkv(&c, k);
     for (uint32_t k = 0; !st && k < n; k++)
         if (g->nodes[order[k]].op == VKL_OP_RMS_NORM) try_norm(&c, k);
     vkl_free(dev->ctx, c.pos);
@@ -511,22 +630,25 @@ vkl_status vkl_vk_fuse_plan(vkl_backend_device *dev, const vkl_graph *g, const v
     if (!st && c.move_bytes) st = vkl_vk_buffer_alloc(dev, VKL_BUFFER_DEVICE, (size_t)c.move_bytes, moved_mem);
     for (uint32_t t = 0; !st && t < g->n_tensors; t++)
         if (moved[t].range) moved[t].buffer = moved_mem->buf;
-    uint32_t adds = 0, glus = 0, norms = 0, ropes = 0, rope_nodes = 0;
+    uint32_t adds = 0, glus = 0, norms = 0, ropes = 0, rope_nodes = 0, qkvs = 0, qkv_nodes = 0;
     for (uint32_t k = 0; k < n; k++) {
         adds += fused[k].kind == VKL_VK_FUSE_ADD;
         glus += fused[k].kind == VKL_VK_FUSE_GLU;
         norms += fused[k].kind == VKL_VK_FUSE_NORM_CODES;
         ropes += fused[k].kind == VKL_VK_FUSE_ROPE_KV;
-        for (uint32_t i = 0; fused[k].kind == VKL_VK_FUSE_ROPE_KV && i < 4; i++)
-            rope_nodes += fused[k].nodes[i] != VKL_NONE;
+        qkvs += fused[k].kind == VKL_VK_FUSE_QKV;
+        for (uint32_t i = 0; i < 4; i++) {
+            rope_nodes += fused[k].kind == VKL_VK_FUSE_ROPE_KV && fused[k].nodes[i] != VKL_NONE;
+            qkv_nodes += fused[k].kind == VKL_VK_FUSE_QKV && fused[k].nodes[i] != VKL_NONE;
+        }
     }
-    *n_fused = adds * 2 + glus * 3 + rope_nodes;
+    *n_fused = adds * 2 + glus * 3 + rope_nodes + qkv_nodes;
     if (!st)
         vkl_log(dev->ctx, VKL_LOG_DEBUG,
                 "vulkan: fused %u nodes into %u dispatches (%u QuantMatMul+Add, %u gate/up QuantMatMul+SiluMul, "
-                "%u RoPE+KvAppend of %u nodes; %u outputs moved to %llu bytes of their own); %u matches kept apart "
-                "for their memory; %u RMSNorms write their readers' int8 codes",
-                *n_fused, adds + glus + ropes, adds, glus, ropes, rope_nodes, c.n_moves,
+                "%u RoPE+KvAppend of %u nodes, %u Q/K/V QuantMatMuls of %u nodes; %u outputs moved to %llu bytes of "
+                "their own); %u matches kept apart for their memory; %u RMSNorms write their readers' int8 codes",
+                *n_fused, adds + glus + ropes + qkvs, adds, glus, ropes, rope_nodes, qkvs, qkv_nodes, c.n_moves,
                 (unsigned long long)c.move_bytes, c.overlapping, norms);
     return st;
 }
@@ -556,5 +678,25 @@ vkl_status vkl_vk_fuse_rope_kv_node(vkl_backend_device *dev, const vkl_graph *g,
         st = vkl_vk_bind_moved(dev, g, w, mem, b, moved, ids[j], &views[j]);
     *node = (vkl_vk_node){dev, g, f->nodes[M_KV_K], views, views + VKL_VK_ROPE_KV_IN, VKL_VK_ROPE_KV_IN,
                           VKL_VK_ROPE_KV_OUT, b, w};
+    return st;
+}
+
+vkl_status vkl_vk_fuse_qkv_node(vkl_backend_device *dev, const vkl_graph *g, const vkl_backend_weights *w,
+                                const vkl_memory_map *mem, const vkl_binding *b, const VkDescriptorBufferInfo *moved,
+                                const vkl_vk_fusion *f, vkl_vk_tensor *views, vkl_vk_node *node) {
+    uint32_t ids[VKL_VK_QKV_IN + VKL_VK_QKV_OUT];
+    for (uint32_t i = 0; i < VKL_VK_QKV_IN + VKL_VK_QKV_OUT; i++) ids[i] = VKL_NONE;
+    ids[0] = g->nodes[f->nodes[0]].inputs[0];
+    for (uint32_t j = 0; j < 3; j++) {
+        if (f->nodes[j] == VKL_NONE) continue;
+        const vkl_node *q = &g->nodes[f->nodes[j]];
+        ids[1 + 2 * j] = q->inputs[1];
+        ids[2 + 2 * j] = q->n_inputs > 2 ? q->inputs[2] : VKL_NONE;
+        ids[VKL_VK_QKV_IN + j] = q->outputs[0];
+    }
+    vkl_status st = VKL_OK;
+    for (uint32_t j = 0; !st && j < VKL_VK_QKV_IN + VKL_VK_QKV_OUT; j++)
+        st = vkl_vk_bind_moved(dev, g, w, mem, b, moved, ids[j], &views[j]);
+    *node = (vkl_vk_node){dev, g, f->nodes[0], views, views + VKL_VK_QKV_IN, VKL_VK_QKV_IN, VKL_VK_QKV_OUT, b, w};
     return st;
 }

@@ -42,10 +42,16 @@
  *      and the KV cache bit for bit, one fused RoPE + KvAppend dispatch per
  *      layer, at least two dispatches fewer per layer, no more barriers
  *      (tests/vulkan/rope_kv_models.sh gives it the fixtures with f16 and
- *      int8 caches).
+ *      int8 caches);
+ *  (h) Q/K/V (--qkv, on each model given: tests/vulkan/qkv_models.sh gives
+ *      the bundled model and the fixtures imported with E0M4 and int8
+ *      projections): five decode steps as in (g), fused and with
+ *      VKL_VK_NO_FUSE=1, with the float matvecs and the integer-dot ones
+ *      where the device has them: every step's logits and the KV cache bit
+ *      for bit, at least one fused Q/K/V matvec, fewer dispatches.
  * The bundled model's greedy text on Vulkan (fusion on) against ref is
  * vulkan.model's. Validation on (any message fails). No Vulkan: exit 77.
- * Usage: test_vk_fuse [--rope-kv] MODEL.vkm [MODEL.vkm...] */
+ * Usage: test_vk_fuse [--rope-kv | --qkv] MODEL.vkm [MODEL.vkm...] */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include <math.h>
 #include <stdio.h>
@@ -665,6 +671,38 @@ static bool run_decode(vkl_context *ctx, const char *path, bool fuse, bool inter
     return st == VKL_OK;
 }
 
+/* ---- (h) Q/K/V: two or three projections of one A in one matvec ----------------------------------- */
+
+/* The model at `path` (quantized projections) fused and with
+ * VKL_VK_NO_FUSE=1, the float matvecs and, where the device has them, the
+ * integer-dot ones: every step's logits and the KV cache bit for bit, at
+ * least one fused Q/K/V dispatch (stats.qkv), none unfused, fewer
+ * dispatches. */
+static void test_qkv(vkl_context *ctx, const char *path, bool has_dot) {
+    for (int dot = 0; dot <= (int)has_dot; dot++) {
+        setenv("VKL_VK_MATVEC", dot ? "dot" : "float", 1);
+        decode_run a, b;
+        const bool ok_a = run_decode(ctx, path, true, false, &a);
+        const bool ok_b = ok_a && run_decode(ctx, path, false, false, &b);
+        unsetenv("VKL_VK_MATVEC");
+        if (!ok_b) {
+            if (ok_a) decode_run_free(&a);
+            return;
+        }
+        const bool same_logits = !memcmp(a.logits, b.logits, (size_t)ROPE_KV_STEPS * a.vocab * sizeof(float));
+        const bool same_states = a.state_bytes == b.state_bytes && !memcmp(a.states, b.states, a.state_bytes);
+        printf("%s, %s matvecs: %d decode steps, %u layers: fused %u dispatches (%u Q/K/V), %u barriers; unfused "
+               "%u, %u; logits %s, KV cache %s\n",
+               path, dot ? "integer-dot" : "float", ROPE_KV_STEPS, a.layers, a.stats.dispatches, a.stats.qkv,
+               a.stats.barriers, b.stats.dispatches, b.stats.barriers, same_logits ? "identical" : "DIFFER",
+               same_states ? "identical" : "DIFFERS");
+        CHECK(same_logits && same_states);
+        CHECK(a.stats.qkv > 0 && b.stats.qkv == 0 && a.stats.dispatches + a.stats.qkv <= b.stats.dispatches);
+        decode_run_free(&a);
+        decode_run_free(&b);
+    }
+}
+
 /* The fused executable (RoPE(K) + KvAppend(K) and what else of the layer
  * fuses: vk_fuse.c) against the unfused one, the model's RoPE as it is and
  * made interleaved: every step's logits and the KV cache bit for bit, one
@@ -705,11 +743,12 @@ static void test_rope_kv(vkl_context *ctx, const char *path) {
 }
 
 int main(int argc, char **argv) {
-    /* --rope-kv: (g) alone, on each model given */
+    /* --rope-kv: (g) alone, --qkv: (h) alone, on each model given */
     const bool rope_kv_only = argc > 1 && !strcmp(argv[1], "--rope-kv");
-    const int first_model = rope_kv_only ? 2 : 1;
+    const bool qkv_only = argc > 1 && !strcmp(argv[1], "--qkv");
+    const int first_model = rope_kv_only || qkv_only ? 2 : 1;
     if (argc <= first_model) {
-        fprintf(stderr, "usage: test_vk_fuse [--rope-kv] MODEL.vkm [MODEL.vkm...]\n");
+        fprintf(stderr, "usage: test_vk_fuse [--rope-kv | --qkv] MODEL.vkm [MODEL.vkm...]\n");
         return 2;
     }
     vkl_context *ctx;
@@ -720,7 +759,7 @@ int main(int argc, char **argv) {
     if (early >= 0) return early;
     CHECK_OK(ctx, st);
     if (!st) printf("test_vk_fuse: %s (%s)\n", caps.device_name, caps.driver);
-    if (!st && !rope_kv_only) {
+    if (!st && !rope_kv_only && !qkv_only) {
         rng r = {0x5DEECE66Dull};
         /* K a multiple of the formats' 16-byte steps (32 codes), N not a
          * multiple of the rows per workgroup (4 or 8), M = 1 (decode) and 3 */
@@ -748,7 +787,9 @@ int main(int argc, char **argv) {
         }
         test_decode_counts(ctx, argv[1]);
     }
-    for (int i = first_model; !st && i < argc; i++) test_rope_kv(ctx, argv[i]);
+    for (int i = first_model; !st && !qkv_only && i < argc; i++) test_rope_kv(ctx, argv[i]);
+    for (int i = first_model; !st && qkv_only && i < argc; i++)
+        test_qkv(ctx, argv[i], (caps.features & VKL_FEATURE_INT8_DOT) != 0);
     CHECKF(validation_messages == 0, "%d validation messages", validation_messages);
     vkl_context_destroy(ctx);
     return check_finish("test_vk_fuse");
