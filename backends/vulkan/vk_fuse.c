@@ -17,7 +17,11 @@
  *        Attention's KvAppend(V) (same position_ids) and RoPE(Q) (same
  *        cos, sin and rotation) where they fit too: one rope_kv_append.comp
  *        dispatch (try_rope_kv) at one of the members' positions, the
- *        largest set that passes the memory checks (rope_kv_check).
+ *        largest set that passes the memory checks (rope_kv_check);
+ *   QKV  two or three QuantMatMuls of one A (a layer's Q, K and V
+ *        projections) on the fusable matvec path, W of one format, K and
+ *        group, biases allowed: one _qkv matvec (quant_matvec_qkv.glsl) at
+ *        the first one's position (try_qkv, after the others).
  *
  * Each QuantMatMul output must have that one consumer and be no graph
  * output, and the QuantMatMul must run the one-dispatch matvec
@@ -41,7 +45,18 @@
  * or written by no other node in between, and no output shares bytes with
  * an input or another output (the states are their KvAppends' in-place
  * outputs). Inputs another fusion moved are refused (their moved life ends
- * at their planned readers). */
+ * at their planned readers).
+ *
+ * QKV reads A where its first member does, and writes the later members'
+ * outputs there, earlier than planned: no node in between may read or
+ * write their bytes, and no output may share bytes with A, a bias or
+ * another output (qkv_check). Decided last, it sees where the other
+ * patterns' dispatches run (touched_at, runs_at), and they never see it:
+ * its outputs are only ready earlier than they assumed. A later output
+ * that fails those checks (the planner gives V the bytes of K or Q, dead
+ * before v_proj) is moved to memory of its own, together with the views
+ * sharing its memory, alive until its last reader's dispatch
+ * (qkv_movable). */
 #include <string.h>
 
 #include "../../engine/ops.h"
@@ -74,7 +89,7 @@ typedef struct fuse_ctx {
     uint32_t *pos;           /* node -> its position in order (VKL_NONE: not live) */
     vkl_vk_fusion *fused;
     VkDescriptorBufferInfo *moved; /* per tensor (vkl_vk_fuse_plan) */
-    move *moves;             /* the moves so far, n_moves of them (at most one per position) */
+    move *moves;             /* the moves so far, n_moves of them (one per Add / SiluMul, two per Q/K/V) */
     uint32_t n_moves;
     VkDeviceSize move_bytes; /* the moved outputs' buffer */
     uint32_t overlapping;    /* patterns kept apart for their memory */
@@ -133,6 +148,8 @@ static bool untouched_between(const fuse_ctx *c, uint32_t from, uint32_t to, con
     return true;
 }
 
+static VkDescriptorBufferInfo place_move(fuse_ctx *c, uint32_t k, uint32_t last, VkDeviceSize bytes);
+
 /* The fused output O at position k would share bytes with A: give it its
  * own memory instead, in the executable's buffer of moved outputs (placed
  * first-fit among the earlier moves whose lives overlap), if every reader of
@@ -158,10 +175,17 @@ static bool try_move(fuse_ctx *c, uint32_t k, uint32_t ot, const vkl_vk_tensor *
                     if (u->inputs[i] == n->outputs[0] && m > last) last = m;
             }
     }
+    c->moved[ot] = place_move(c, k, last, out->at.range);
+    return true;
+}
+
+/* A range of `bytes` in the executable's buffer of moved outputs for an
+ * output live from position first to last: first fit among the moves so
+ * far whose lives overlap it. */
+static VkDescriptorBufferInfo place_move(fuse_ctx *c, uint32_t k, uint32_t last, VkDeviceSize bytes) {
     const VkDeviceSize align = c->dev->props.limits.minStorageBufferOffsetAlignment > 64
                                    ? c->dev->props.limits.minStorageBufferOffsetAlignment
                                    : 64;
-    const VkDeviceSize bytes = out->at.range;
     /* first fit: the lowest offset (0 or the end of an earlier move) clear of every move alive meanwhile */
     VkDeviceSize at = 0;
     for (uint32_t cand = 0; cand <= c->n_moves; cand++) {
@@ -177,9 +201,8 @@ static bool try_move(fuse_ctx *c, uint32_t k, uint32_t ot, const vkl_vk_tensor *
      * range during planning has it (scratch markers come later) */
     const VkDescriptorBufferInfo r = {VK_NULL_HANDLE, at, bytes};
     c->moves[c->n_moves++] = (move){k, last, r};
-    c->moved[ot] = r;
     if (at + bytes > c->move_bytes) c->move_bytes = at + bytes;
-    return true;
+    return r;
 }
 
 /* Position k holds an Add: fused with the QuantMatMul producing one operand. */
@@ -461,28 +484,96 @@ static bool touched_at(const fuse_ctx *c, uint32_t k, const uint32_t *skip, uint
     return false;
 }
 
+/* Where node ni's work runs: its own position, or that of the fused
+ * dispatch doing it (VKL_NONE: not live). */
+static uint32_t runs_at(const fuse_ctx *c, uint32_t ni) {
+    const uint32_t p = c->pos[ni];
+    if (p == VKL_NONE || c->fused[p].kind != VKL_VK_FUSE_GONE) return p;
+    for (uint32_t k = 0; k < c->n; k++) {
+        const vkl_vk_fusion *f = &c->fused[k];
+        if ((f->kind == VKL_VK_FUSE_ADD && f->qmm == ni) ||
+            (f->kind == VKL_VK_FUSE_GLU && (f->qmm == ni || f->extra == ni)) ||
+            ((f->kind == VKL_VK_FUSE_ROPE_KV || f->kind == VKL_VK_FUSE_QKV) && one_of(ni, f->nodes, 4)))
+            return k;
+    }
+    return p;
+}
+
+#define QKV_CHAIN 8 /* an output and the views sharing its memory (Reshape, Transpose) */
+
+/* Whether output ot, written at position h, can have memory of its own:
+ * it and every view given its memory (vk_view.c records nothing for those;
+ * they move with it, chain[0..*n_chain)) are no graph outputs, nothing
+ * moved them, and *last is where their last reader runs (a fused reader
+ * at its dispatch's position). */
+static bool qkv_movable(const fuse_ctx *c, uint32_t h, uint32_t ot, uint32_t chain[QKV_CHAIN], uint32_t *n_chain,
+                        uint32_t *last) {
+    const vkl_graph *g = c->g;
+    vkl_vk_tensor planned, v;
+    if (vkl_vk_bind_tensor(c->dev, g, c->w, c->mem, c->b, ot, &planned) || planned.pieced) return false;
+    chain[0] = ot;
+    *n_chain = 1;
+    *last = h;
+    for (uint32_t i = 0; i < *n_chain; i++) {
+        const uint32_t t = chain[i];
+        if (g->tensors[t].kind != VKL_TENSOR_ACTIVATION || g->tensors[t].is_output || c->moved[t].range) return false;
+        for (uint32_t j = 0; j < c->n; j++) {
+            const uint32_t ni = c->order[j];
+            const vkl_node *n = &g->nodes[ni];
+            bool reads = false;
+            for (uint32_t k = 0; k < n->n_inputs; k++) reads |= n->inputs[k] == t;
+            if (!reads) continue;
+            if (vkl_node_view_input(c->dev->ctx, g, ni, c->b->values, c->b->count) == t && n->n_outputs == 1 &&
+                n->outputs[0] != VKL_NONE) {
+                if (vkl_vk_bind_tensor(c->dev, g, c->w, c->mem, c->b, n->outputs[0], &v)) return false;
+                if (v.at.buffer == planned.at.buffer && v.at.offset == planned.at.offset &&
+                    v.at.range == planned.at.range) {
+                    if (*n_chain == QKV_CHAIN) return false;
+                    chain[(*n_chain)++] = n->outputs[0];
+                    continue;
+                }
+            }
+            const uint32_t r = runs_at(c, ni);
+            if (r == VKL_NONE || r < h) return false;
+            if (r > *last) *last = r;
+        }
+    }
+    return true;
+}
+
 /* Whether the QuantMatMuls m[0..n) (positions ascending, one A, on the
  * fusable matvec path, one format, K and group) run as one dispatch at
- * m[0]'s position: NULL, or why not. A is read there by m[0] already;
- * each later member's output is written there instead of at its own
- * position, so no other node in between (counting what the fusions so
- * far run there) may read or write its bytes, and no output shares bytes
- * with A, a bias or another output. */
-static const char *qkv_check(const fuse_ctx *c, const uint32_t *m, uint32_t n) {
+ * m[0]'s position: NULL (and the moves below made), or why not. A is read
+ * there by m[0] already; each later member's output is written there
+ * instead of at its own position, so no other node in between (counting
+ * what the fusions so far run there) may read or write its bytes, and no
+ * output may share bytes with A, a bias or another output. A later
+ * member's output that would is moved to memory of its own (with the views
+ * sharing its memory) where qkv_movable allows: the planner often gives V
+ * the bytes of K or Q, whose lives end before v_proj's position. */
+static const char *qkv_check(fuse_ctx *c, const uint32_t *m, uint32_t n) {
     vkl_vk_tensor in[3][3], y[3];
+    uint32_t chain[3][QKV_CHAIN], n_chain[3] = {0}, last[3] = {0};
+    const uint32_t h = c->pos[m[0]];
     for (uint32_t j = 0; j < n; j++)
         if (!fusable_qmm(c, m[j], in[j], &y[j])) return "a tensor could not be bound";
     for (uint32_t j = 0; j < n; j++) {
-        const uint32_t ot = c->g->nodes[m[j]].outputs[0];
-        if (c->moved[ot].range) return "an output was moved by another fusion";
-        if (vkl_vk_overlaps(&y[j].at, &in[0][0].at)) return "an output shares memory with A";
-        for (uint32_t i = 0; i < n; i++)
-            if ((i != j && vkl_vk_overlaps(&y[j].at, &y[i].at)) ||
-                (in[i][2].id != VKL_NONE && vkl_vk_overlaps(&y[j].at, &in[i][2].at)))
-                return "an output shares memory with another output or a bias";
-        for (uint32_t k = c->pos[m[0]] + 1; j && k < c->pos[m[j]]; k++)
-            if (touched_at(c, k, m, n, &y[j].at))
-                return "another node reads or writes an output's memory before its QuantMatMul's own position";
+        bool bad = vkl_vk_overlaps(&y[j].at, &in[0][0].at);
+        for (uint32_t i = 0; i < n; i++) {
+            bad |= in[i][2].id != VKL_NONE && vkl_vk_overlaps(&y[j].at, &in[i][2].at);
+            bad |= i < j && !n_chain[i] && vkl_vk_overlaps(&y[j].at, &y[i].at);
+        }
+        for (uint32_t k = h + 1; j && !bad && k < c->pos[m[j]]; k++) bad = touched_at(c, k, m, n, &y[j].at);
+        if (!bad) continue;
+        if (!j) return "the first projection's output shares memory with A or a bias";
+        if (!qkv_movable(c, h, c->g->nodes[m[j]].outputs[0], chain[j], &n_chain[j], &last[j]))
+            return "an output shares memory with A, a bias or another output, or another node uses its memory "
+                   "before its QuantMatMul's own position, and it could not be moved";
+    }
+    for (uint32_t j = 1; j < n; j++) {
+        if (!n_chain[j]) continue;
+        const VkDescriptorBufferInfo r = place_move(c, h, last[j], y[j].at.range);
+        for (uint32_t i = 0; i < n_chain[j]; i++) c->moved[chain[j][i]] = r;
     }
     return NULL;
 }
@@ -603,7 +694,7 @@ vkl_status vkl_vk_fuse_plan(vkl_backend_device *dev, const vkl_graph *g, const v
     if (!dev->fuse) return VKL_OK;
     fuse_ctx c = {dev, g, w, mem, b, order, n, NULL, fused, moved, NULL, 0, 0, 0};
     c.pos = vkl_calloc(dev->ctx, g->n_nodes ? g->n_nodes : 1, sizeof(uint32_t));
-    c.moves = vkl_calloc(dev->ctx, n ? n : 1, sizeof(move));
+    c.moves = vkl_calloc(dev->ctx, n ? 2 * (size_t)n : 1, sizeof(move)); /* QKV: two at one position */
     if (!c.pos || !c.moves) {
         vkl_free(dev->ctx, c.pos);
         vkl_free(dev->ctx, c.moves);
