@@ -616,7 +616,7 @@ static void try_qkv(fuse_ctx *c, uint32_t k) {
             return;
         }
     }
-    /* the whole set first; of three, then each pair (the head is a pair's first) */
+    /* the whole set first; of three, then each pair (a pair stands at its first member) */
     static const uint8_t subsets[4][3] = {{0, 1, 2}, {0, 1, 3}, {0, 2, 3}, {1, 2, 3}};
     const char *why = NULL;
     for (uint32_t si = 0; si < (n == 3 ? 4u : 1u); si++) {

@@ -580,12 +580,12 @@ vkl_status vkl_vk_record_rms_codes(const vkl_vk_node *node, vkl_vk_dispatch *out
 /* What prepare records at each position of its node order. */
 typedef enum vkl_vk_fuse_kind {
     VKL_VK_FUSE_NONE = 0, /* the node on its own */
-    VKL_VK_FUSE_GONE,     /* a node that another position's fused dispatch computes (a later one; QKV: an earlier one) */
+    VKL_VK_FUSE_GONE,     /* a node another position's fused dispatch computes (a later one; QKV: an earlier one) */
     VKL_VK_FUSE_ADD,      /* an Add(QuantMatMul(A, W), R): vkl_vk_record_qmm_add */
     VKL_VK_FUSE_GLU,      /* a SiluMul(QuantMatMul(A, Wg), QuantMatMul(A, Wu)): vkl_vk_record_qmm_glu */
     VKL_VK_FUSE_NORM_CODES, /* an RMSNorm whose every reader is a dot matvec: it writes their codes, not its
                              * output (vkl_vk_record_rms_codes) */
-    VKL_VK_FUSE_ROPE_KV,  /* RoPE(K) + KvAppend(K) [+ KvAppend(V)] [+ RoPE(Q)] of one attention: vkl_vk_record_rope_kv */
+    VKL_VK_FUSE_ROPE_KV,  /* RoPE(K) + KvAppend(K) [+ KvAppend(V)] [+ RoPE(Q)] of an attention: vkl_vk_record_rope_kv */
     VKL_VK_FUSE_QKV       /* two or three QuantMatMuls of one A, at the first's position: vkl_vk_record_qmm_qkv */
 } vkl_vk_fuse_kind;
 

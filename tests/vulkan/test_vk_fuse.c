@@ -43,6 +43,10 @@
  *      layer, at least two dispatches fewer per layer, no more barriers
  *      (tests/vulkan/rope_kv_models.sh gives it the fixtures with f16 and
  *      int8 caches);
+ *  (i) three (and two) QuantMatMuls of one A, N = 5, 33 and 130 (the
+ *      second with a bias), M = 1 and 3, every format, float and dot
+ *      matvecs: one fused Q/K/V dispatch, within the matvec's bound of
+ *      ref, and the unfused outputs (VKL_VK_NO_FUSE=1) bit for bit;
  *  (h) Q/K/V (--qkv, on each model given: tests/vulkan/qkv_models.sh gives
  *      the bundled model and the fixtures imported with E0M4 and int8
  *      projections): five decode steps as in (g), fused and with
@@ -327,6 +331,97 @@ static void test_pattern(vkl_context *ctx, rng *r, pattern p, const fmt *f, int6
     unsetenv("VKL_VK_MATVEC");
     for (uint32_t o = 0; o < 2; o++) vkl_free(ctx, want[o].data);
     for (uint32_t i = 0; i < 2; i++) free(ins[i].data);
+    vkl_graph_destroy(g);
+}
+
+/* ---- (i) Q/K/V in one matvec: three projections of one A, by hand -------------------------------------- */
+
+/* A [M, K] read by `sets` QuantMatMuls of N = 5, 33 and 130 rows (the
+ * second with a bias), each output doubled by an Add of itself (the Add
+ * fusion takes two different operands only), the sums the graph outputs. */
+static vkl_graph *qkv_graph(vkl_context *ctx, rng *r, const fmt *f, int64_t M, int64_t K, uint32_t sets) {
+    static const int64_t rows[3] = {5, 33, 130};
+    vkl_graph *g = NULL;
+    vkl_status st = vkl_graph_create(ctx, &g);
+    if (st) return NULL;
+    const uint32_t a = add_f32(g, "A", VKL_TENSOR_INPUT, M, K, &st);
+    for (uint32_t j = 0; j < sets; j++) {
+        char name[16];
+        snprintf(name, sizeof(name), "W%u", j);
+        const uint32_t w = add_weight(g, r, f, name, rows[j], K, &st);
+        uint32_t bias = VKL_NONE;
+        if (j == 1) {
+            vkl_shape sh = {.rank = 1};
+            sh.dims[0] = cexpr(g, rows[j]);
+            float b[33];
+            for (int64_t i = 0; i < rows[j]; i++) b[i] = rnd_gauss(r);
+            if (!st) st = vkl_graph_add_tensor(g, "bias", VKL_DTYPE_F32, VKL_TENSOR_WEIGHT, &sh, &bias);
+            if (!st) st = vkl_graph_set_data(g, bias, b, sizeof(b), true);
+        }
+        snprintf(name, sizeof(name), "y%u", j);
+        const uint32_t y = add_f32(g, name, VKL_TENSOR_ACTIVATION, 0, 0, &st);
+        snprintf(name, sizeof(name), "out%u", j);
+        const uint32_t out = add_f32(g, name, VKL_TENSOR_ACTIVATION, 0, 0, &st);
+        const uint32_t qin[3] = {a, w, bias}, twice[2] = {y, y};
+        add_node(g, VKL_OP_QUANT_MAT_MUL, "qmm", qin, bias == VKL_NONE ? 2 : 3, y, &st);
+        add_node(g, VKL_OP_ADD, "add", twice, 2, out, &st);
+        if (!st) st = vkl_graph_add_output(g, out);
+    }
+    return test_graph_finish(ctx, g, st);
+}
+
+/* The graph against ref (the quantized matvec's bound), fused (one Q/K/V
+ * dispatch of all the QuantMatMuls) and with VKL_VK_NO_FUSE=1: the same
+ * outputs bit for bit. */
+static void test_qkv_graph(vkl_context *ctx, rng *r, const fmt *f, int64_t M, int64_t K, uint32_t sets, bool dot) {
+    vkl_graph *g = qkv_graph(ctx, r, f, M, K, sets);
+    if (!g) return;
+    vkl_host_tensor in = {0}, want[3] = {{0}, {0}, {0}};
+    in.dtype = VKL_DTYPE_F32;
+    in.rank = 2;
+    in.dims[0] = M;
+    in.dims[1] = K;
+    in.nbytes = (size_t)(M * K) * sizeof(float);
+    float *x = malloc(in.nbytes);
+    for (int64_t j = 0; j < M * K; j++) x[j] = rnd_gauss(r);
+    in.data = x;
+    CHECK_OK(ctx, vkl_run_once(ctx, vkl_backend_find("ref"), g, &in, want));
+    setenv("VKL_VK_MATVEC", dot ? "dot" : "float", 1);
+    float *outs[2][3] = {{NULL}};
+    vkl_vk_exec_stats stats[2] = {{0}};
+    bool ran[2] = {false, false};
+    for (int off = 0; off < 2 && want[0].data; off++) {
+        setenv("VKL_VK_NO_FUSE", off ? "1" : "0", 1);
+        ran[off] = run_vulkan(ctx, g, &in, VKL_NONE, VKL_NONE, outs[off], &stats[off]);
+    }
+    unsetenv("VKL_VK_NO_FUSE");
+    unsetenv("VKL_VK_MATVEC");
+    if (ran[0] && ran[1]) {
+        static const int64_t rows[3] = {5, 33, 130};
+        double worst = 0;
+        bool same = true;
+        for (uint32_t o = 0; o < sets; o++) {
+            const size_t n = (size_t)(M * rows[o]);
+            const double e = rel_l2(outs[0][o], want[o].data, n);
+            worst = e > worst ? e : worst;
+            same &= !memcmp(outs[0][o], outs[1][o], n * sizeof(float));
+        }
+        const double bound = dot ? 3e-2 : 1e-4;
+        printf("  Q/K/V %u sets %-4s M=%lld K=%4lld%s: rel L2 %.2e, fused %u dispatches (%u Q/K/V), unfused %u; "
+               "fused outputs %s the unfused ones\n",
+               sets, f->name, (long long)M, (long long)K, dot ? " dot" : "", worst, stats[0].dispatches,
+               stats[0].qkv, stats[1].dispatches, same ? "equal" : "DIFFER from");
+        CHECKF(worst <= bound && same && stats[0].qkv == 1 && stats[0].fused == sets && stats[1].fused == 0 &&
+                   stats[0].dispatches + sets - 1 == stats[1].dispatches,
+               "Q/K/V %u sets %s M=%lld K=%lld%s: rel L2 %.3g (bound %g), outputs %s, %u Q/K/V dispatches, %u nodes "
+               "fused, %u dispatches against %u unfused",
+               sets, f->name, (long long)M, (long long)K, dot ? " dot" : "", worst, bound, same ? "equal" : "differ",
+               stats[0].qkv, stats[0].fused, stats[0].dispatches, stats[1].dispatches);
+    }
+    for (int off = 0; off < 2; off++)
+        for (uint32_t o = 0; o < 3; o++) free(outs[off][o]);
+    for (uint32_t o = 0; o < 3; o++) vkl_free(ctx, want[o].data);
+    free(x);
     vkl_graph_destroy(g);
 }
 
@@ -777,6 +872,11 @@ int main(int argc, char **argv) {
             test_pattern(ctx, &r, P_ADD, &formats[1], 1, 96, 96, true, dot);
             test_pattern(ctx, &r, P_ADD_READ, &formats[1], 1, 96, 96, true, dot);
             test_pattern(ctx, &r, P_ADD_READ, &formats[0], 3, 64, 64, true, dot);
+            for (size_t fi = 0; fi < VKL_ARRAY_LEN(formats); fi++) {
+                test_qkv_graph(ctx, &r, &formats[fi], 1, 256, 3, dot);
+                test_qkv_graph(ctx, &r, &formats[fi], 3, 96, 3, dot);
+                test_qkv_graph(ctx, &r, &formats[fi], 1, 64, 2, dot);
+            }
         }
         if (has_dot) {
             test_shared_codes(ctx, &r, 1, 256, 37);
