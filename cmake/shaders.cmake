@@ -101,10 +101,11 @@ set(VKL_SHADER_VARIANTS
   "ew_unary:f64:VKL_F64=1"
   "range:f64:VKL_F64=1")
 # The fused matvecs (backends/vulkan/vk_fuse.c): _add folds a residual Add
-# into the store, _glu computes gate and up rows and stores silu(gate) * up;
-# each in the four builds of the plain matvec.
+# into the store, _glu computes gate and up rows and stores silu(gate) * up,
+# _qkv runs up to three matvecs of one A (the Q, K and V projections); each
+# in the builds of the plain matvec.
 foreach(fmt e0m4 int4 int8)
-  foreach(fuse "add:VKL_FUSE_ADD=1" "glu:VKL_FUSE_GLU=1")
+  foreach(fuse "add:VKL_FUSE_ADD=1" "glu:VKL_FUSE_GLU=1" "qkv:VKL_FUSE_QKV=1")
     string(REPLACE ":" ";" fuse "${fuse}")
     list(GET fuse 0 fsuffix)
     list(GET fuse 1 fdef)

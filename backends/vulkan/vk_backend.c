@@ -48,6 +48,7 @@ struct vkl_backend_exec {
     uint32_t n_dispatches, n_barriers; /* recorded (barriers between dispatches) */
     uint32_t n_fused;      /* nodes recorded inside another's dispatch (vk_fuse.c) */
     uint32_t n_rope_kv;    /* of the dispatches, fused RoPE + KvAppend ones */
+    uint32_t n_qkv;        /* of the dispatches, fused Q/K/V matvecs */
     vkl_vk_buffer scratch; /* vkl_vk_scratch ranges of every node (vk_internal.h) */
     vkl_vk_buffer moved;   /* fused outputs moved off their planned memory (vk_fuse.c) */
     bool pending;          /* submitted, not yet waited for */
@@ -356,7 +357,10 @@ static vkl_status check_pieces(const vkl_vk_node *nd, uint32_t op) {
 static vkl_status plan_nodes(vkl_backend_device *dev, const vkl_graph *g, const vkl_backend_weights *w,
                              const vkl_memory_map *mem, const vkl_binding *b, vkl_backend_exec *e, plan *p) {
     vkl_context *ctx = dev->ctx;
-    uint32_t max_io = VKL_VK_ROPE_KV_IN + VKL_VK_ROPE_KV_OUT; /* the widest fused node (a matvec's: 5) */
+    /* the widest fused node (a matvec's: 5) */
+    uint32_t max_io = VKL_VK_ROPE_KV_IN + VKL_VK_ROPE_KV_OUT > VKL_VK_QKV_IN + VKL_VK_QKV_OUT
+                          ? VKL_VK_ROPE_KV_IN + VKL_VK_ROPE_KV_OUT
+                          : VKL_VK_QKV_IN + VKL_VK_QKV_OUT;
     for (uint32_t k = 0; k < e->n_nodes; k++) {
         const vkl_node *n = &g->nodes[e->nodes[k]];
         if (n->n_inputs + n->n_outputs > max_io) max_io = n->n_inputs + n->n_outputs;
@@ -371,7 +375,10 @@ static vkl_status plan_nodes(vkl_backend_device *dev, const vkl_graph *g, const 
     if (!p->first || !p->count || !p->views || !p->tmp || !p->fused || !p->moved) return VKL_ERR_OUT_OF_MEMORY;
     vkl_status st =
         vkl_vk_fuse_plan(dev, g, w, mem, b, e->nodes, e->n_nodes, p->fused, p->moved, &e->moved, &e->n_fused);
-    for (uint32_t k = 0; !st && k < e->n_nodes; k++) e->n_rope_kv += p->fused[k].kind == VKL_VK_FUSE_ROPE_KV;
+    for (uint32_t k = 0; !st && k < e->n_nodes; k++) {
+        e->n_rope_kv += p->fused[k].kind == VKL_VK_FUSE_ROPE_KV;
+        e->n_qkv += p->fused[k].kind == VKL_VK_FUSE_QKV;
+    }
     for (uint32_t k = 0; !st && k < e->n_nodes; k++) {
         const vkl_node *n = &g->nodes[e->nodes[k]];
         const vkl_vk_fusion *f = &p->fused[k];
@@ -383,6 +390,9 @@ static vkl_status plan_nodes(vkl_backend_device *dev, const vkl_graph *g, const 
         } else if (f->kind == VKL_VK_FUSE_ROPE_KV) {
             st = vkl_vk_fuse_rope_kv_node(dev, g, w, mem, b, p->moved, f, p->views, &node);
             record = vkl_vk_record_rope_kv;
+        } else if (f->kind == VKL_VK_FUSE_QKV) {
+            st = vkl_vk_fuse_qkv_node(dev, g, w, mem, b, p->moved, f, p->views, &node);
+            record = vkl_vk_record_qmm_qkv;
         } else if (f->kind == VKL_VK_FUSE_NONE || f->kind == VKL_VK_FUSE_NORM_CODES) {
             for (uint32_t j = 0; !st && j < n->n_inputs + n->n_outputs; j++)
                 st = vkl_vk_bind_moved(dev, g, w, mem, b, p->moved,
@@ -394,7 +404,7 @@ static vkl_status plan_nodes(vkl_backend_device *dev, const vkl_graph *g, const 
             viewed = !st && n->n_outputs && same_range(&p->views[0].at, &p->views[n->n_inputs].at) &&
                      vkl_node_view_input(dev->ctx, g, e->nodes[k], b->values, b->count) != VKL_NONE;
             record = f->kind == VKL_VK_FUSE_NORM_CODES ? vkl_vk_record_rms_codes : vkl_vk_recorder_for(n->op);
-        } /* VKL_VK_FUSE_GONE: a later position's dispatch computes it */
+        } /* VKL_VK_FUSE_GONE: another position's dispatch computes it */
         node.book = &p->book;
         node.fusion = f;
         if (!st && record && !viewed) st = record(&node, p->tmp, &p->count[k]);
@@ -811,7 +821,7 @@ bool vkl_vk_matvec_dot(const vkl_backend_device *dev) { return dev && dev->matve
 int vkl_vk_attention_coopmat(const vkl_backend_device *dev) { return dev ? (int)dev->attn_cm : 0; }
 
 void vkl_vk_exec_stats_get(const vkl_backend_exec *e, vkl_vk_exec_stats *out) {
-    *out = (vkl_vk_exec_stats){e->n_dispatches, e->n_barriers, e->n_fused, e->n_rope_kv};
+    *out = (vkl_vk_exec_stats){e->n_dispatches, e->n_barriers, e->n_fused, e->n_rope_kv, e->n_qkv};
 }
 
 void vkl_vk_get_host_work(const vkl_backend_device *dev, vkl_vk_host_work *out) {

@@ -17,7 +17,11 @@
  *        Attention's KvAppend(V) (same position_ids) and RoPE(Q) (same
  *        cos, sin and rotation) where they fit too: one rope_kv_append.comp
  *        dispatch (try_rope_kv) at one of the members' positions, the
- *        largest set that passes the memory checks (rope_kv_check).
+ *        largest set that passes the memory checks (rope_kv_check);
+ *   QKV  two or three QuantMatMuls of one A (a layer's Q, K and V
+ *        projections) on the fusable matvec path, W of one format, K and
+ *        group, biases allowed: one _qkv matvec (quant_matvec_qkv.glsl) at
+ *        the first one's position (try_qkv, after the others).
  *
  * Each QuantMatMul output must have that one consumer and be no graph
  * output, and the QuantMatMul must run the one-dispatch matvec
@@ -41,7 +45,18 @@
  * or written by no other node in between, and no output shares bytes with
  * an input or another output (the states are their KvAppends' in-place
  * outputs). Inputs another fusion moved are refused (their moved life ends
- * at their planned readers). */
+ * at their planned readers).
+ *
+ * QKV reads A where its first member does, and writes the later members'
+ * outputs there, earlier than planned: no node in between may read or
+ * write their bytes, and no output may share bytes with A, a bias or
+ * another output (qkv_check). Decided last, it sees where the other
+ * patterns' dispatches run (touched_at, runs_at), and they never see it:
+ * its outputs are only ready earlier than they assumed. A later output
+ * that fails those checks (the planner gives V the bytes of K or Q, dead
+ * before v_proj) is moved to memory of its own, together with the views
+ * sharing its memory, alive until its last reader's dispatch
+ * (qkv_movable). */
 #include <string.h>
 
 #include "../../engine/ops.h"
@@ -74,7 +89,7 @@ typedef struct fuse_ctx {
     uint32_t *pos;           /* node -> its position in order (VKL_NONE: not live) */
     vkl_vk_fusion *fused;
     VkDescriptorBufferInfo *moved; /* per tensor (vkl_vk_fuse_plan) */
-    move *moves;             /* the moves so far, n_moves of them (at most one per position) */
+    move *moves;             /* the moves so far, n_moves of them (one per Add / SiluMul, two per Q/K/V) */
     uint32_t n_moves;
     VkDeviceSize move_bytes; /* the moved outputs' buffer */
     uint32_t overlapping;    /* patterns kept apart for their memory */
@@ -133,6 +148,8 @@ static bool untouched_between(const fuse_ctx *c, uint32_t from, uint32_t to, con
     return true;
 }
 
+static VkDescriptorBufferInfo place_move(fuse_ctx *c, uint32_t k, uint32_t last, VkDeviceSize bytes);
+
 /* The fused output O at position k would share bytes with A: give it its
  * own memory instead, in the executable's buffer of moved outputs (placed
  * first-fit among the earlier moves whose lives overlap), if every reader of
@@ -158,10 +175,17 @@ static bool try_move(fuse_ctx *c, uint32_t k, uint32_t ot, const vkl_vk_tensor *
                     if (u->inputs[i] == n->outputs[0] && m > last) last = m;
             }
     }
+    c->moved[ot] = place_move(c, k, last, out->at.range);
+    return true;
+}
+
+/* A range of `bytes` in the executable's buffer of moved outputs for an
+ * output live from position first to last: first fit among the moves so
+ * far whose lives overlap it. */
+static VkDescriptorBufferInfo place_move(fuse_ctx *c, uint32_t k, uint32_t last, VkDeviceSize bytes) {
     const VkDeviceSize align = c->dev->props.limits.minStorageBufferOffsetAlignment > 64
                                    ? c->dev->props.limits.minStorageBufferOffsetAlignment
                                    : 64;
-    const VkDeviceSize bytes = out->at.range;
     /* first fit: the lowest offset (0 or the end of an earlier move) clear of every move alive meanwhile */
     VkDeviceSize at = 0;
     for (uint32_t cand = 0; cand <= c->n_moves; cand++) {
@@ -177,9 +201,8 @@ static bool try_move(fuse_ctx *c, uint32_t k, uint32_t ot, const vkl_vk_tensor *
      * range during planning has it (scratch markers come later) */
     const VkDescriptorBufferInfo r = {VK_NULL_HANDLE, at, bytes};
     c->moves[c->n_moves++] = (move){k, last, r};
-    c->moved[ot] = r;
     if (at + bytes > c->move_bytes) c->move_bytes = at + bytes;
-    return true;
+    return r;
 }
 
 /* Position k holds an Add: fused with the QuantMatMul producing one operand. */
@@ -433,6 +456,190 @@ static void try_rope_kv(fuse_ctx *c, uint32_t k) {
     if (why) kept_apart(c, kk, why);
 }
 
+/* ---- QKV ----------------------------------------------------------------------------------------------- */
+
+/* Whether a node fused elsewhere that runs at position k (what fused[k]
+ * records), or the node at k itself, reads or writes bytes of `at`. The
+ * node at k counts even when its work moved (GONE): a conservative check. */
+static bool touched_at(const fuse_ctx *c, uint32_t k, const uint32_t *skip, uint32_t n_skip,
+                       const VkDescriptorBufferInfo *at) {
+    const vkl_vk_fusion *f = &c->fused[k];
+    uint32_t nodes[5] = {c->order[k], VKL_NONE, VKL_NONE, VKL_NONE, VKL_NONE};
+    if (f->kind == VKL_VK_FUSE_ADD || f->kind == VKL_VK_FUSE_GLU) {
+        nodes[1] = f->qmm;
+        nodes[2] = f->kind == VKL_VK_FUSE_GLU ? f->extra : VKL_NONE;
+    } else if (f->kind == VKL_VK_FUSE_ROPE_KV || f->kind == VKL_VK_FUSE_QKV) {
+        memcpy(nodes + 1, f->nodes, sizeof(f->nodes));
+    }
+    for (uint32_t i = 0; i < 5; i++) {
+        if (nodes[i] == VKL_NONE || one_of(nodes[i], skip, n_skip)) continue;
+        const vkl_node *n = &c->g->nodes[nodes[i]];
+        for (uint32_t j = 0; j < n->n_inputs + n->n_outputs; j++) {
+            const uint32_t t = j < n->n_inputs ? n->inputs[j] : n->outputs[j - n->n_inputs];
+            vkl_vk_tensor v;
+            if (t == VKL_NONE) continue;
+            if (bind(c, t, &v) || vkl_vk_overlaps(&v.at, at)) return true;
+        }
+    }
+    return false;
+}
+
+/* Where node ni's work runs: its own position, or that of the fused
+ * dispatch doing it (VKL_NONE: not live). */
+static uint32_t runs_at(const fuse_ctx *c, uint32_t ni) {
+    const uint32_t p = c->pos[ni];
+    if (p == VKL_NONE || c->fused[p].kind != VKL_VK_FUSE_GONE) return p;
+    for (uint32_t k = 0; k < c->n; k++) {
+        const vkl_vk_fusion *f = &c->fused[k];
+        if ((f->kind == VKL_VK_FUSE_ADD && f->qmm == ni) ||
+            (f->kind == VKL_VK_FUSE_GLU && (f->qmm == ni || f->extra == ni)) ||
+            ((f->kind == VKL_VK_FUSE_ROPE_KV || f->kind == VKL_VK_FUSE_QKV) && one_of(ni, f->nodes, 4)))
+            return k;
+    }
+    return p;
+}
+
+#define QKV_CHAIN 8 /* an output and the views sharing its memory (Reshape, Transpose) */
+
+/* Whether output ot, written at position h, can have memory of its own:
+ * it and every view given its memory (vk_view.c records nothing for those;
+ * they move with it, chain[0..*n_chain)) are no graph outputs, nothing
+ * moved them, and *last is where their last reader runs (a fused reader
+ * at its dispatch's position). */
+static bool qkv_movable(const fuse_ctx *c, uint32_t h, uint32_t ot, uint32_t chain[QKV_CHAIN], uint32_t *n_chain,
+                        uint32_t *last) {
+    const vkl_graph *g = c->g;
+    vkl_vk_tensor planned, v;
+    if (vkl_vk_bind_tensor(c->dev, g, c->w, c->mem, c->b, ot, &planned) || planned.pieced) return false;
+    chain[0] = ot;
+    *n_chain = 1;
+    *last = h;
+    for (uint32_t i = 0; i < *n_chain; i++) {
+        const uint32_t t = chain[i];
+        if (g->tensors[t].kind != VKL_TENSOR_ACTIVATION || g->tensors[t].is_output || c->moved[t].range) return false;
+        for (uint32_t j = 0; j < c->n; j++) {
+            const uint32_t ni = c->order[j];
+            const vkl_node *n = &g->nodes[ni];
+            bool reads = false;
+            for (uint32_t k = 0; k < n->n_inputs; k++) reads |= n->inputs[k] == t;
+            if (!reads) continue;
+            if (vkl_node_view_input(c->dev->ctx, g, ni, c->b->values, c->b->count) == t && n->n_outputs == 1 &&
+                n->outputs[0] != VKL_NONE) {
+                if (vkl_vk_bind_tensor(c->dev, g, c->w, c->mem, c->b, n->outputs[0], &v)) return false;
+                if (v.at.buffer == planned.at.buffer && v.at.offset == planned.at.offset &&
+                    v.at.range == planned.at.range) {
+                    if (*n_chain == QKV_CHAIN) return false;
+                    chain[(*n_chain)++] = n->outputs[0];
+                    continue;
+                }
+            }
+            const uint32_t r = runs_at(c, ni);
+            if (r == VKL_NONE || r < h) return false;
+            if (r > *last) *last = r;
+        }
+    }
+    return true;
+}
+
+/* Whether the QuantMatMuls m[0..n) (positions ascending, one A, on the
+ * fusable matvec path, one format, K and group) run as one dispatch at
+ * m[0]'s position: NULL (and the moves below made), or why not. A is read
+ * there by m[0] already; each later member's output is written there
+ * instead of at its own position, so no other node in between (counting
+ * what the fusions so far run there) may read or write its bytes, and no
+ * output may share bytes with A, a bias or another output. A later
+ * member's output that would is moved to memory of its own (with the views
+ * sharing its memory) where qkv_movable allows: the planner often gives V
+ * the bytes of K or Q, whose lives end before v_proj's position. */
+static const char *qkv_check(fuse_ctx *c, const uint32_t *m, uint32_t n) {
+    vkl_vk_tensor in[3][3], y[3];
+    uint32_t chain[3][QKV_CHAIN], n_chain[3] = {0}, last[3] = {0};
+    const uint32_t h = c->pos[m[0]];
+    for (uint32_t j = 0; j < n; j++)
+        if (!fusable_qmm(c, m[j], in[j], &y[j])) return "a tensor could not be bound";
+    for (uint32_t j = 0; j < n; j++) {
+        bool bad = vkl_vk_overlaps(&y[j].at, &in[0][0].at);
+        for (uint32_t i = 0; i < n; i++) {
+            bad |= in[i][2].id != VKL_NONE && vkl_vk_overlaps(&y[j].at, &in[i][2].at);
+            bad |= i < j && !n_chain[i] && vkl_vk_overlaps(&y[j].at, &y[i].at);
+        }
+        for (uint32_t k = h + 1; j && !bad && k < c->pos[m[j]]; k++) bad = touched_at(c, k, m, n, &y[j].at);
+        if (!bad) continue;
+        if (!j) return "the first projection's output shares memory with A or a bias";
+        if (!qkv_movable(c, h, c->g->nodes[m[j]].outputs[0], chain[j], &n_chain[j], &last[j]))
+            return "an output shares memory with A, a bias or another output, or another node uses its memory "
+                   "before its QuantMatMul's own position, and it could not be moved";
+    }
+    for (uint32_t j = 1; j < n; j++) {
+        if (!n_chain[j]) continue;
+        const VkDescriptorBufferInfo r = place_move(c, h, last[j], y[j].at.range);
+        for (uint32_t i = 0; i < n_chain[j]; i++) c->moved[chain[j][i]] = r;
+    }
+    return NULL;
+}
+
+/* Position k holds a QuantMatMul: fused with the later ones reading the
+ * same A (the Q, K and V projections of a layer), two or three of them,
+ * into one _qkv matvec at k. Run after the other patterns: only what they
+ * left (NONE) is taken, and the checks see where their dispatches run. */
+static void try_qkv(fuse_ctx *c, uint32_t k) {
+    const vkl_graph *g = c->g;
+    const uint32_t head = c->order[k];
+    vkl_vk_tensor in[3], y;
+    if (c->fused[k].kind != VKL_VK_FUSE_NONE || !fusable_qmm(c, head, in, &y)) return;
+    const uint32_t a = g->nodes[head].inputs[0];
+    uint32_t m[3] = {head, VKL_NONE, VKL_NONE}, n = 1;
+    for (uint32_t j = k + 1; j < c->n && n < 3; j++) {
+        const uint32_t ni = c->order[j];
+        const vkl_node *q = &g->nodes[ni];
+        vkl_vk_tensor qi[3], qy;
+        if (q->op != VKL_OP_QUANT_MAT_MUL || q->n_inputs < 2 || q->inputs[0] != a ||
+            c->fused[j].kind != VKL_VK_FUSE_NONE || !fusable_qmm(c, ni, qi, &qy))
+            continue;
+        if (qi[1].dtype != in[1].dtype || qi[1].group != in[1].group || qi[1].dims[1] != in[1].dims[1]) continue;
+        m[n++] = ni;
+    }
+    if (n < 2) return;
+    char what[160];
+    if (!vkl_vk_qmm_qkv_fits(c->dev)) {
+        vkl_log(c->dev->ctx, VKL_LOG_DEBUG, "vulkan: %s and %u more QuantMatMuls of its A not fused: the device "
+                "allows %u storage buffers per stage, the fused matvec binds %u",
+                vkl_node_str(g, head, what, sizeof(what)), n - 1,
+                c->dev->props.limits.maxPerStageDescriptorStorageBuffers, VKL_VK_QKV_BINDINGS);
+        return;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        const vkl_tensor *t = &g->tensors[g->nodes[m[i]].outputs[0]];
+        if (t->kind != VKL_TENSOR_ACTIVATION || t->is_output) {
+            vkl_log(c->dev->ctx, VKL_LOG_DEBUG, "vulkan: %s not fused with the QuantMatMuls of its A: an output "
+                    "is a graph output", vkl_node_str(g, head, what, sizeof(what)));
+            return;
+        }
+    }
+    /* the whole set first; of three, then each pair (a pair stands at its first member) */
+    static const uint8_t subsets[4][3] = {{0, 1, 2}, {0, 1, 3}, {0, 2, 3}, {1, 2, 3}};
+    const char *why = NULL;
+    for (uint32_t si = 0; si < (n == 3 ? 4u : 1u); si++) {
+        uint32_t s[3] = {VKL_NONE, VKL_NONE, VKL_NONE}, ns = 0;
+        for (uint32_t i = 0; i < 3; i++)
+            if (subsets[si][i] < n) s[ns++] = m[subsets[si][i]];
+        const char *no = qkv_check(c, s, ns);
+        if (no) {
+            if (!why) why = no;
+            continue;
+        }
+        for (uint32_t i = 0; i < ns; i++) c->fused[c->pos[s[i]]].kind = VKL_VK_FUSE_GONE;
+        c->fused[c->pos[s[0]]] = (vkl_vk_fusion){.kind = VKL_VK_FUSE_QKV, .nodes = {s[0], s[1], s[2], VKL_NONE}};
+        if (why) { /* a smaller set than A's readers */
+            c->overlapping++;
+            vkl_log(c->dev->ctx, VKL_LOG_DEBUG, "vulkan: %s: %u of the %u QuantMatMuls of its A fused only: %s",
+                    vkl_node_str(g, head, what, sizeof(what)), ns, n, why);
+        }
+        return;
+    }
+    kept_apart(c, head, why);
+}
+
 /* NORM_CODES: the RMSNorm at position k, when every reader of its output
  * is a later QuantMatMul on the integer-dot matvec reading it as A (the Q,
  * K and V projections, the gate/up pair), all with codes of one shape: it
@@ -487,7 +694,7 @@ vkl_status vkl_vk_fuse_plan(vkl_backend_device *dev, const vkl_graph *g, const v
     if (!dev->fuse) return VKL_OK;
     fuse_ctx c = {dev, g, w, mem, b, order, n, NULL, fused, moved, NULL, 0, 0, 0};
     c.pos = vkl_calloc(dev->ctx, g->n_nodes ? g->n_nodes : 1, sizeof(uint32_t));
-    c.moves = vkl_calloc(dev->ctx, n ? n : 1, sizeof(move));
+    c.moves = vkl_calloc(dev->ctx, n ? 2 * (size_t)n : 1, sizeof(move)); /* QKV: two at one position */
     if (!c.pos || !c.moves) {
         vkl_free(dev->ctx, c.pos);
         vkl_free(dev->ctx, c.moves);
@@ -504,6 +711,9 @@ vkl_status vkl_vk_fuse_plan(vkl_backend_device *dev, const vkl_graph *g, const v
     /* after every move: ROPE_KV refuses moved inputs (it would read them late) */
     for (uint32_t k = 0; !st && k < n; k++)
         if (g->nodes[order[k]].op == VKL_OP_KV_APPEND) try_rope_kv(&c, k);
+    /* after the others: it takes what they left and sees where they run */
+    for (uint32_t k = 0; !st && k < n; k++)
+        if (g->nodes[order[k]].op == VKL_OP_QUANT_MAT_MUL) try_qkv(&c, k);
     for (uint32_t k = 0; !st && k < n; k++)
         if (g->nodes[order[k]].op == VKL_OP_RMS_NORM) try_norm(&c, k);
     vkl_free(dev->ctx, c.pos);
@@ -511,22 +721,25 @@ vkl_status vkl_vk_fuse_plan(vkl_backend_device *dev, const vkl_graph *g, const v
     if (!st && c.move_bytes) st = vkl_vk_buffer_alloc(dev, VKL_BUFFER_DEVICE, (size_t)c.move_bytes, moved_mem);
     for (uint32_t t = 0; !st && t < g->n_tensors; t++)
         if (moved[t].range) moved[t].buffer = moved_mem->buf;
-    uint32_t adds = 0, glus = 0, norms = 0, ropes = 0, rope_nodes = 0;
+    uint32_t adds = 0, glus = 0, norms = 0, ropes = 0, rope_nodes = 0, qkvs = 0, qkv_nodes = 0;
     for (uint32_t k = 0; k < n; k++) {
         adds += fused[k].kind == VKL_VK_FUSE_ADD;
         glus += fused[k].kind == VKL_VK_FUSE_GLU;
         norms += fused[k].kind == VKL_VK_FUSE_NORM_CODES;
         ropes += fused[k].kind == VKL_VK_FUSE_ROPE_KV;
-        for (uint32_t i = 0; fused[k].kind == VKL_VK_FUSE_ROPE_KV && i < 4; i++)
-            rope_nodes += fused[k].nodes[i] != VKL_NONE;
+        qkvs += fused[k].kind == VKL_VK_FUSE_QKV;
+        for (uint32_t i = 0; i < 4; i++) {
+            rope_nodes += fused[k].kind == VKL_VK_FUSE_ROPE_KV && fused[k].nodes[i] != VKL_NONE;
+            qkv_nodes += fused[k].kind == VKL_VK_FUSE_QKV && fused[k].nodes[i] != VKL_NONE;
+        }
     }
-    *n_fused = adds * 2 + glus * 3 + rope_nodes;
+    *n_fused = adds * 2 + glus * 3 + rope_nodes + qkv_nodes;
     if (!st)
         vkl_log(dev->ctx, VKL_LOG_DEBUG,
                 "vulkan: fused %u nodes into %u dispatches (%u QuantMatMul+Add, %u gate/up QuantMatMul+SiluMul, "
-                "%u RoPE+KvAppend of %u nodes; %u outputs moved to %llu bytes of their own); %u matches kept apart "
-                "for their memory; %u RMSNorms write their readers' int8 codes",
-                *n_fused, adds + glus + ropes, adds, glus, ropes, rope_nodes, c.n_moves,
+                "%u RoPE+KvAppend of %u nodes, %u Q/K/V QuantMatMuls of %u nodes; %u outputs moved to %llu bytes of "
+                "their own); %u matches kept apart for their memory; %u RMSNorms write their readers' int8 codes",
+                *n_fused, adds + glus + ropes + qkvs, adds, glus, ropes, rope_nodes, qkvs, qkv_nodes, c.n_moves,
                 (unsigned long long)c.move_bytes, c.overlapping, norms);
     return st;
 }
@@ -556,5 +769,25 @@ vkl_status vkl_vk_fuse_rope_kv_node(vkl_backend_device *dev, const vkl_graph *g,
         st = vkl_vk_bind_moved(dev, g, w, mem, b, moved, ids[j], &views[j]);
     *node = (vkl_vk_node){dev, g, f->nodes[M_KV_K], views, views + VKL_VK_ROPE_KV_IN, VKL_VK_ROPE_KV_IN,
                           VKL_VK_ROPE_KV_OUT, b, w};
+    return st;
+}
+
+vkl_status vkl_vk_fuse_qkv_node(vkl_backend_device *dev, const vkl_graph *g, const vkl_backend_weights *w,
+                                const vkl_memory_map *mem, const vkl_binding *b, const VkDescriptorBufferInfo *moved,
+                                const vkl_vk_fusion *f, vkl_vk_tensor *views, vkl_vk_node *node) {
+    uint32_t ids[VKL_VK_QKV_IN + VKL_VK_QKV_OUT];
+    for (uint32_t i = 0; i < VKL_VK_QKV_IN + VKL_VK_QKV_OUT; i++) ids[i] = VKL_NONE;
+    ids[0] = g->nodes[f->nodes[0]].inputs[0];
+    for (uint32_t j = 0; j < 3; j++) {
+        if (f->nodes[j] == VKL_NONE) continue;
+        const vkl_node *q = &g->nodes[f->nodes[j]];
+        ids[1 + 2 * j] = q->inputs[1];
+        ids[2 + 2 * j] = q->n_inputs > 2 ? q->inputs[2] : VKL_NONE;
+        ids[VKL_VK_QKV_IN + j] = q->outputs[0];
+    }
+    vkl_status st = VKL_OK;
+    for (uint32_t j = 0; !st && j < VKL_VK_QKV_IN + VKL_VK_QKV_OUT; j++)
+        st = vkl_vk_bind_moved(dev, g, w, mem, b, moved, ids[j], &views[j]);
+    *node = (vkl_vk_node){dev, g, f->nodes[0], views, views + VKL_VK_QKV_IN, VKL_VK_QKV_IN, VKL_VK_QKV_OUT, b, w};
     return st;
 }

@@ -57,7 +57,7 @@
 #include "vkllm_vulkan.h"
 #include "vulkan_backend.h"
 
-#define VKL_VK_MAX_BINDINGS 9         /* storage buffers per dispatch (9: only the fused RoPE + KvAppend) */
+#define VKL_VK_MAX_BINDINGS 13        /* storage buffers per dispatch (13: the fused Q/K/V matvec; 9 RoPE + KvAppend) */
 #define VKL_VK_PUSH_BYTES 128         /* maxPushConstantsSize every device has */
 #define VKL_VK_MAX_SPEC 12            /* specialization constants per pipeline */
 #define VKL_VK_MAX_DISPATCHES 64      /* dispatches one node may record (pieces: one per piece and row group) */
@@ -548,6 +548,18 @@ size_t vkl_vk_qmv_shared_bytes(const vkl_backend_device *dev, bool glu);
  * output (the Add's or the SiluMul's). */
 vkl_status vkl_vk_record_qmm_add(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
 vkl_status vkl_vk_record_qmm_glu(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
+/* The fused Q/K/V matvec (the _qkv builds): up to three QuantMatMuls of one
+ * A in one dispatch. The node's inputs: A, then W and bias (id VKL_NONE:
+ * none) of each set; its outputs: each set's Y; the third set's W and Y
+ * VKL_NONE when two are fused. Each set on the fusable matvec path with
+ * one format, K and group (vk_fuse.c checked; refused here otherwise). */
+#define VKL_VK_QKV_IN 7
+#define VKL_VK_QKV_OUT 3
+#define VKL_VK_QKV_BINDINGS 13 /* storage buffers: the device must allow that many per stage */
+vkl_status vkl_vk_record_qmm_qkv(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
+/* Whether the device binds the _qkv build's storage buffers in one stage
+ * and one set (phones may allow fewer). */
+bool vkl_vk_qmm_qkv_fits(const vkl_backend_device *dev);
 /* Whether a QuantMatMul node records the integer-dot matvec (so reads A as
  * codes, not as A), and the codes' steps per row and elements per step. */
 bool vkl_vk_qmm_reads_codes(const vkl_vk_node *node, uint32_t *steps, uint32_t *chunk);
@@ -569,12 +581,13 @@ vkl_status vkl_vk_record_rms_codes(const vkl_vk_node *node, vkl_vk_dispatch *out
 /* What prepare records at each position of its node order. */
 typedef enum vkl_vk_fuse_kind {
     VKL_VK_FUSE_NONE = 0, /* the node on its own */
-    VKL_VK_FUSE_GONE,     /* a node that a later position's fused dispatch computes: nothing here */
+    VKL_VK_FUSE_GONE,     /* a node another position's fused dispatch computes (a later one; QKV: an earlier one) */
     VKL_VK_FUSE_ADD,      /* an Add(QuantMatMul(A, W), R): vkl_vk_record_qmm_add */
     VKL_VK_FUSE_GLU,      /* a SiluMul(QuantMatMul(A, Wg), QuantMatMul(A, Wu)): vkl_vk_record_qmm_glu */
     VKL_VK_FUSE_NORM_CODES, /* an RMSNorm whose every reader is a dot matvec: it writes their codes, not its
                              * output (vkl_vk_record_rms_codes) */
-    VKL_VK_FUSE_ROPE_KV   /* RoPE(K) + KvAppend(K) [+ KvAppend(V)] [+ RoPE(Q)] of one attention: vkl_vk_record_rope_kv */
+    VKL_VK_FUSE_ROPE_KV,  /* RoPE(K) + KvAppend(K) [+ KvAppend(V)] [+ RoPE(Q)] of an attention: vkl_vk_record_rope_kv */
+    VKL_VK_FUSE_QKV       /* two or three QuantMatMuls of one A, at the first's position: vkl_vk_record_qmm_qkv */
 } vkl_vk_fuse_kind;
 
 typedef struct vkl_vk_fusion {
@@ -582,7 +595,8 @@ typedef struct vkl_vk_fusion {
     uint32_t qmm;   /* ADD, GLU: the (gate) QuantMatMul's node index */
     uint32_t extra; /* ADD: the residual tensor; GLU: the up QuantMatMul's node index */
     uint32_t steps, chunk; /* NORM_CODES: the codes' steps per row and elements per step */
-    /* ROPE_KV: the nodes RoPE(K), KvAppend(K), KvAppend(V), RoPE(Q) (the last two VKL_NONE when not fused) */
+    /* ROPE_KV: the nodes RoPE(K), KvAppend(K), KvAppend(V), RoPE(Q) (the last two VKL_NONE when not fused);
+     * QKV: the QuantMatMuls in their order (the third, fourth VKL_NONE when absent) */
     uint32_t nodes[4];
 } vkl_vk_fusion;
 
@@ -618,6 +632,11 @@ vkl_status vkl_vk_fuse_node(vkl_backend_device *dev, const vkl_graph *g, const v
 vkl_status vkl_vk_fuse_rope_kv_node(vkl_backend_device *dev, const vkl_graph *g, const vkl_backend_weights *w,
                                     const vkl_memory_map *mem, const vkl_binding *b, const VkDescriptorBufferInfo *moved,
                                     const vkl_vk_fusion *f, vkl_vk_tensor *views, vkl_vk_node *node);
+/* Position k's fused Q/K/V matvec bound into views[0..VKL_VK_QKV_IN +
+ * VKL_VK_QKV_OUT) as vkl_vk_record_qmm_qkv reads them. */
+vkl_status vkl_vk_fuse_qkv_node(vkl_backend_device *dev, const vkl_graph *g, const vkl_backend_weights *w,
+                                const vkl_memory_map *mem, const vkl_binding *b, const VkDescriptorBufferInfo *moved,
+                                const vkl_vk_fusion *f, vkl_vk_tensor *views, vkl_vk_node *node);
 /* vk_movement.c: strided views (copy_view.comp) and Trilu (trilu.comp) */
 vkl_status vkl_vk_record_transpose(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
 vkl_status vkl_vk_record_expand(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);

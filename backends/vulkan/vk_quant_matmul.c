@@ -254,13 +254,13 @@ bool vkl_vk_qmm_glu_fits(const vkl_backend_device *dev) {
  * [subgroup reduction]): cmake/shaders.cmake's names. */
 #define QMV_NAMES(f, fuse)                                                                                          \
     {{"quant_matvec_" f fuse, "quant_matvec_" f "_f16" fuse}, {"quant_matvec_" f "_sg" fuse, "quant_matvec_" f "_sg_f16" fuse}}
-#define QMV_FORMAT(f) {QMV_NAMES(f, ""), QMV_NAMES(f, "_add"), QMV_NAMES(f, "_glu")}
-static const char *const float_names[3][3][2][2] = {QMV_FORMAT("e0m4"), QMV_FORMAT("int4"), QMV_FORMAT("int8")};
+#define QMV_FORMAT(f) {QMV_NAMES(f, ""), QMV_NAMES(f, "_add"), QMV_NAMES(f, "_glu"), QMV_NAMES(f, "_qkv")}
+static const char *const float_names[3][4][2][2] = {QMV_FORMAT("e0m4"), QMV_FORMAT("int4"), QMV_FORMAT("int8")};
 #undef QMV_FORMAT
 #undef QMV_NAMES
 #define QMV_NAMES(f, fuse) {"quant_matvec_" f "_dot" fuse, "quant_matvec_" f "_sg_dot" fuse}
-#define QMV_FORMAT(f) {QMV_NAMES(f, ""), QMV_NAMES(f, "_add"), QMV_NAMES(f, "_glu")}
-static const char *const dot_names[3][3][2] = {QMV_FORMAT("e0m4"), QMV_FORMAT("int4"), QMV_FORMAT("int8")};
+#define QMV_FORMAT(f) {QMV_NAMES(f, ""), QMV_NAMES(f, "_add"), QMV_NAMES(f, "_glu"), QMV_NAMES(f, "_qkv")}
+static const char *const dot_names[3][4][2] = {QMV_FORMAT("e0m4"), QMV_FORMAT("int4"), QMV_FORMAT("int8")};
 #undef QMV_FORMAT
 #undef QMV_NAMES
 
@@ -339,7 +339,8 @@ static vkl_status record_quant_act(const vkl_vk_node *nd, const qmm_shape *s, Vk
  * (vk_scratch.c) keyed by A and the step, so that every matvec of one A
  * (the Q, K and V projections) reads the codes the first one's
  * record_quant_act dispatches made. fuse: 0 plain, 1 _add (R = nd->in[3]),
- * 2 _glu (Wu = nd->in[3]). */
+ * 2 _glu (Wu = nd->in[3]), 3 _qkv (set 0 alone: vkl_vk_record_qmm_qkv binds
+ * the others). */
 static vkl_status record_matvec(const vkl_vk_node *nd, const qmm_shape *s, int fuse, vkl_vk_dispatch *out,
                                 uint32_t *count, uint32_t *matvecs) {
     const vkl_backend_device *dev = nd->dev;
@@ -483,4 +484,78 @@ vkl_status vkl_vk_record_qmm_add(const vkl_vk_node *nd, vkl_vk_dispatch *out, ui
 
 vkl_status vkl_vk_record_qmm_glu(const vkl_vk_node *nd, vkl_vk_dispatch *out, uint32_t *count) {
     return record_fused(nd, 2, out, count);
+}
+
+bool vkl_vk_qmm_qkv_fits(const vkl_backend_device *dev) {
+    const VkPhysicalDeviceLimits *lim = &dev->props.limits;
+    return lim->maxPerStageDescriptorStorageBuffers >= VKL_VK_QKV_BINDINGS &&
+           lim->maxDescriptorSetStorageBuffers >= VKL_VK_QKV_BINDINGS;
+}
+
+/* Set 0's matvec dispatch (record_matvec, after A's quantizer where it is
+ * the first reader of A's codes), then sets 1 and 2 bound beside it and
+ * their workgroups after set 0's: each set's blocks of rows as its own
+ * dispatch would number them, so each row's sum is the unfused one. */
+vkl_status vkl_vk_record_qmm_qkv(const vkl_vk_node *nd, vkl_vk_dispatch *out, uint32_t *count) {
+    *count = 0;
+    if (nd->n_in != VKL_VK_QKV_IN || nd->n_out != VKL_VK_QKV_OUT || !vkl_vk_qmm_qkv_fits(nd->dev))
+        return vkl_vk_node_unsupported(nd, "a fused Q/K/V matvec needs %u storage buffers per stage and set",
+                                       VKL_VK_QKV_BINDINGS);
+    const uint32_t sets = nd->out[2].id != VKL_NONE ? 3 : 2;
+    vkl_vk_tensor in[3][3];
+    vkl_vk_node member[3];
+    qmm_shape s[3];
+    for (uint32_t j = 0; j < sets; j++) {
+        in[j][0] = nd->in[0];
+        in[j][1] = nd->in[1 + 2 * j];
+        in[j][2] = nd->in[2 + 2 * j];
+        member[j] = *nd;
+        member[j].in = in[j];
+        member[j].n_in = 3;
+        member[j].out = &nd->out[j];
+        member[j].n_out = 1;
+        qmm_path path;
+        vkl_status st = qmm_plan(&member[j], &s[j], &path);
+        if (st) return st;
+        const vkl_vk_tensor *W = &in[j][1], *bias = in[j][2].id != VKL_NONE ? &in[j][2] : NULL;
+        if (path != QMM_MATVEC || W->weight->n_pieces != 1 || nd->out[j].pieced || (bias && bias->pieced))
+            return vkl_vk_node_unsupported(nd, "fused Q/K/V set %u is not one whole matvec", j);
+        if (j && (s[j].M != s[0].M || s[j].K != s[0].K || s[j].KQ != s[0].KQ || s[j].format != s[0].format ||
+                  W->group != in[0][1].group))
+            return vkl_vk_node_unsupported(nd, "fused Q/K/V set %u differs from set 0 in M, K, format or group", j);
+    }
+    uint32_t matvecs = 0;
+    vkl_status st = record_matvec(&member[0], &s[0], 3, out, count, &matvecs);
+    if (st) return st;
+    if (matvecs != 1) return vkl_vk_node_unsupported(nd, "fused, yet in %u matvec dispatches", matvecs);
+    const vkl_backend_device *dev = nd->dev;
+    vkl_vk_dispatch *d = &out[*count - 1];
+    const uint32_t rows = dev->matvec_dot ? dev->qmv_rows * (dev->qmv_wg / dev->qmv_team) : dev->qmv_rows;
+    uint32_t first[4] = {0}, y_off[3] = {0}, n_rows[3] = {0}, has_bias[3] = {0};
+    for (uint32_t j = 0; j < 3; j++) {
+        const int64_t blocks = j < sets ? (s[j].N + rows - 1) / rows : 0;
+        if (first[j] + blocks > dev->props.limits.maxComputeWorkGroupCount[0])
+            return vkl_vk_node_unsupported(nd, "fused Q/K/V sets of %lld rows exceed the dispatch range",
+                                           (long long)(s[0].N + s[1].N + (sets > 2 ? s[2].N : 0)));
+        first[j + 1] = first[j] + (uint32_t)blocks;
+        if (!j || j >= sets) continue;
+        const vkl_vk_tensor *Y = &nd->out[j], *bias = in[j][2].id != VKL_NONE ? &in[j][2] : NULL;
+        const vkl_vk_piece *p = &in[j][1].weight->piece[0];
+        VkDescriptorBufferInfo *b = &d->bind[1 + 4 * j];
+        if (!vkl_vk_sub_range(dev, Y->at, 0, (VkDeviceSize)(s[j].M * s[j].N * 4), &b[2], &y_off[j]))
+            return vkl_vk_node_unsupported(nd, "fused Q/K/V set %u's Y does not bind within the binding limit", j);
+        b[0] = p->qs;
+        b[1] = p->params;
+        b[3] = bias ? bias->at : nd->in[0].at; /* any buffer: has_bias = 0 never reads it */
+        n_rows[j] = (uint32_t)s[j].N;
+        has_bias[j] = bias ? 1u : 0u;
+    }
+    if (sets == 2) /* set 2 has no workgroups: any valid buffers */
+        for (uint32_t i = 0; i < 4; i++) d->bind[9 + i] = d->bind[5 + i];
+    d->n_bind = VKL_VK_QKV_BINDINGS;
+    const uint32_t push[] = {n_rows[1], n_rows[2], first[1], first[2], y_off[1], y_off[2], has_bias[1], has_bias[2]};
+    memcpy(d->push + d->n_push, push, sizeof(push));
+    d->n_push += (uint32_t)(sizeof(push) / sizeof(push[0]));
+    d->groups[0] = first[3];
+    return VKL_OK;
 }

@@ -50,6 +50,9 @@
 //     2, Wu (same format, shape and group) at 5 and 6: each workgroup
 //     computes ROWS rows of both (NR = 2 ROWS sums), so A is read once for
 //     both and the SiluMul is the store (ew_binary.comp's formula).
+//   VKL_FUSE_QKV (_qkv): up to three matvecs of one A (the Q, K and V
+//     projections), W, Y and bias of set 0 at 1-4, of sets 1 and 2 at 5-12,
+//     each set's rows in workgroups of their own (quant_matvec_qkv.glsl).
 //
 // A K that is not a multiple of the group (docs/quant.md, "The short last
 // group"): W's rows hold whole groups, KQ elements (the short last group's
@@ -81,6 +84,7 @@ layout(push_constant) uniform Push {
     uint has_bias;
     uint a_off, y_off, y_stride, bias_off;
     uint KQ;  // W's row length: K rounded up to whole groups
+    QKV_PUSH
 } pc;
 
 const uint VEC = QV_CHUNK / 4u;  // vec4s of activations per step
@@ -92,6 +96,10 @@ uvec4 qv_load(uint r, uint i) { return r < ROWS ? qs[i] : qs_up[i]; }
 uint qv_param(uint r, uint i) { return r < ROWS ? params[i] : params_up[i]; }
 #define QV_ROW(r) ((r) < ROWS ? (r) : (r) - ROWS)
 shared float glu_sums[NR];
+#elif defined(VKL_FUSE_QKV)
+const uint NR = ROWS;
+#include "quant_matvec_qkv.glsl"
+#define QV_ROW(r) (r)
 #else
 const uint NR = ROWS;
 uvec4 qv_load(uint r, uint i) { return qs[i]; }
@@ -104,7 +112,13 @@ shared float partial[NR * WG];
 
 void main() {
     const uint tid = gl_LocalInvocationID.x;
+#ifdef VKL_FUSE_QKV
+    uint N;
+    const uint n0 = qkv_pick(N) * ROWS;
+#else
+    const uint N = pc.N;
     const uint n0 = gl_WorkGroupID.x * ROWS;
+#endif
     const uint m = gl_WorkGroupID.y;
     const uint steps = pc.KQ / QV_CHUNK;                // uvec4s per row of W
     const uint groups = steps / pc.steps_per_group;     // params per row of W
@@ -122,7 +136,7 @@ void main() {
             const uint c = base + u * WG + tid;
             const uint g = c / pc.steps_per_group;
             for (uint r = 0u; r < NR; r++) {
-                const uint n = min(n0 + QV_ROW(r), pc.N - 1u);  // rows past N reread row N - 1, never written
+                const uint n = min(n0 + QV_ROW(r), N - 1u);  // rows past N reread row N - 1, never written
                 w[u * NR + r] = c < steps ? qv_load(r, n * steps + c) : uvec4(0u);
                 p[u * NR + r] = c < steps ? qv_param(r, n * groups + g) : 0u;
             }
@@ -163,12 +177,14 @@ void main() {
     // invocation r holds row r's sum (r < NR <= WG): gate r and up r meet in shared memory
     if (tid < NR) glu_sums[tid] = acc[0];
     barrier();
-    if (tid < ROWS && n < pc.N) {
+    if (tid < ROWS && n < N) {
         const float g = glu_sums[tid], u = glu_sums[ROWS + tid];
         y[at] = g / (1.0 + vkl_exp(-g)) * u;
     }
+#elif defined(VKL_FUSE_QKV)
+    if (tid < ROWS && n < N) qkv_store(m, n, acc[0]);
 #else
-    if (tid < ROWS && n < pc.N) {
+    if (tid < ROWS && n < N) {
         const float v = acc[0] + (pc.has_bias != 0u ? bias[pc.bias_off + n] : 0.0);
 #ifdef VKL_FUSE_ADD
         y[at] = v + res[at];

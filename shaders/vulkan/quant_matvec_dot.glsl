@@ -50,6 +50,9 @@
 //     summed as the Add kernel would (ew_binary.comp);
 //   VKL_FUSE_GLU (_glu): Y = silu(A Wg^T) * (A Wu^T), Wu (same format,
 //     shape and group) at bindings 5 and 6: A's codes read once for both.
+//   VKL_FUSE_QKV (_qkv): up to three matvecs of one A's codes (the Q, K and
+//     V projections), sets 1 and 2 at bindings 5-12, each set's rows in
+//     teams and workgroups of their own (quant_matvec_qkv.glsl).
 
 layout(local_size_x_id = 0) in;
 // The backend sets them all (vk_device.c: tuning); these are placeholders.
@@ -74,6 +77,7 @@ layout(push_constant) uniform Push {
     uint qa_off;           // the first row's codes, in uvec4s of their binding
     uint qa_stride;        // uvec4s per row of codes
     uint y_off, y_stride, bias_off;
+    QKV_PUSH
 } pc;
 
 const uint VEC = QV_CHUNK / 4u;  // words of codes per step
@@ -84,6 +88,10 @@ const uint NR = 2u * ROWS;  // sums per team: ROWS gate rows, then the same ROWS
 uvec4 qv_load(uint r, uint i) { return r < ROWS ? qs[i] : qs_up[i]; }
 uint qv_param(uint r, uint i) { return r < ROWS ? params[i] : params_up[i]; }
 #define QV_ROW(r) ((r) < ROWS ? (r) : (r) - ROWS)
+#elif defined(VKL_FUSE_QKV)
+const uint NR = ROWS;
+#include "quant_matvec_qkv.glsl"
+#define QV_ROW(r) (r)
 #else
 const uint NR = ROWS;
 uvec4 qv_load(uint r, uint i) { return qs[i]; }
@@ -104,7 +112,9 @@ float pick(float acc[NR], uint r) {
 
 void store(uint m, uint n, float v, float up) {
     const uint at = pc.y_off + m * pc.y_stride + n;
-#ifdef VKL_FUSE_GLU
+#if defined(VKL_FUSE_QKV)
+    qkv_store(m, n, v);
+#elif defined(VKL_FUSE_GLU)
     y[at] = v / (1.0 + vkl_exp(-v)) * up;  // ew_binary.comp's SiluMul
 #else
     v += pc.has_bias != 0u ? bias[pc.bias_off + n] : 0.0;
@@ -124,7 +134,13 @@ void main() {
 #else
     const uint team = tid / TEAM, lane = tid % TEAM;
 #endif
+#ifdef VKL_FUSE_QKV
+    uint N;
+    const uint n0 = (qkv_pick(N) * TEAMS + team) * ROWS;
+#else
+    const uint N = pc.N;
     const uint n0 = (gl_WorkGroupID.x * TEAMS + team) * ROWS;
+#endif
     const uint m = gl_WorkGroupID.y;
     const uint steps = pc.steps;
     const uint groups = steps / pc.steps_per_group;  // params per row of W
@@ -145,7 +161,7 @@ void main() {
             const bool in_k = c < steps;
             const uint g = c / pc.steps_per_group;
             for (uint r = 0u; r < NR; r++) {
-                const uint n = min(n0 + QV_ROW(r), pc.N - 1u);  // rows past N reread row N - 1, never written
+                const uint n = min(n0 + QV_ROW(r), N - 1u);  // rows past N reread row N - 1, never written
                 w[u * NR + r] = in_k ? qv_load(r, n * steps + c) : uvec4(0u);
                 p[u * NR + r] = in_k ? qv_param(r, n * groups + g) : 0u;
             }
@@ -204,5 +220,5 @@ void main() {
         }
     }
     const uint n = n0 + lane;
-    if (lane < ROWS && n < pc.N) store(m, n, v, up);
+    if (lane < ROWS && n < N) store(m, n, v, up);
 }

@@ -42,10 +42,20 @@
  *      and the KV cache bit for bit, one fused RoPE + KvAppend dispatch per
  *      layer, at least two dispatches fewer per layer, no more barriers
  *      (tests/vulkan/rope_kv_models.sh gives it the fixtures with f16 and
- *      int8 caches).
+ *      int8 caches);
+ *  (i) three (and two) QuantMatMuls of one A, N = 5, 33 and 130 (the
+ *      second with a bias), M = 1 and 3, every format, float and dot
+ *      matvecs: one fused Q/K/V dispatch, within the matvec's bound of
+ *      ref, and the unfused outputs (VKL_VK_NO_FUSE=1) bit for bit;
+ *  (h) Q/K/V (--qkv, on each model given: tests/vulkan/qkv_models.sh gives
+ *      the bundled model and the fixtures imported with E0M4 and int8
+ *      projections): five decode steps as in (g), fused and with
+ *      VKL_VK_NO_FUSE=1, with the float matvecs and the integer-dot ones
+ *      where the device has them: every step's logits and the KV cache bit
+ *      for bit, one fused Q/K/V matvec per layer, fewer dispatches.
  * The bundled model's greedy text on Vulkan (fusion on) against ref is
  * vulkan.model's. Validation on (any message fails). No Vulkan: exit 77.
- * Usage: test_vk_fuse [--rope-kv] MODEL.vkm [MODEL.vkm...] */
+ * Usage: test_vk_fuse [--rope-kv | --qkv] MODEL.vkm [MODEL.vkm...] */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include <math.h>
 #include <stdio.h>
@@ -321,6 +331,97 @@ static void test_pattern(vkl_context *ctx, rng *r, pattern p, const fmt *f, int6
     unsetenv("VKL_VK_MATVEC");
     for (uint32_t o = 0; o < 2; o++) vkl_free(ctx, want[o].data);
     for (uint32_t i = 0; i < 2; i++) free(ins[i].data);
+    vkl_graph_destroy(g);
+}
+
+/* ---- (i) Q/K/V in one matvec: three projections of one A, by hand -------------------------------------- */
+
+/* A [M, K] read by `sets` QuantMatMuls of N = 5, 33 and 130 rows (the
+ * second with a bias), each output doubled by an Add of itself (the Add
+ * fusion takes two different operands only), the sums the graph outputs. */
+static vkl_graph *qkv_graph(vkl_context *ctx, rng *r, const fmt *f, int64_t M, int64_t K, uint32_t sets) {
+    static const int64_t rows[3] = {5, 33, 130};
+    vkl_graph *g = NULL;
+    vkl_status st = vkl_graph_create(ctx, &g);
+    if (st) return NULL;
+    const uint32_t a = add_f32(g, "A", VKL_TENSOR_INPUT, M, K, &st);
+    for (uint32_t j = 0; j < sets; j++) {
+        char name[16];
+        snprintf(name, sizeof(name), "W%u", j);
+        const uint32_t w = add_weight(g, r, f, name, rows[j], K, &st);
+        uint32_t bias = VKL_NONE;
+        if (j == 1) {
+            vkl_shape sh = {.rank = 1};
+            sh.dims[0] = cexpr(g, rows[j]);
+            float b[33];
+            for (int64_t i = 0; i < rows[j]; i++) b[i] = rnd_gauss(r);
+            if (!st) st = vkl_graph_add_tensor(g, "bias", VKL_DTYPE_F32, VKL_TENSOR_WEIGHT, &sh, &bias);
+            if (!st) st = vkl_graph_set_data(g, bias, b, sizeof(b), true);
+        }
+        snprintf(name, sizeof(name), "y%u", j);
+        const uint32_t y = add_f32(g, name, VKL_TENSOR_ACTIVATION, 0, 0, &st);
+        snprintf(name, sizeof(name), "out%u", j);
+        const uint32_t out = add_f32(g, name, VKL_TENSOR_ACTIVATION, 0, 0, &st);
+        const uint32_t qin[3] = {a, w, bias}, twice[2] = {y, y};
+        add_node(g, VKL_OP_QUANT_MAT_MUL, "qmm", qin, bias == VKL_NONE ? 2 : 3, y, &st);
+        add_node(g, VKL_OP_ADD, "add", twice, 2, out, &st);
+        if (!st) st = vkl_graph_add_output(g, out);
+    }
+    return test_graph_finish(ctx, g, st);
+}
+
+/* The graph against ref (the quantized matvec's bound), fused (one Q/K/V
+ * dispatch of all the QuantMatMuls) and with VKL_VK_NO_FUSE=1: the same
+ * outputs bit for bit. */
+static void test_qkv_graph(vkl_context *ctx, rng *r, const fmt *f, int64_t M, int64_t K, uint32_t sets, bool dot) {
+    vkl_graph *g = qkv_graph(ctx, r, f, M, K, sets);
+    if (!g) return;
+    vkl_host_tensor in = {0}, want[3] = {{0}, {0}, {0}};
+    in.dtype = VKL_DTYPE_F32;
+    in.rank = 2;
+    in.dims[0] = M;
+    in.dims[1] = K;
+    in.nbytes = (size_t)(M * K) * sizeof(float);
+    float *x = malloc(in.nbytes);
+    for (int64_t j = 0; j < M * K; j++) x[j] = rnd_gauss(r);
+    in.data = x;
+    CHECK_OK(ctx, vkl_run_once(ctx, vkl_backend_find("ref"), g, &in, want));
+    setenv("VKL_VK_MATVEC", dot ? "dot" : "float", 1);
+    float *outs[2][3] = {{NULL}};
+    vkl_vk_exec_stats stats[2] = {{0}};
+    bool ran[2] = {false, false};
+    for (int off = 0; off < 2 && want[0].data; off++) {
+        setenv("VKL_VK_NO_FUSE", off ? "1" : "0", 1);
+        ran[off] = run_vulkan(ctx, g, &in, VKL_NONE, VKL_NONE, outs[off], &stats[off]);
+    }
+    unsetenv("VKL_VK_NO_FUSE");
+    unsetenv("VKL_VK_MATVEC");
+    if (ran[0] && ran[1]) {
+        static const int64_t rows[3] = {5, 33, 130};
+        double worst = 0;
+        bool same = true;
+        for (uint32_t o = 0; o < sets; o++) {
+            const size_t n = (size_t)(M * rows[o]);
+            const double e = rel_l2(outs[0][o], want[o].data, n);
+            worst = e > worst ? e : worst;
+            same &= !memcmp(outs[0][o], outs[1][o], n * sizeof(float));
+        }
+        const double bound = dot ? 3e-2 : 1e-4;
+        printf("  Q/K/V %u sets %-4s M=%lld K=%4lld%s: rel L2 %.2e, fused %u dispatches (%u Q/K/V), unfused %u; "
+               "fused outputs %s the unfused ones\n",
+               sets, f->name, (long long)M, (long long)K, dot ? " dot" : "", worst, stats[0].dispatches,
+               stats[0].qkv, stats[1].dispatches, same ? "equal" : "DIFFER from");
+        CHECKF(worst <= bound && same && stats[0].qkv == 1 && stats[0].fused == sets && stats[1].fused == 0 &&
+                   stats[0].dispatches + sets - 1 == stats[1].dispatches,
+               "Q/K/V %u sets %s M=%lld K=%lld%s: rel L2 %.3g (bound %g), outputs %s, %u Q/K/V dispatches, %u nodes "
+               "fused, %u dispatches against %u unfused",
+               sets, f->name, (long long)M, (long long)K, dot ? " dot" : "", worst, bound, same ? "equal" : "differ",
+               stats[0].qkv, stats[0].fused, stats[0].dispatches, stats[1].dispatches);
+    }
+    for (int off = 0; off < 2; off++)
+        for (uint32_t o = 0; o < 3; o++) free(outs[off][o]);
+    for (uint32_t o = 0; o < 3; o++) vkl_free(ctx, want[o].data);
+    free(x);
     vkl_graph_destroy(g);
 }
 
@@ -665,6 +766,39 @@ static bool run_decode(vkl_context *ctx, const char *path, bool fuse, bool inter
     return st == VKL_OK;
 }
 
+/* ---- (h) Q/K/V: two or three projections of one A in one matvec ----------------------------------- */
+
+/* The model at `path` (quantized projections) fused and with
+ * VKL_VK_NO_FUSE=1, the float matvecs and, where the device has them, the
+ * integer-dot ones: every step's logits and the KV cache bit for bit, one
+ * fused Q/K/V dispatch (stats.qkv) per layer, none unfused, and at least
+ * two dispatches fewer than unfused per fused Q/K/V dispatch. */
+static void test_qkv(vkl_context *ctx, const char *path, bool has_dot) {
+    for (int dot = 0; dot <= (int)has_dot; dot++) {
+        setenv("VKL_VK_MATVEC", dot ? "dot" : "float", 1);
+        decode_run a, b;
+        const bool ok_a = run_decode(ctx, path, true, false, &a);
+        const bool ok_b = ok_a && run_decode(ctx, path, false, false, &b);
+        unsetenv("VKL_VK_MATVEC");
+        if (!ok_b) {
+            if (ok_a) decode_run_free(&a);
+            return;
+        }
+        const bool same_logits = !memcmp(a.logits, b.logits, (size_t)ROPE_KV_STEPS * a.vocab * sizeof(float));
+        const bool same_states = a.state_bytes == b.state_bytes && !memcmp(a.states, b.states, a.state_bytes);
+        printf("%s, %s matvecs: %d decode steps, %u layers: fused %u dispatches (%u Q/K/V), %u barriers; unfused "
+               "%u, %u; logits %s, KV cache %s\n",
+               path, dot ? "integer-dot" : "float", ROPE_KV_STEPS, a.layers, a.stats.dispatches, a.stats.qkv,
+               a.stats.barriers, b.stats.dispatches, b.stats.barriers, same_logits ? "identical" : "DIFFER",
+               same_states ? "identical" : "DIFFERS");
+        CHECK(same_logits && same_states);
+        CHECK(a.layers > 0 && a.stats.qkv == a.layers && b.stats.qkv == 0 &&
+              a.stats.dispatches + 2 * a.stats.qkv <= b.stats.dispatches);
+        decode_run_free(&a);
+        decode_run_free(&b);
+    }
+}
+
 /* The fused executable (RoPE(K) + KvAppend(K) and what else of the layer
  * fuses: vk_fuse.c) against the unfused one, the model's RoPE as it is and
  * made interleaved: every step's logits and the KV cache bit for bit, one
@@ -705,11 +839,12 @@ static void test_rope_kv(vkl_context *ctx, const char *path) {
 }
 
 int main(int argc, char **argv) {
-    /* --rope-kv: (g) alone, on each model given */
+    /* --rope-kv: (g) alone, --qkv: (h) alone, on each model given */
     const bool rope_kv_only = argc > 1 && !strcmp(argv[1], "--rope-kv");
-    const int first_model = rope_kv_only ? 2 : 1;
+    const bool qkv_only = argc > 1 && !strcmp(argv[1], "--qkv");
+    const int first_model = rope_kv_only || qkv_only ? 2 : 1;
     if (argc <= first_model) {
-        fprintf(stderr, "usage: test_vk_fuse [--rope-kv] MODEL.vkm [MODEL.vkm...]\n");
+        fprintf(stderr, "usage: test_vk_fuse [--rope-kv | --qkv] MODEL.vkm [MODEL.vkm...]\n");
         return 2;
     }
     vkl_context *ctx;
@@ -720,7 +855,7 @@ int main(int argc, char **argv) {
     if (early >= 0) return early;
     CHECK_OK(ctx, st);
     if (!st) printf("test_vk_fuse: %s (%s)\n", caps.device_name, caps.driver);
-    if (!st && !rope_kv_only) {
+    if (!st && !rope_kv_only && !qkv_only) {
         rng r = {0x5DEECE66Dull};
         /* K a multiple of the formats' 16-byte steps (32 codes), N not a
          * multiple of the rows per workgroup (4 or 8), M = 1 (decode) and 3 */
@@ -737,6 +872,11 @@ int main(int argc, char **argv) {
             test_pattern(ctx, &r, P_ADD, &formats[1], 1, 96, 96, true, dot);
             test_pattern(ctx, &r, P_ADD_READ, &formats[1], 1, 96, 96, true, dot);
             test_pattern(ctx, &r, P_ADD_READ, &formats[0], 3, 64, 64, true, dot);
+            for (size_t fi = 0; fi < VKL_ARRAY_LEN(formats); fi++) {
+                test_qkv_graph(ctx, &r, &formats[fi], 1, 256, 3, dot);
+                test_qkv_graph(ctx, &r, &formats[fi], 3, 96, 3, dot);
+                test_qkv_graph(ctx, &r, &formats[fi], 1, 64, 2, dot);
+            }
         }
         if (has_dot) {
             test_shared_codes(ctx, &r, 1, 256, 37);
@@ -748,7 +888,9 @@ int main(int argc, char **argv) {
         }
         test_decode_counts(ctx, argv[1]);
     }
-    for (int i = first_model; !st && i < argc; i++) test_rope_kv(ctx, argv[i]);
+    for (int i = first_model; !st && !qkv_only && i < argc; i++) test_rope_kv(ctx, argv[i]);
+    for (int i = first_model; !st && qkv_only && i < argc; i++)
+        test_qkv(ctx, argv[i], (caps.features & VKL_FEATURE_INT8_DOT) != 0);
     CHECKF(validation_messages == 0, "%d validation messages", validation_messages);
     vkl_context_destroy(ctx);
     return check_finish("test_vk_fuse");
