@@ -213,6 +213,17 @@ static vkl_status bind_io(vkl_context *ctx, const vkl_graph *g, const vkl_memory
     return VKL_OK;
 }
 
+/* Node ni's operands as its kernel sees them: e->in and e->out filled from
+ * the tensors' views (absent ones zero). */
+static vkl_ref_args node_args(vkl_context *ctx, vkl_backend_exec *e, uint32_t ni) {
+    const vkl_node *n = &e->g->nodes[ni];
+    for (uint32_t j = 0; j < n->n_inputs; j++)
+        e->in[j] = n->inputs[j] == VKL_NONE ? (vkl_ref_tensor){0} : e->tensors[n->inputs[j]];
+    for (uint32_t j = 0; j < n->n_outputs; j++)
+        e->out[j] = n->outputs[j] == VKL_NONE ? (vkl_ref_tensor){0} : e->tensors[n->outputs[j]];
+    return (vkl_ref_args){ctx, &e->scratch, e->g, ni, e->in, n->n_inputs, e->out, n->n_outputs, e->user};
+}
+
 vkl_status vkl_host_prepare(vkl_backend_device *dev, vkl_context *ctx, const vkl_graph *g,
                             const vkl_host_kernels *kernels, const vkl_memory_map *mem, const vkl_binding *b,
                             vkl_backend_exec **out) {
@@ -279,11 +290,7 @@ vkl_status vkl_host_prepare(vkl_backend_device *dev, vkl_context *ctx, const vkl
         const uint32_t ni = e->order[k];
         const vkl_node *n = &g->nodes[ni];
         if (!kernels->table || !kernels->table[n->op] || !kernels->scratch[n->op]) continue;
-        for (uint32_t j = 0; j < n->n_inputs; j++)
-            e->in[j] = n->inputs[j] == VKL_NONE ? (vkl_ref_tensor){0} : e->tensors[n->inputs[j]];
-        for (uint32_t j = 0; j < n->n_outputs; j++)
-            e->out[j] = n->outputs[j] == VKL_NONE ? (vkl_ref_tensor){0} : e->tensors[n->outputs[j]];
-        const vkl_ref_args args = {ctx, &e->scratch, g, ni, e->in, n->n_inputs, e->out, n->n_outputs, e->user};
+        const vkl_ref_args args = node_args(ctx, e, ni);
         const size_t need = kernels->scratch[n->op](&args);
         if (need > scratch) scratch = need;
     }
@@ -316,15 +323,11 @@ static vkl_status run(vkl_backend_device *dev, vkl_context *ctx, vkl_backend_exe
     for (uint32_t k = 0; k < e->n_order; k++) {
         uint32_t ni = e->order[k];
         const vkl_node *n = &g->nodes[ni];
-        for (uint32_t j = 0; j < n->n_inputs; j++)
-            e->in[j] = n->inputs[j] == VKL_NONE ? (vkl_ref_tensor){0} : e->tensors[n->inputs[j]];
-        for (uint32_t j = 0; j < n->n_outputs; j++)
-            e->out[j] = n->outputs[j] == VKL_NONE ? (vkl_ref_tensor){0} : e->tensors[n->outputs[j]];
+        vkl_ref_args args = node_args(ctx, e, ni);
         /* a view the planner gave its input's memory: the bytes are there already */
         if (n->n_outputs && e->out[0].data && e->out[0].data == e->in[0].data &&
             vkl_node_view_input(ctx, g, ni, e->binding, e->n_binding) != VKL_NONE)
             continue;
-        vkl_ref_args args = {ctx, &e->scratch, g, ni, e->in, n->n_inputs, e->out, n->n_outputs, e->user};
         vkl_status st = e->kernels[k](&args);
         if (st) {
             char buf[160];
