@@ -744,6 +744,20 @@ vkl_status vkl_vk_fuse_plan(vkl_backend_device *dev, const vkl_graph *g, const v
     return st;
 }
 
+/* A fused dispatch's node: tensors ids[0..n_in) its inputs and the next
+ * n_out its outputs, each bound (moved where fusion moved it) into views,
+ * the node standing as node index `as`. */
+static vkl_status bind_fused(vkl_backend_device *dev, const vkl_graph *g, const vkl_backend_weights *w,
+                             const vkl_memory_map *mem, const vkl_binding *b, const VkDescriptorBufferInfo *moved,
+                             uint32_t as, const uint32_t *ids, uint32_t n_in, uint32_t n_out, vkl_vk_tensor *views,
+                             vkl_vk_node *node) {
+    vkl_status st = VKL_OK;
+    for (uint32_t j = 0; !st && j < n_in + n_out; j++)
+        st = vkl_vk_bind_moved(dev, g, w, mem, b, moved, ids[j], &views[j]);
+    *node = (vkl_vk_node){dev, g, as, views, views + n_in, n_in, n_out, b, w};
+    return st;
+}
+
 vkl_status vkl_vk_fuse_node(vkl_backend_device *dev, const vkl_graph *g, const vkl_backend_weights *w,
                             const vkl_memory_map *mem, const vkl_binding *b, const VkDescriptorBufferInfo *moved,
                             const vkl_vk_fusion *f, uint32_t head, vkl_vk_tensor *views, vkl_vk_node *node,
@@ -752,11 +766,8 @@ vkl_status vkl_vk_fuse_node(vkl_backend_device *dev, const vkl_graph *g, const v
     const uint32_t extra = f->kind == VKL_VK_FUSE_ADD ? f->extra : g->nodes[f->extra].inputs[1];
     const uint32_t ids[5] = {q->inputs[0], q->inputs[1], q->n_inputs > 2 ? q->inputs[2] : VKL_NONE, extra,
                              h->outputs[0]};
-    vkl_status st = VKL_OK;
-    for (uint32_t j = 0; !st && j < 5; j++) st = vkl_vk_bind_moved(dev, g, w, mem, b, moved, ids[j], &views[j]);
-    *node = (vkl_vk_node){dev, g, f->qmm, views, views + 4, 4, 1, b, w};
     *record = f->kind == VKL_VK_FUSE_ADD ? vkl_vk_record_qmm_add : vkl_vk_record_qmm_glu;
-    return st;
+    return bind_fused(dev, g, w, mem, b, moved, f->qmm, ids, 4, 1, views, node);
 }
 
 vkl_status vkl_vk_fuse_rope_kv_node(vkl_backend_device *dev, const vkl_graph *g, const vkl_backend_weights *w,
@@ -764,12 +775,8 @@ vkl_status vkl_vk_fuse_rope_kv_node(vkl_backend_device *dev, const vkl_graph *g,
                                     const vkl_vk_fusion *f, vkl_vk_tensor *views, vkl_vk_node *node) {
     uint32_t ids[VKL_VK_ROPE_KV_IN + VKL_VK_ROPE_KV_OUT];
     rope_kv_ids(g, f->nodes, ids);
-    vkl_status st = VKL_OK;
-    for (uint32_t j = 0; !st && j < VKL_VK_ROPE_KV_IN + VKL_VK_ROPE_KV_OUT; j++)
-        st = vkl_vk_bind_moved(dev, g, w, mem, b, moved, ids[j], &views[j]);
-    *node = (vkl_vk_node){dev, g, f->nodes[M_KV_K], views, views + VKL_VK_ROPE_KV_IN, VKL_VK_ROPE_KV_IN,
-                          VKL_VK_ROPE_KV_OUT, b, w};
-    return st;
+    return bind_fused(dev, g, w, mem, b, moved, f->nodes[M_KV_K], ids, VKL_VK_ROPE_KV_IN, VKL_VK_ROPE_KV_OUT, views,
+                      node);
 }
 
 vkl_status vkl_vk_fuse_qkv_node(vkl_backend_device *dev, const vkl_graph *g, const vkl_backend_weights *w,
@@ -785,9 +792,5 @@ vkl_status vkl_vk_fuse_qkv_node(vkl_backend_device *dev, const vkl_graph *g, con
         ids[2 + 2 * j] = q->n_inputs > 2 ? q->inputs[2] : VKL_NONE;
         ids[VKL_VK_QKV_IN + j] = q->outputs[0];
     }
-    vkl_status st = VKL_OK;
-    for (uint32_t j = 0; !st && j < VKL_VK_QKV_IN + VKL_VK_QKV_OUT; j++)
-        st = vkl_vk_bind_moved(dev, g, w, mem, b, moved, ids[j], &views[j]);
-    *node = (vkl_vk_node){dev, g, f->nodes[0], views, views + VKL_VK_QKV_IN, VKL_VK_QKV_IN, VKL_VK_QKV_OUT, b, w};
-    return st;
+    return bind_fused(dev, g, w, mem, b, moved, f->nodes[0], ids, VKL_VK_QKV_IN, VKL_VK_QKV_OUT, views, node);
 }
