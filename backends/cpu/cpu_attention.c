@@ -241,6 +241,7 @@ static void row_task(void *user, size_t task, unsigned worker) {
 
 /* How a call runs and the scratch it takes. */
 typedef struct attn_plan {
+    const vkl_ref_tensor *mask; /* the additive or bool mask, or NULL */
     bool f32;            /* this file's blocks, else ref's rows */
     bool pack;           /* the KV heads packed first */
     size_t pack_bytes;   /* their copy, at the scratch's start */
@@ -250,10 +251,11 @@ typedef struct attn_plan {
 } attn_plan;
 
 static attn_plan plan_of(const vkl_ref_args *a, const vkl_ref_attn *s) {
-    const vkl_ref_tensor *mask = a->n_in > 3 && a->in[3].data ? &a->in[3] : NULL;
     attn_plan p = {0};
+    p.mask = a->n_in > 3 && a->in[3].data ? &a->in[3] : NULL;
     p.f32 = a->in[0].dtype == VKL_DTYPE_F32 && a->in[1].dtype == VKL_DTYPE_F32 && a->in[2].dtype == VKL_DTYPE_F32 &&
-            a->out[0].dtype == VKL_DTYPE_F32 && (!mask || mask->dtype == VKL_DTYPE_F32 || mask->dtype == VKL_DTYPE_BOOL);
+            a->out[0].dtype == VKL_DTYPE_F32 &&
+            (!p.mask || p.mask->dtype == VKL_DTYPE_F32 || p.mask->dtype == VKL_DTYPE_BOOL);
     p.worker_bytes = s->scratch_bytes;
     p.tasks = (size_t)s->rows;
     if (!p.f32) return p;
@@ -290,9 +292,8 @@ vkl_status vkl_cpu_attention(const vkl_ref_args *a) {
     vkl_ref_attn s;
     vkl_status st = vkl_ref_attention_setup(a, &s);
     if (st || s.coded) return st ? st : vkl_ref_attention(a);
-    const vkl_ref_tensor *mask = a->n_in > 3 && a->in[3].data ? &a->in[3] : NULL;
     const attn_plan p = plan_of(a, &s);
-    attn_job j = {a, &s, w->dev->dot, mask, p.blocks, NULL, NULL, p.worker_bytes, NULL};
+    attn_job j = {a, &s, w->dev->dot, p.mask, p.blocks, NULL, NULL, p.worker_bytes, NULL};
     const unsigned threads = vkl_pool_threads(w->dev->pool);
     unsigned char *scratch = vkl_ref_scratch_get(a, p.pack_bytes + (size_t)threads * p.worker_bytes);
     if (!scratch) return VKL_ERR_OUT_OF_MEMORY;
