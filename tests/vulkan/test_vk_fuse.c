@@ -41,13 +41,13 @@
  *      the model's RoPE as it is and made interleaved: every step's logits
  *      and the KV cache bit for bit, one fused RoPE + KvAppend dispatch per
  *      layer, at least two dispatches fewer per layer, no more barriers
- *      (tests/vulkan/rope_kv_models.sh gives it the fixtures with f16 and
+ *      (tests/vulkan/fused_models.sh rope-kv gives it the fixtures with f16 and
  *      int8 caches);
  *  (i) three (and two) QuantMatMuls of one A, N = 5, 33 and 130 (the
  *      second with a bias), M = 1 and 3, every format, float and dot
  *      matvecs: one fused Q/K/V dispatch, within the matvec's bound of
  *      ref, and the unfused outputs (VKL_VK_NO_FUSE=1) bit for bit;
- *  (h) Q/K/V (--qkv, on each model given: tests/vulkan/qkv_models.sh gives
+ *  (h) Q/K/V (--qkv, on each model given: tests/vulkan/fused_models.sh qkv gives
  *      the bundled model and the fixtures imported with E0M4 and int8
  *      projections): five decode steps as in (g), fused and with
  *      VKL_VK_NO_FUSE=1, with the float matvecs and the integer-dot ones
