@@ -74,6 +74,8 @@ layout(push_constant) uniform Push {
 void qa_put(uint w, uint v) { Y[w] = v; }
 #define VKL_QA_WRITE
 #include "quant_act.glsl"
+shared float s_qa_max[WG];   // each word's max |x|
+shared ivec2 s_qa_sum[WG];   // each word's code sums (ia, ib)
 #endif
 
 VKL_WG_REDUCE(real, wg_sum, VKL_COMBINE_ADD, subgroupAdd)
@@ -140,15 +142,39 @@ void main() {
     }
 
 #ifdef VKL_QA_CODES
-    const uint qa_row = pc.qa_off + row * pc.qa_stride;
-    for (uint c = tid; c < pc.qa_steps; c += WG) {
-        vec4 x[QA_VEC];
-        for (uint i = 0u; i < QA_VEC; i++)
-            for (uint j = 0u; j < 4u; j++) {
-                const uint k = (c * QA_VEC + i) * 4u + j;  // past n (the short last group's tail): zeros
-                x[i][j] = k < n ? float(value(base + k, k)) : 0.0;
-            }
-        qa_quantize_step(qa_row, pc.qa_steps, c, x, QA_RESIDUAL);
+    // A code word per invocation (a step's QA_VEC words side by side, so a
+    // round of WG words holds whole steps): its four values, the step's
+    // max |x| and code sums through shared memory. Rather than an
+    // invocation per step, which left most of the workgroup idle for the
+    // step's 32 values one after another.
+    const uint qa_row = pc.qa_off + row * pc.qa_stride, words = pc.qa_steps * QA_VEC;
+    const uint lead = tid - tid % QA_VEC;  // the step's first word's invocation
+    for (uint w0 = 0u; w0 < words; w0 += WG) {
+        const uint w = w0 + tid, c = w / QA_VEC, i = w % QA_VEC;
+        vec4 x = vec4(0.0);
+        if (w < words) {
+            const uvec4 e = c * QV_CHUNK + qa_word_elems(i);  // past n (the short last group's tail): zeros
+            for (uint j = 0u; j < 4u; j++) x[j] = e[j] < n ? float(value(base + e[j], e[j])) : 0.0;
+        }
+        const vec4 ax = abs(x);
+        s_qa_max[tid] = max(max(ax.x, ax.y), max(ax.z, ax.w));
+        barrier();
+        float amax = 0.0;
+        for (uint j = 0u; j < QA_VEC; j++) amax = max(amax, s_qa_max[lead + j]);
+        uint ia, ib;
+        qa_word_codes(x, qa_to_code(amax), QA_RESIDUAL, ia, ib);
+        if (w < words) {
+            qa_put(4u * (qa_row + c * QA_VEC4) + i, ia);
+            if (QA_RESIDUAL) qa_put(4u * (qa_ib(qa_row, pc.qa_steps) + c * QA_VEC4) + i, ib);
+        }
+        s_qa_sum[tid] = ivec2(qa_sum_i8x4(ia), qa_sum_i8x4(ib));
+        barrier();
+        if (w < words && i == 0u) {
+            ivec2 sum = ivec2(0);
+            for (uint j = 0u; j < QA_VEC; j++) sum += s_qa_sum[tid + j];
+            qa_put_meta(qa_row, pc.qa_steps, c, amax, sum.x, sum.y, QA_RESIDUAL);
+        }
+        barrier();  // the sums read before the next round writes them
     }
     return;
 #endif

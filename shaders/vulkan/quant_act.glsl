@@ -48,6 +48,29 @@ int qa_sum_i8x4(uint w) {
     return (bitfieldExtract(v, 0, 8) + bitfieldExtract(v, 8, 8)) + (bitfieldExtract(v, 16, 8) + bitfieldExtract(v, 24, 8));
 }
 
+// One word's four values (already in the step's byte order) to its code
+// word ia and, with the residual, ib: the one arithmetic every writer uses.
+void qa_word_codes(vec4 x, float to_code, bool residual, out uint ia, out uint ib) {
+    const vec4 v = x * to_code;  // in [-127, 127]
+    // round to nearest (precise: a compiler may not fold the add and subtract away)
+    precise vec4 q = (v + VKL_ROUND_MAGIC) - VKL_ROUND_MAGIC;
+    ia = vkl_pack_i8x4(q);
+    ib = residual ? vkl_pack_i8x4((v - q) * 254.0) : 0u;  // |v - q| <= 1/2: codes within +-127
+}
+
+float qa_to_code(float amax) { return amax > 1e-30 ? 127.0 / amax : 0.0; }  // below: a block of zeros
+
+// The step's meta words: sa and the code sum. An infinite activation makes
+// sa infinite and the row's sums NaN, not 0 (a NaN one propagates only
+// where max does: GLSL leaves max with NaN undefined).
+void qa_put_meta(uint row, uint steps, uint c, float amax, int isa, int isb, bool residual) {
+    const float sa = amax * (1.0 / 127.0);
+    // |isa| <= 32 * 127: isa * 254 + isb is exact in int32
+    const uint meta = 2u * (qa_meta(row, steps, residual) + c);
+    qa_put(meta, floatBitsToUint(residual ? sa * (1.0 / 254.0) : sa));
+    qa_put(meta + 1u, uint(residual ? isa * 254 + isb : isa));
+}
+
 // row: the row's first uvec4 in the binding; c: the step
 void qa_quantize_step(uint row, uint steps, uint c, vec4 x[QA_VEC], bool residual) {
     float amax = 0.0;
@@ -55,27 +78,29 @@ void qa_quantize_step(uint row, uint steps, uint c, vec4 x[QA_VEC], bool residua
         const vec4 ax = abs(x[i]);
         amax = max(amax, max(max(ax.x, ax.y), max(ax.z, ax.w)));
     }
-    const float to_code = amax > 1e-30 ? 127.0 / amax : 0.0;  // below: a block of zeros
+    const float to_code = qa_to_code(amax);
     int isa = 0, isb = 0;
     for (uint i = 0u; i < QA_VEC; i++) {
-        const vec4 v = qa_step_bytes(x, i) * to_code;  // in [-127, 127]
-        // round to nearest (precise: a compiler may not fold the add and subtract away)
-        precise vec4 q = (v + VKL_ROUND_MAGIC) - VKL_ROUND_MAGIC;
-        const uint ia = vkl_pack_i8x4(q);
+        uint ia, ib;
+        qa_word_codes(qa_step_bytes(x, i), to_code, residual, ia, ib);
         isa += qa_sum_i8x4(ia);
         qa_put(4u * (row + c * QA_VEC4) + i, ia);
         if (residual) {
-            const uint ib = vkl_pack_i8x4((v - q) * 254.0);  // |v - q| <= 1/2: codes within +-127
             isb += qa_sum_i8x4(ib);
             qa_put(4u * (qa_ib(row, steps) + c * QA_VEC4) + i, ib);
         }
     }
-    // an infinite activation makes sa infinite and the row's sums NaN, not 0 (a NaN
-    // one propagates only where max does: GLSL leaves max with NaN undefined)
-    const float sa = amax * (1.0 / 127.0);
-    // |isa| <= 32 * 127: isa * 254 + isb is exact in int32
-    const uint meta = 2u * (qa_meta(row, steps, residual) + c);
-    qa_put(meta, floatBitsToUint(residual ? sa * (1.0 / 254.0) : sa));
-    qa_put(meta + 1u, uint(residual ? isa * 254 + isb : isa));
+    qa_put_meta(row, steps, c, amax, isa, isb, residual);
+}
+
+// Word i of a step holds these of the step's QV_CHUNK elements, in its byte
+// order (qa_step_bytes): a writer with a value per element can quantize a
+// word per invocation (norm.comp's _codes builds).
+uvec4 qa_word_elems(uint i) {
+#ifdef VKL_QA_BYTES
+    return 4u * i + uvec4(0u, 1u, 2u, 3u);
+#else
+    return 8u * (i >> 1) + 2u * (i & 1u) + uvec4(0u, 4u, 1u, 5u);
+#endif
 }
 #endif

@@ -885,6 +885,9 @@ int main(int argc, char **argv) {
                 test_norm_codes(ctx, &r, (norm_case)nc, &formats[0], 1, 256, 37);
                 test_norm_codes(ctx, &r, (norm_case)nc, &formats[2], 3, 100, 20);
             }
+            /* a row of more code words than the norm's 1024 invocations: two rounds of words */
+            test_norm_codes(ctx, &r, NORM_QKV, &formats[0], 1, 5024, 5);
+            test_norm_codes(ctx, &r, NORM_GLU, &formats[2], 2, 4400, 3);
         }
         test_decode_counts(ctx, argv[1]);
     }
