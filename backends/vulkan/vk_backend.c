@@ -48,6 +48,7 @@ struct vkl_backend_exec {
     uint32_t n_dispatches, n_barriers; /* recorded (barriers between dispatches) */
     uint32_t n_fused;      /* nodes recorded inside another's dispatch (vk_fuse.c) */
     uint32_t n_rope_kv;    /* of the dispatches, fused RoPE + KvAppend ones */
+    uint32_t n_rope_kv_all; /* of those, ones with KvAppend(V) and RoPE(Q) too */
     uint32_t n_qkv;        /* of the dispatches, fused Q/K/V matvecs */
     vkl_vk_buffer scratch; /* vkl_vk_scratch ranges of every node (vk_internal.h) */
     vkl_vk_buffer moved;   /* fused outputs moved off their planned memory (vk_fuse.c) */
@@ -377,6 +378,8 @@ static vkl_status plan_nodes(vkl_backend_device *dev, const vkl_graph *g, const 
         vkl_vk_fuse_plan(dev, g, w, mem, b, e->nodes, e->n_nodes, p->fused, p->moved, &e->moved, &e->n_fused);
     for (uint32_t k = 0; !st && k < e->n_nodes; k++) {
         e->n_rope_kv += p->fused[k].kind == VKL_VK_FUSE_ROPE_KV;
+        e->n_rope_kv_all += p->fused[k].kind == VKL_VK_FUSE_ROPE_KV && p->fused[k].nodes[2] != VKL_NONE &&
+                            p->fused[k].nodes[3] != VKL_NONE; /* vk_fuse.c's members: KvAppend(V), RoPE(Q) */
         e->n_qkv += p->fused[k].kind == VKL_VK_FUSE_QKV;
     }
     for (uint32_t k = 0; !st && k < e->n_nodes; k++) {
@@ -821,7 +824,7 @@ bool vkl_vk_matvec_dot(const vkl_backend_device *dev) { return dev && dev->matve
 int vkl_vk_attention_coopmat(const vkl_backend_device *dev) { return dev ? (int)dev->attn_cm : 0; }
 
 void vkl_vk_exec_stats_get(const vkl_backend_exec *e, vkl_vk_exec_stats *out) {
-    *out = (vkl_vk_exec_stats){e->n_dispatches, e->n_barriers, e->n_fused, e->n_rope_kv, e->n_qkv};
+    *out = (vkl_vk_exec_stats){e->n_dispatches, e->n_barriers, e->n_fused, e->n_rope_kv, e->n_qkv, e->n_rope_kv_all};
 }
 
 void vkl_vk_get_host_work(const vkl_backend_device *dev, vkl_vk_host_work *out) {

@@ -44,15 +44,19 @@
  * by no other node in between, an output written at another time is read
  * or written by no other node in between, and no output shares bytes with
  * an input or another output (the states are their KvAppends' in-place
- * outputs). Inputs another fusion moved are refused (their moved life ends
- * at their planned readers).
+ * outputs). An input another fusion moved is read only inside its move's
+ * life. An input is ready where its maker's work runs: through views given
+ * their input's memory to the node that writes the bytes, and at the Q/K/V
+ * dispatch for a fused K or V projection (so a layer's KvAppend(V) joins
+ * the dispatch although v_proj comes after KvAppend(K) in the order).
  *
  * QKV reads A where its first member does, and writes the later members'
  * outputs there, earlier than planned: no node in between may read or
  * write their bytes, and no output may share bytes with A, a bias or
- * another output (qkv_check). Decided last, it sees where the other
- * patterns' dispatches run (touched_at, runs_at), and they never see it:
- * its outputs are only ready earlier than they assumed. A later output
+ * another output (qkv_check). Decided after ADD and GLU, it sees where
+ * their dispatches run (touched_at, runs_at); ROPE_KV, decided after it,
+ * checks its own moves against every node's planned position, which QKV
+ * only makes earlier for its outputs. A later output
  * that fails those checks (the planner gives V the bytes of K or Q, dead
  * before v_proj) is moved to memory of its own, together with the views
  * sharing its memory, alive until its last reader's dispatch
@@ -90,6 +94,7 @@ typedef struct fuse_ctx {
     vkl_vk_fusion *fused;
     VkDescriptorBufferInfo *moved; /* per tensor (vkl_vk_fuse_plan) */
     move *moves;             /* the moves so far, n_moves of them (one per Add / SiluMul, two per Q/K/V) */
+    uint32_t *move_of;       /* per tensor: its move's index in moves, or VKL_NONE */
     uint32_t n_moves;
     VkDeviceSize move_bytes; /* the moved outputs' buffer */
     uint32_t overlapping;    /* patterns kept apart for their memory */
@@ -175,6 +180,7 @@ static bool try_move(fuse_ctx *c, uint32_t k, uint32_t ot, const vkl_vk_tensor *
                     if (u->inputs[i] == n->outputs[0] && m > last) last = m;
             }
     }
+    c->move_of[ot] = c->n_moves;
     c->moved[ot] = place_move(c, k, last, out->at.range);
     return true;
 }
@@ -325,14 +331,40 @@ static bool quiet_between(const fuse_ctx *c, uint32_t from, uint32_t to, const u
     return true;
 }
 
+static uint32_t runs_at(const fuse_ctx *c, uint32_t ni);
+
+#define VIEW_CHAIN 4 /* views given their input's memory, passed on the way to a tensor's maker */
+
+/* The node whose work writes tensor t's bytes: its producer, or where that
+ * is a view given its input's memory (it records no dispatch) the maker of
+ * that input, the views passed added to skip[*n_skip..]. */
+static uint32_t maker_of(const fuse_ctx *c, uint32_t t, uint32_t *skip, uint32_t *n_skip) {
+    for (uint32_t hops = 0;; hops++) {
+        const uint32_t p = c->g->tensors[t].producer;
+        if (p == VKL_NONE || hops == VIEW_CHAIN) return p;
+        const uint32_t src = vkl_node_view_input(c->dev->ctx, c->g, p, c->b->values, c->b->count);
+        vkl_vk_tensor in, out;
+        if (src == VKL_NONE || bind(c, src, &in) || bind(c, t, &out) || in.at.buffer != out.at.buffer ||
+            in.at.offset != out.at.offset || in.at.range != out.at.range)
+            return p;
+        skip[(*n_skip)++] = p;
+        t = src;
+    }
+}
+
 /* Input `view` of a member at position r read by a dispatch at position
  * `at` instead: late (r < at), no other node may write its bytes meanwhile;
- * early (r > at), it must be made before `at` and not written after. */
+ * early (r > at), it must be made before `at` (where its maker's work runs:
+ * a Q/K/V matvec makes K and V at Q's position) and not written after. */
 static bool input_ready(const fuse_ctx *c, uint32_t at, uint32_t r, const uint32_t m[M_N], const vkl_vk_tensor *view) {
     if (r <= at) return untouched_between(c, r, at, m, M_N, view);
-    const uint32_t made = c->g->tensors[view->id].producer;
-    if (made != VKL_NONE && c->pos[made] != VKL_NONE && c->pos[made] >= at) return false;
-    return untouched_between(c, at, r, m, M_N, view);
+    uint32_t skip[M_N + VIEW_CHAIN + 1], n_skip = M_N;
+    memcpy(skip, m, M_N * sizeof(m[0]));
+    const uint32_t made = maker_of(c, view->id, skip, &n_skip);
+    const uint32_t p = made != VKL_NONE ? runs_at(c, made) : VKL_NONE;
+    if (p != VKL_NONE && p >= at) return false;
+    if (p != VKL_NONE && p != c->pos[made]) skip[n_skip++] = made; /* its own position writes nothing now */
+    return untouched_between(c, at, r, skip, n_skip, view);
 }
 
 /* Whether the members m fuse into one dispatch at position `at` (one of
@@ -361,7 +393,9 @@ static const char *rope_kv_check(const fuse_ctx *c, const uint32_t m[M_N], uint3
     *fits = true;
     for (uint32_t j = 0; j < VKL_VK_ROPE_KV_IN; j++) {
         if (ids[j] == VKL_NONE) continue;
-        if (c->moved[ids[j]].range) return "an input was moved by another fusion";
+        const uint32_t mv = c->move_of[ids[j]];
+        if (mv != VKL_NONE && !(c->moves[mv].first <= at && at <= c->moves[mv].last))
+            return "an input was moved by another fusion and is not alive there";
         if (!input_ready(c, at, by_pos[j], m, &v[j]) ||
             (j == POS && m[M_KV_V] != VKL_NONE && !input_ready(c, at, c->pos[m[M_KV_V]], m, &v[j])))
             return "an input is not ready there, or another node writes its memory meanwhile";
@@ -440,7 +474,7 @@ static void try_rope_kv(fuse_ctx *c, uint32_t k) {
                 for (uint32_t q = 0; q < M_N; q++)
                     if (s[q] != VKL_NONE) c->fused[c->pos[s[q]]].kind = VKL_VK_FUSE_GONE;
                 c->fused[at[i]] = (vkl_vk_fusion){.kind = VKL_VK_FUSE_ROPE_KV, .nodes = {s[0], s[1], s[2], s[3]}};
-                if (why) { /* a smaller set than the layer has */
+                if (why && (s[M_KV_V] != m[M_KV_V] || s[M_ROPE_Q] != m[M_ROPE_Q])) { /* a smaller set than the layer has */
                     char what[160];
                     c->overlapping++;
                     vkl_log(c->dev->ctx, VKL_LOG_DEBUG, "vulkan: %s fused with its RoPE(K)%s%s only: %s",
@@ -573,7 +607,10 @@ static const char *qkv_check(fuse_ctx *c, const uint32_t *m, uint32_t n) {
     for (uint32_t j = 1; j < n; j++) {
         if (!n_chain[j]) continue;
         const VkDescriptorBufferInfo r = place_move(c, h, last[j], y[j].at.range);
-        for (uint32_t i = 0; i < n_chain[j]; i++) c->moved[chain[j][i]] = r;
+        for (uint32_t i = 0; i < n_chain[j]; i++) {
+            c->moved[chain[j][i]] = r;
+            c->move_of[chain[j][i]] = c->n_moves - 1;
+        }
     }
     return NULL;
 }
@@ -692,15 +729,18 @@ vkl_status vkl_vk_fuse_plan(vkl_backend_device *dev, const vkl_graph *g, const v
     memset(moved, 0, (size_t)g->n_tensors * sizeof(*moved));
     *n_fused = 0;
     if (!dev->fuse) return VKL_OK;
-    fuse_ctx c = {dev, g, w, mem, b, order, n, NULL, fused, moved, NULL, 0, 0, 0};
+    fuse_ctx c = {dev, g, w, mem, b, order, n, NULL, fused, moved, NULL, NULL, 0, 0, 0};
     c.pos = vkl_calloc(dev->ctx, g->n_nodes ? g->n_nodes : 1, sizeof(uint32_t));
     c.moves = vkl_calloc(dev->ctx, n ? 2 * (size_t)n : 1, sizeof(move)); /* QKV: two at one position */
-    if (!c.pos || !c.moves) {
+    c.move_of = vkl_calloc(dev->ctx, g->n_tensors ? g->n_tensors : 1, sizeof(uint32_t));
+    if (!c.pos || !c.moves || !c.move_of) {
         vkl_free(dev->ctx, c.pos);
         vkl_free(dev->ctx, c.moves);
+        vkl_free(dev->ctx, c.move_of);
         return VKL_ERR_OUT_OF_MEMORY;
     }
     for (uint32_t i = 0; i < g->n_nodes; i++) c.pos[i] = VKL_NONE;
+    for (uint32_t t = 0; t < g->n_tensors; t++) c.move_of[t] = VKL_NONE;
     for (uint32_t k = 0; k < n; k++) c.pos[order[k]] = k;
     vkl_status st = VKL_OK;
     for (uint32_t k = 0; !st && k < n; k++) {
@@ -708,16 +748,19 @@ vkl_status vkl_vk_fuse_plan(vkl_backend_device *dev, const vkl_graph *g, const v
         if (op == VKL_OP_ADD) st = try_add(&c, k);
         else if (op == VKL_OP_SILU_MUL) st = try_glu(&c, k);
     }
-    /* after every move: ROPE_KV refuses moved inputs (it would read them late) */
-    for (uint32_t k = 0; !st && k < n; k++)
-        if (g->nodes[order[k]].op == VKL_OP_KV_APPEND) try_rope_kv(&c, k);
-    /* after the others: it takes what they left and sees where they run */
+    /* after the Adds and SiluMuls: it takes the QuantMatMuls they left and sees where they run */
     for (uint32_t k = 0; !st && k < n; k++)
         if (g->nodes[order[k]].op == VKL_OP_QUANT_MAT_MUL) try_qkv(&c, k);
+    /* after every move (a moved input is read only inside its move's life),
+     * and after QKV: V, made at Q's position, is then ready for the layer's
+     * RoPE(K) + KvAppend(K) dispatch */
+    for (uint32_t k = 0; !st && k < n; k++)
+        if (g->nodes[order[k]].op == VKL_OP_KV_APPEND) try_rope_kv(&c, k);
     for (uint32_t k = 0; !st && k < n; k++)
         if (g->nodes[order[k]].op == VKL_OP_RMS_NORM) try_norm(&c, k);
     vkl_free(dev->ctx, c.pos);
     vkl_free(dev->ctx, c.moves);
+    vkl_free(dev->ctx, c.move_of);
     if (!st && c.move_bytes) st = vkl_vk_buffer_alloc(dev, VKL_BUFFER_DEVICE, (size_t)c.move_bytes, moved_mem);
     for (uint32_t t = 0; !st && t < g->n_tensors; t++)
         if (moved[t].range) moved[t].buffer = moved_mem->buf;

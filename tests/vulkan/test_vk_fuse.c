@@ -771,9 +771,12 @@ static bool run_decode(vkl_context *ctx, const char *path, bool fuse, bool inter
 /* The model at `path` (quantized projections) fused and with
  * VKL_VK_NO_FUSE=1, the float matvecs and, where the device has them, the
  * integer-dot ones: every step's logits and the KV cache bit for bit, one
- * fused Q/K/V dispatch (stats.qkv) per layer, none unfused, and at least
- * two dispatches fewer than unfused per fused Q/K/V dispatch. */
-static void test_qkv(vkl_context *ctx, const char *path, bool has_dot) {
+ * fused Q/K/V dispatch (stats.qkv) per layer, none unfused, at least two
+ * dispatches fewer than unfused per fused Q/K/V dispatch, and with
+ * whole_rope_kv (the bundled model: a Llama export's layer) each layer's
+ * RoPE + KvAppend dispatch doing KvAppend(V) and RoPE(Q) too (V, made at
+ * Q's position, is ready for it; qwen2's separate bias Adds make V later). */
+static void test_qkv(vkl_context *ctx, const char *path, bool has_dot, bool whole_rope_kv) {
     for (int dot = 0; dot <= (int)has_dot; dot++) {
         setenv("VKL_VK_MATVEC", dot ? "dot" : "float", 1);
         decode_run a, b;
@@ -786,13 +789,14 @@ static void test_qkv(vkl_context *ctx, const char *path, bool has_dot) {
         }
         const bool same_logits = !memcmp(a.logits, b.logits, (size_t)ROPE_KV_STEPS * a.vocab * sizeof(float));
         const bool same_states = a.state_bytes == b.state_bytes && !memcmp(a.states, b.states, a.state_bytes);
-        printf("%s, %s matvecs: %d decode steps, %u layers: fused %u dispatches (%u Q/K/V), %u barriers; unfused "
-               "%u, %u; logits %s, KV cache %s\n",
+        printf("%s, %s matvecs: %d decode steps, %u layers: fused %u dispatches (%u Q/K/V, %u RoPE+KvAppend with V "
+               "and Q), %u barriers; unfused %u, %u; logits %s, KV cache %s\n",
                path, dot ? "integer-dot" : "float", ROPE_KV_STEPS, a.layers, a.stats.dispatches, a.stats.qkv,
-               a.stats.barriers, b.stats.dispatches, b.stats.barriers, same_logits ? "identical" : "DIFFER",
+               a.stats.rope_kv_all, a.stats.barriers, b.stats.dispatches, b.stats.barriers, same_logits ? "identical" : "DIFFER",
                same_states ? "identical" : "DIFFERS");
         CHECK(same_logits && same_states);
         CHECK(a.layers > 0 && a.stats.qkv == a.layers && b.stats.qkv == 0 &&
+              (!whole_rope_kv || a.stats.rope_kv_all == a.layers) &&
               a.stats.dispatches + 2 * a.stats.qkv <= b.stats.dispatches);
         decode_run_free(&a);
         decode_run_free(&b);
@@ -893,7 +897,7 @@ int main(int argc, char **argv) {
     }
     for (int i = first_model; !st && !qkv_only && i < argc; i++) test_rope_kv(ctx, argv[i]);
     for (int i = first_model; !st && qkv_only && i < argc; i++)
-        test_qkv(ctx, argv[i], (caps.features & VKL_FEATURE_INT8_DOT) != 0);
+        test_qkv(ctx, argv[i], (caps.features & VKL_FEATURE_INT8_DOT) != 0, i == first_model);
     CHECKF(validation_messages == 0, "%d validation messages", validation_messages);
     vkl_context_destroy(ctx);
     return check_finish("test_vk_fuse");
