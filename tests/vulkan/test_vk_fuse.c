@@ -63,7 +63,8 @@
  *      left set would keep the first one's codes) give the unfused outputs
  *      bit for bit, within the dot bound of ref; down's steps of another
  *      size (int4 -> int8, int8 -> E0M4) or a short last group (N = 100)
- *      keep their quantizer (four dispatches), with the same results;
+ *      keep their quantizer (four dispatches), with the same results; and
+ *      wider: E0M4 M = 1, K = 512, N = 2048, int8 M = 2, K = 256, N = 1024;
  *  (k) GLU codes (--glu-codes, on each model given: tests/vulkan/
  *      fused_models.sh glu-codes gives the bundled model, whose down
  *      projections stay f32, and the fixtures imported with E0M4 and int8
@@ -727,6 +728,9 @@ static void test_glu_codes_all(vkl_context *ctx, rng *r) {
         unsetenv("VKL_VK_QMV_TEAM");
         unsetenv("VKL_VK_QMV_ROWS");
     }
+    /* a wider y: many workgroups racing for each step's counter on a GPU */
+    test_glu_codes(ctx, r, &formats[0], &formats[0], 1, 512, 2048, true, "");
+    test_glu_codes(ctx, r, &formats[2], &formats[2], 2, 256, 1024, true, "");
     /* left to the quantizer: down's steps another size than the gate/up's
      * (4-bit and int8), and a y row of 100 (a short last group: its codes run
      * to KQ = 128) */
