@@ -120,9 +120,14 @@ foreach(fmt e0m4 int4 int8)
   # int8 activations through integer dot products (VKL_VK_MATVEC=dot;
   # vk_device.c's choose_matvec says when; the body is quant_matvec_dot.glsl,
   # reading what quant_act_int8 made): the plain and fused builds.
+  # _glu_codes: the _glu that also writes its output's codes for the down
+  # projection's dot matvec (vk_fuse.c's GLU codes), so no quant_act_int8
+  # runs between them.
   list(APPEND VKL_SHADER_VARIANTS
     "quant_matvec_${fmt}:dot:VKL_DOT=1"
-    "quant_matvec_${fmt}:sg_dot:VKL_SUBGROUP=1,VKL_DOT=1")
+    "quant_matvec_${fmt}:sg_dot:VKL_SUBGROUP=1,VKL_DOT=1"
+    "quant_matvec_${fmt}:dot_glu_codes:VKL_DOT=1,VKL_FUSE_GLU=1,VKL_GLU_CODES=1"
+    "quant_matvec_${fmt}:sg_dot_glu_codes:VKL_SUBGROUP=1,VKL_DOT=1,VKL_FUSE_GLU=1,VKL_GLU_CODES=1")
 endforeach()
 
 # Vulkan 1.1 / SPIR-V 1.3: the oldest target with subgroup operations.

@@ -50,6 +50,7 @@ struct vkl_backend_exec {
     uint32_t n_rope_kv;    /* of the dispatches, fused RoPE + KvAppend ones */
     uint32_t n_rope_kv_all; /* of those, ones with KvAppend(V) and RoPE(Q) too */
     uint32_t n_qkv;        /* of the dispatches, fused Q/K/V matvecs */
+    uint32_t n_glu_codes;  /* of the dispatches, fused gate/up matvecs writing their readers' codes */
     vkl_vk_buffer scratch; /* vkl_vk_scratch ranges of every node (vk_internal.h) */
     vkl_vk_buffer moved;   /* fused outputs moved off their planned memory (vk_fuse.c) */
     bool pending;          /* submitted, not yet waited for */
@@ -381,6 +382,7 @@ static vkl_status plan_nodes(vkl_backend_device *dev, const vkl_graph *g, const 
         e->n_rope_kv_all += p->fused[k].kind == VKL_VK_FUSE_ROPE_KV && p->fused[k].nodes[2] != VKL_NONE &&
                             p->fused[k].nodes[3] != VKL_NONE; /* vk_fuse.c's members: KvAppend(V), RoPE(Q) */
         e->n_qkv += p->fused[k].kind == VKL_VK_FUSE_QKV;
+        e->n_glu_codes += p->fused[k].kind == VKL_VK_FUSE_GLU && p->fused[k].steps;
     }
     for (uint32_t k = 0; !st && k < e->n_nodes; k++) {
         const vkl_node *n = &g->nodes[e->nodes[k]];
@@ -461,11 +463,13 @@ static vkl_status scratch_bind(vkl_backend_device *dev, vkl_backend_exec *e, pla
         }
     if (!need) return VKL_OK;
     vkl_status st = vkl_vk_buffer_alloc(dev, VKL_BUFFER_DEVICE, (size_t)need, &e->scratch);
-    /* zeroed once where the decode attention merges its own chunks
-     * (attn_fold): attn_decode_sg.comp's counters start at 0 (vk_attention.c);
-     * nothing else reads scratch before writing it */
+    /* zeroed once where counters are used: the decode attention merging
+     * its own chunks (attn_fold: attn_decode_sg.comp, vk_attention.c) and
+     * the gate/up matvecs writing their readers' codes (the _glu_codes
+     * builds) count into them from 0; nothing else reads scratch before
+     * writing it */
     VkCommandBuffer cmd;
-    if (!st && dev->attn_fold && !(st = vkl_vk_once_begin(dev, &cmd))) {
+    if (!st && (dev->attn_fold || e->n_glu_codes) && !(st = vkl_vk_once_begin(dev, &cmd))) {
         dev->vk.vkCmdFillBuffer(cmd, e->scratch.buf, 0, VK_WHOLE_SIZE, 0);
         st = vkl_vk_once_end(dev);
     }
@@ -824,7 +828,8 @@ bool vkl_vk_matvec_dot(const vkl_backend_device *dev) { return dev && dev->matve
 int vkl_vk_attention_coopmat(const vkl_backend_device *dev) { return dev ? (int)dev->attn_cm : 0; }
 
 void vkl_vk_exec_stats_get(const vkl_backend_exec *e, vkl_vk_exec_stats *out) {
-    *out = (vkl_vk_exec_stats){e->n_dispatches, e->n_barriers, e->n_fused, e->n_rope_kv, e->n_qkv, e->n_rope_kv_all};
+    *out = (vkl_vk_exec_stats){e->n_dispatches, e->n_barriers, e->n_fused, e->n_rope_kv,
+                               e->n_qkv, e->n_rope_kv_all, e->n_glu_codes};
 }
 
 void vkl_vk_get_host_work(const vkl_backend_device *dev, vkl_vk_host_work *out) {

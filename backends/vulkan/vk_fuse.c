@@ -13,6 +13,11 @@
  *   NORM_CODES  an RMSNorm whose output only integer-dot matvecs read: it
  *        writes their int8 codes (norm.comp's _codes builds) in place of
  *        its output and of their activation quantizer (try_norm);
+ *   GLU codes  a GLU (integer-dot matvec) whose output only integer-dot
+ *        matvecs read (the down projection), in steps of its own format's
+ *        size that tile a row: it stores its output and writes their int8
+ *        codes too, in place of their quantizer (the _glu_codes builds: the
+ *        workgroup completing a step quantizes it; try_glu_codes);
  *   ROPE_KV  RoPE(K) + KvAppend(K) of one Attention's K cache, with that
  *        Attention's KvAppend(V) (same position_ids) and RoPE(Q) (same
  *        cos, sin and rotation) where they fit too: one rope_kv_append.comp
@@ -677,6 +682,53 @@ static void try_qkv(fuse_ctx *c, uint32_t k) {
     kept_apart(c, head, why);
 }
 
+/* Whether y, written at position k, is an activation (no graph output)
+ * that only later QuantMatMuls on the integer-dot matvec read, each once
+ * and as A, all with codes of one shape: their steps per row and elements
+ * per step, and y's row length (cols). */
+static bool dot_readers(const fuse_ctx *c, uint32_t k, uint32_t y, uint32_t *steps, uint32_t *chunk, int64_t *cols) {
+    if (c->g->tensors[y].kind != VKL_TENSOR_ACTIVATION || c->g->tensors[y].is_output) return false;
+    uint32_t readers = 0;
+    for (uint32_t j = k + 1; j < c->n; j++) {
+        const vkl_node *r = &c->g->nodes[c->order[j]];
+        uint32_t uses = 0;
+        for (uint32_t i = 0; i < r->n_inputs; i++) uses += r->inputs[i] == y;
+        if (!uses) continue;
+        if (uses != 1 || r->op != VKL_OP_QUANT_MAT_MUL || r->inputs[0] != y || r->n_outputs != 1) return false;
+        vkl_vk_tensor in[3], out;
+        for (uint32_t i = 0; i < 3; i++)
+            if (bind(c, i < r->n_inputs ? r->inputs[i] : VKL_NONE, &in[i])) return false;
+        if (bind(c, r->outputs[0], &out)) return false;
+        const vkl_vk_node q = {c->dev, c->g, c->order[j], in, &out, 3, 1, c->b, c->w, NULL, NULL};
+        uint32_t s, ch;
+        if (!vkl_vk_qmm_reads_codes(&q, &s, &ch) || (readers && (s != *steps || ch != *chunk))) return false;
+        *steps = s;
+        *chunk = ch;
+        *cols = in[0].dims[in[0].rank - 1];
+        readers++;
+    }
+    return readers && readers == vkl_graph_use_count(c->g, y); /* else a reader not live */
+}
+
+/* GLU codes: the fused gate/up matvec at position k, when its output is
+ * read only as dot_readers says (the down projection), in steps of its own
+ * format's chunk that tile the output's rows: it writes their codes too
+ * (the _glu_codes build), so no quantizer runs between it and them. The
+ * codes are shared scratch no later node overwrites (try_norm). */
+static void try_glu_codes(fuse_ctx *c, uint32_t k) {
+    if (!c->dev->matvec_dot || c->fused[k].kind != VKL_VK_FUSE_GLU) return;
+    const uint32_t y = c->g->nodes[c->order[k]].outputs[0];
+    uint32_t steps = 0, chunk = 0;
+    int64_t cols = 0;
+    vkl_vk_tensor in[3], gy;
+    if (!dot_readers(c, k, y, &steps, &chunk, &cols) || !fusable_qmm(c, c->fused[k].qmm, in, &gy)) return;
+    const vkl_vk_node gate = {c->dev, c->g, c->fused[k].qmm, in, &gy, 3, 1, c->b, c->w, NULL, NULL};
+    if (vkl_vk_qmm_glu_codes_fit(&gate, steps, chunk)) {
+        c->fused[k].steps = steps;
+        c->fused[k].chunk = chunk;
+    }
+}
+
 /* NORM_CODES: the RMSNorm at position k, when every reader of its output
  * is a later QuantMatMul on the integer-dot matvec reading it as A (the Q,
  * K and V projections, the gate/up pair), all with codes of one shape: it
@@ -690,28 +742,9 @@ static void try_norm(fuse_ctx *c, uint32_t k) {
         n->outputs[0] == VKL_NONE)
         return;
     const uint32_t y = n->outputs[0];
-    if (c->g->tensors[y].kind != VKL_TENSOR_ACTIVATION || c->g->tensors[y].is_output) return;
-    uint32_t readers = 0, steps = 0, chunk = 0;
+    uint32_t steps = 0, chunk = 0;
     int64_t cols = 0;
-    for (uint32_t j = k + 1; j < c->n; j++) {
-        const vkl_node *r = &c->g->nodes[c->order[j]];
-        uint32_t uses = 0;
-        for (uint32_t i = 0; i < r->n_inputs; i++) uses += r->inputs[i] == y;
-        if (!uses) continue;
-        if (uses != 1 || r->op != VKL_OP_QUANT_MAT_MUL || r->inputs[0] != y || r->n_outputs != 1) return;
-        vkl_vk_tensor in[3], out;
-        for (uint32_t i = 0; i < 3; i++)
-            if (bind(c, i < r->n_inputs ? r->inputs[i] : VKL_NONE, &in[i])) return;
-        if (bind(c, r->outputs[0], &out)) return;
-        const vkl_vk_node q = {c->dev, c->g, c->order[j], in, &out, 3, 1, c->b, c->w, NULL, NULL};
-        uint32_t s, ch;
-        if (!vkl_vk_qmm_reads_codes(&q, &s, &ch) || (readers && (s != steps || ch != chunk))) return;
-        steps = s;
-        chunk = ch;
-        cols = in[0].dims[in[0].rank - 1];
-        readers++;
-    }
-    if (!readers || readers != vkl_graph_use_count(c->g, y)) return; /* a reader not live, or a graph output */
+    if (!dot_readers(c, k, y, &steps, &chunk, &cols)) return;
     vkl_vk_tensor views[3];
     const uint32_t ids[3] = {n->inputs[0], n->inputs[1], y};
     for (uint32_t i = 0; i < 3; i++)
@@ -758,16 +791,18 @@ vkl_status vkl_vk_fuse_plan(vkl_backend_device *dev, const vkl_graph *g, const v
         if (g->nodes[order[k]].op == VKL_OP_KV_APPEND) try_rope_kv(&c, k);
     for (uint32_t k = 0; !st && k < n; k++)
         if (g->nodes[order[k]].op == VKL_OP_RMS_NORM) try_norm(&c, k);
+    for (uint32_t k = 0; !st && k < n; k++) try_glu_codes(&c, k);
     vkl_free(dev->ctx, c.pos);
     vkl_free(dev->ctx, c.moves);
     vkl_free(dev->ctx, c.move_of);
     if (!st && c.move_bytes) st = vkl_vk_buffer_alloc(dev, VKL_BUFFER_DEVICE, (size_t)c.move_bytes, moved_mem);
     for (uint32_t t = 0; !st && t < g->n_tensors; t++)
         if (moved[t].range) moved[t].buffer = moved_mem->buf;
-    uint32_t adds = 0, glus = 0, norms = 0, ropes = 0, rope_nodes = 0, qkvs = 0, qkv_nodes = 0;
+    uint32_t adds = 0, glus = 0, glu_codes = 0, norms = 0, ropes = 0, rope_nodes = 0, qkvs = 0, qkv_nodes = 0;
     for (uint32_t k = 0; k < n; k++) {
         adds += fused[k].kind == VKL_VK_FUSE_ADD;
         glus += fused[k].kind == VKL_VK_FUSE_GLU;
+        glu_codes += fused[k].kind == VKL_VK_FUSE_GLU && fused[k].steps;
         norms += fused[k].kind == VKL_VK_FUSE_NORM_CODES;
         ropes += fused[k].kind == VKL_VK_FUSE_ROPE_KV;
         qkvs += fused[k].kind == VKL_VK_FUSE_QKV;
@@ -781,9 +816,10 @@ vkl_status vkl_vk_fuse_plan(vkl_backend_device *dev, const vkl_graph *g, const v
         vkl_log(dev->ctx, VKL_LOG_DEBUG,
                 "vulkan: fused %u nodes into %u dispatches (%u QuantMatMul+Add, %u gate/up QuantMatMul+SiluMul, "
                 "%u RoPE+KvAppend of %u nodes, %u Q/K/V QuantMatMuls of %u nodes; %u outputs moved to %llu bytes of "
-                "their own); %u matches kept apart for their memory; %u RMSNorms write their readers' int8 codes",
+                "their own); %u matches kept apart for their memory; %u RMSNorms and %u gate/up matvecs write their "
+                "readers' int8 codes",
                 *n_fused, adds + glus + ropes + qkvs, adds, glus, ropes, rope_nodes, qkvs, qkv_nodes, c.n_moves,
-                (unsigned long long)c.move_bytes, c.overlapping, norms);
+                (unsigned long long)c.move_bytes, c.overlapping, norms, glu_codes);
     return st;
 }
 

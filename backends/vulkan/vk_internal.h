@@ -479,9 +479,11 @@ static inline VkDescriptorBufferInfo vkl_vk_scratch(VkDeviceSize offset, VkDevic
     VkDescriptorBufferInfo b = {VK_NULL_HANDLE, offset, bytes};
     return b;
 }
-/* The scratch buffer's first bytes: attn_decode_sg.comp's counters, one per
- * (batch, KV head, row block), zero between nodes (the buffer is zeroed at
- * prepare and each node's last workgroups set theirs back; vk_attention.c).
+/* The scratch buffer's first bytes: counters, zero between nodes (the
+ * buffer is zeroed at prepare and each node's last workgroups set theirs
+ * back): attn_decode_sg.comp's, one per (batch, KV head, row block)
+ * (vk_attention.c), and the _glu_codes matvecs', one per step of a row
+ * (vk_quant_matmul.c).
  * Past them, vk_scratch.c hands out ranges: shared ones, which several
  * nodes read, and a node's own. */
 #define VKL_VK_SCRATCH_COUNTERS 65536
@@ -548,6 +550,14 @@ size_t vkl_vk_qmv_shared_bytes(const vkl_backend_device *dev, bool glu);
  * output (the Add's or the SiluMul's). */
 vkl_status vkl_vk_record_qmm_add(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
 vkl_status vkl_vk_record_qmm_glu(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
+/* Whether the gate QuantMatMul node (its A, W, no bias | its Y) of a gate/up
+ * pair runs the _glu_codes build, which also writes the int8 codes of the
+ * fused output for dot matvecs reading `steps` steps of `chunk` (its own
+ * format's step, a whole Y row): the dot matvec, counters and bindings
+ * that fit. vkl_vk_record_qmm_glu records it where node->fusion's steps
+ * are set (vk_fuse.c decides). */
+#define VKL_VK_GLU_CODES_BINDINGS 9 /* storage buffers */
+bool vkl_vk_qmm_glu_codes_fit(const vkl_vk_node *gate, uint32_t steps, uint32_t chunk);
 /* The fused Q/K/V matvec (the _qkv builds): up to three QuantMatMuls of one
  * A in one dispatch. The node's inputs: A, then W and bias (id VKL_NONE:
  * none) of each set; its outputs: each set's Y; the third set's W and Y
@@ -594,7 +604,9 @@ typedef struct vkl_vk_fusion {
     vkl_vk_fuse_kind kind;
     uint32_t qmm;   /* ADD, GLU: the (gate) QuantMatMul's node index */
     uint32_t extra; /* ADD: the residual tensor; GLU: the up QuantMatMul's node index */
-    uint32_t steps, chunk; /* NORM_CODES: the codes' steps per row and elements per step */
+    /* NORM_CODES, and GLU when it writes its output's codes too (steps 0: not): the codes' steps per row and
+     * elements per step */
+    uint32_t steps, chunk;
     /* ROPE_KV: the nodes RoPE(K), KvAppend(K), KvAppend(V), RoPE(Q) (the last two VKL_NONE when not fused);
      * QKV: the QuantMatMuls in their order (the third, fourth VKL_NONE when absent) */
     uint32_t nodes[4];

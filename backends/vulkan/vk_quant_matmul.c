@@ -259,8 +259,9 @@ static const char *const float_names[3][4][2][2] = {QMV_FORMAT("e0m4"), QMV_FORM
 #undef QMV_FORMAT
 #undef QMV_NAMES
 #define QMV_NAMES(f, fuse) {"quant_matvec_" f "_dot" fuse, "quant_matvec_" f "_sg_dot" fuse}
-#define QMV_FORMAT(f) {QMV_NAMES(f, ""), QMV_NAMES(f, "_add"), QMV_NAMES(f, "_glu"), QMV_NAMES(f, "_qkv")}
-static const char *const dot_names[3][4][2] = {QMV_FORMAT("e0m4"), QMV_FORMAT("int4"), QMV_FORMAT("int8")};
+#define QMV_FORMAT(f)                                                                                               \
+    {QMV_NAMES(f, ""), QMV_NAMES(f, "_add"), QMV_NAMES(f, "_glu"), QMV_NAMES(f, "_qkv"), QMV_NAMES(f, "_glu_codes")}
+static const char *const dot_names[3][5][2] = {QMV_FORMAT("e0m4"), QMV_FORMAT("int4"), QMV_FORMAT("int8")};
 #undef QMV_FORMAT
 #undef QMV_NAMES
 
@@ -340,7 +341,8 @@ static vkl_status record_quant_act(const vkl_vk_node *nd, const qmm_shape *s, Vk
  * (the Q, K and V projections) reads the codes the first one's
  * record_quant_act dispatches made. fuse: 0 plain, 1 _add (R = nd->in[3]),
  * 2 _glu (Wu = nd->in[3]), 3 _qkv (set 0 alone: vkl_vk_record_qmm_qkv binds
- * the others). */
+ * the others), 4 _glu_codes (dot only; as _glu, and vkl_vk_record_qmm_glu
+ * binds the output's codes). */
 static vkl_status record_matvec(const vkl_vk_node *nd, const qmm_shape *s, int fuse, vkl_vk_dispatch *out,
                                 uint32_t *count, uint32_t *matvecs) {
     const vkl_backend_device *dev = nd->dev;
@@ -429,7 +431,7 @@ static vkl_status record_matvec(const vkl_vk_node *nd, const qmm_shape *s, int f
             if (fuse == 1) {
                 d->bind[5] = nd->in[3].at; /* R: Y's shape, bound whole as Y is */
                 d->n_bind = 6;
-            } else if (fuse == 2) {
+            } else if (fuse == 2 || fuse == 4) {
                 d->bind[5] = nd->in[3].weight->piece[0].qs;
                 d->bind[6] = nd->in[3].weight->piece[0].params;
                 d->n_bind = 7;
@@ -482,8 +484,46 @@ vkl_status vkl_vk_record_qmm_add(const vkl_vk_node *nd, vkl_vk_dispatch *out, ui
     return record_fused(nd, 1, out, count);
 }
 
+bool vkl_vk_qmm_glu_codes_fit(const vkl_vk_node *gate, uint32_t steps, uint32_t chunk) {
+    const vkl_backend_device *dev = gate->dev;
+    const VkPhysicalDeviceLimits *lim = &dev->props.limits;
+    qmm_shape s;
+    qmm_path path;
+    if (!dev->matvec_dot || qmm_plan(gate, &s, &path) || path != QMM_MATVEC) return false;
+    /* a counter per step of each row of Y, among the scratch buffer's
+     * (attn_decode_sg.comp's too: each node leaves them 0) */
+    return s.chunk == chunk && s.N == (int64_t)steps * chunk &&
+           (uint64_t)s.M * steps <= VKL_VK_SCRATCH_COUNTERS / 4 &&
+           (uint64_t)s.M * vkl_vk_codes_row_vec4s(dev, steps, chunk) * 16 <= dev->bind_limit &&
+           lim->maxPerStageDescriptorStorageBuffers >= VKL_VK_GLU_CODES_BINDINGS &&
+           lim->maxDescriptorSetStorageBuffers >= VKL_VK_GLU_CODES_BINDINGS;
+}
+
+/* With nd->fusion's steps (vk_fuse.c's GLU codes), the _glu_codes build:
+ * the _glu's dispatch, its output's codes (made here: no quantizer runs
+ * for them) bound whole at 7 and the counters at 8. */
 vkl_status vkl_vk_record_qmm_glu(const vkl_vk_node *nd, vkl_vk_dispatch *out, uint32_t *count) {
-    return record_fused(nd, 2, out, count);
+    const uint32_t steps = nd->fusion ? nd->fusion->steps : 0, chunk = nd->fusion ? nd->fusion->chunk : 0;
+    if (!steps) return record_fused(nd, 2, out, count);
+    *count = 0;
+    if (!vkl_vk_qmm_glu_codes_fit(nd, steps, chunk))
+        return vkl_vk_node_unsupported(nd, "its output's codes (%u steps of %u) do not fit the fused gate/up matvec",
+                                       steps, chunk);
+    const int64_t M = nd->out[0].count / ((int64_t)steps * chunk);
+    VkDescriptorBufferInfo codes;
+    uint64_t row_vec4s = 0;
+    bool made = false;
+    vkl_status st = vkl_vk_codes_range(nd, nd->out[0].id, M, steps, chunk, &codes, &row_vec4s, &made);
+    /* its readers find the range this node made; one made earlier would be another node's */
+    if (!st && !made) st = vkl_vk_node_unsupported(nd, "the codes of its output were made before it ran");
+    if (!st) st = record_fused(nd, 4, out, count);
+    if (st) return st;
+    vkl_vk_dispatch *d = &out[*count - 1];
+    d->bind[7] = codes;
+    d->bind[8] = vkl_vk_scratch(0, VKL_VK_SCRATCH_COUNTERS);
+    d->n_bind = VKL_VK_GLU_CODES_BINDINGS;
+    d->push[d->n_push++] = (uint32_t)row_vec4s;
+    return VKL_OK;
 }
 
 bool vkl_vk_qmm_qkv_fits(const vkl_backend_device *dev) {

@@ -84,7 +84,7 @@ layout(push_constant) uniform Push {
     uint has_bias;
     uint a_off, y_off, y_stride, bias_off;
     uint KQ;  // W's row length: K rounded up to whole groups
-    QKV_PUSH
+    QMV_FUSE_PUSH
 } pc;
 
 const uint VEC = QV_CHUNK / 4u;  // vec4s of activations per step

@@ -50,6 +50,9 @@
 //     summed as the Add kernel would (ew_binary.comp);
 //   VKL_FUSE_GLU (_glu): Y = silu(A Wg^T) * (A Wu^T), Wu (same format,
 //     shape and group) at bindings 5 and 6: A's codes read once for both.
+//   VKL_GLU_CODES (_glu_codes, with VKL_FUSE_GLU): the _glu, and the int8
+//     codes of its output for the dot matvecs that read it (the down
+//     projection), in its own steps of QV_CHUNK: glu_codes below.
 //   VKL_FUSE_QKV (_qkv): up to three matvecs of one A's codes (the Q, K and
 //     V projections), sets 1 and 2 at bindings 5-12, each set's rows in
 //     teams and workgroups of their own (quant_matvec_qkv.glsl).
@@ -63,11 +66,14 @@ layout(constant_id = 3) const uint UNROLL = 1;  // steps per lane per block
 layout(constant_id = 4) const bool TEAM_SG = false;
 layout(constant_id = 5) const bool DOT_RESIDUAL = true;
 
-#include "quant_act.glsl"
-
 layout(set = 0, binding = 0, std430) readonly buffer BufQA { uvec4 qa4[]; };   // quant_act.glsl
 layout(set = 0, binding = 0, std430) readonly buffer BufQM { uvec2 qa2[]; };   // the same bytes: meta
 #include "quant_matvec_io.glsl"
+#ifdef VKL_GLU_CODES
+void qa_put(uint w, uint v) { qo[w] = v; }
+#define VKL_QA_WRITE
+#endif
+#include "quant_act.glsl"
 
 layout(push_constant) uniform Push {
     uint M, N;
@@ -77,7 +83,7 @@ layout(push_constant) uniform Push {
     uint qa_off;           // the first row's codes, in uvec4s of their binding
     uint qa_stride;        // uvec4s per row of codes
     uint y_off, y_stride, bias_off;
-    QKV_PUSH
+    QMV_FUSE_PUSH
 } pc;
 
 const uint VEC = QV_CHUNK / 4u;  // words of codes per step
@@ -125,6 +131,36 @@ void store(uint m, uint n, float v, float up) {
 #endif
 #endif
 }
+
+#ifdef VKL_GLU_CODES
+// A step of the codes is QV_CHUNK consecutive rows of Y, more (or fewer)
+// than a workgroup's TEAMS * ROWS, so it completes where its last rows
+// land: each workgroup makes its stores visible, then counts its rows of
+// every step it touches into that step's counter (row m of A: counters
+// m * steps ..); the one whose rows complete a step reads the step back
+// and quantizes it as quant_act_int8.comp would have (qa_quantize_step,
+// the same values: bit for bit), then sets the counter back to 0 for the
+// next replay (attn_decode_sg.comp's FOLD, one invocation per step here).
+// N is a whole number of steps (vk_fuse.c checks).
+void glu_codes(uint m, uint tid) {
+    const uint lo = gl_WorkGroupID.x * TEAMS * ROWS, hi = min(lo + TEAMS * ROWS, pc.N);
+    const uint steps = pc.N / QV_CHUNK, s0 = lo / QV_CHUNK;
+    memoryBarrierBuffer();
+    barrier();
+    for (uint s = s0 + tid; s * QV_CHUNK < hi; s += WG) {
+        const uint mine = min(hi, (s + 1u) * QV_CHUNK) - max(lo, s * QV_CHUNK);
+        const uint at = m * steps + s;
+        if (atomicAdd(cnt[at], mine) + mine != QV_CHUNK) continue;
+        memoryBarrierBuffer();
+        const uint y0 = pc.y_off + m * pc.y_stride + s * QV_CHUNK;
+        vec4 x[QA_VEC];
+        for (uint i = 0u; i < QA_VEC; i++)
+            x[i] = vec4(y[y0 + 4u * i], y[y0 + 4u * i + 1u], y[y0 + 4u * i + 2u], y[y0 + 4u * i + 3u]);
+        qa_quantize_step(m * pc.qo_stride, steps, s, x, DOT_RESIDUAL);
+        cnt[at] = 0u;
+    }
+}
+#endif
 
 void main() {
     const uint tid = gl_LocalInvocationID.x;
@@ -221,4 +257,7 @@ void main() {
     }
     const uint n = n0 + lane;
     if (lane < ROWS && n < N) store(m, n, v, up);
+#ifdef VKL_GLU_CODES
+    glu_codes(m, tid);
+#endif
 }

@@ -6,6 +6,7 @@
 // Same loop, loads and reduction as the 4-bit formats (quant_matvec.glsl,
 // quant_matvec_dot.glsl).
 #define QV_CHUNK 16u
+#define VKL_QA_BYTES 1  // the codes this build writes (_glu_codes): element order (quant_act.glsl)
 #include "quant_common.glsl"
 
 #if defined(VKL_DOT)

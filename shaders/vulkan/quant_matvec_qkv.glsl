@@ -6,7 +6,7 @@
 // as its own dispatch numbers them, so every row's sum is the unfused one
 // bit for bit. The set is uniform per workgroup: its branches never diverge.
 // Included by quant_matvec.glsl and quant_matvec_dot.glsl after their push
-// constants, which end with the QKV_PUSH fields.
+// constants, which end with the QMV_FUSE_PUSH fields.
 uint qv_set = 0u;
 
 uvec4 qv_load(uint r, uint i) {

@@ -52,10 +52,30 @@
  *      projections): five decode steps as in (g), fused and with
  *      VKL_VK_NO_FUSE=1, with the float matvecs and the integer-dot ones
  *      where the device has them: every step's logits and the KV cache bit
- *      for bit, one fused Q/K/V matvec per layer, fewer dispatches.
+ *      for bit, one fused Q/K/V matvec per layer, fewer dispatches;
+ *  (j) with the integer-dot matvecs, a gate/up pair + SiluMul read by a
+ *      down QuantMatMul of the same format (E0M4, int4, int8; M = 1, N = 96
+ *      and M = 3, N = 160), the matvec's workgroups of the device's rows and
+ *      of 2, 24 and 20 (VKL_VK_QMV_*: steps within, across and straddling
+ *      workgroups): the gate/up matvec writes the down projection's codes
+ *      (the _glu_codes build: three dispatches, no quantizer of its output),
+ *      and two replays of the executable on different inputs (a counter
+ *      left set would keep the first one's codes) give the unfused outputs
+ *      bit for bit, within the dot bound of ref; down's steps of another
+ *      size (int4 -> int8, int8 -> E0M4) or a short last group (N = 100)
+ *      keep their quantizer (four dispatches), with the same results; and
+ *      wider: E0M4 M = 1, K = 512, N = 2048, int8 M = 2, K = 256, N = 1024;
+ *  (k) GLU codes (--glu-codes, on each model given: tests/vulkan/
+ *      fused_models.sh glu-codes gives the bundled model, whose down
+ *      projections stay f32, and the fixtures imported with E0M4 and int8
+ *      weights): five decode steps as in (g) with the integer-dot matvecs,
+ *      fused and with VKL_VK_NO_FUSE=1: logits and KV cache bit for bit,
+ *      each layer's gate/up matvec writing its down projection's codes
+ *      (none in a model without quantized down projections; some model
+ *      must have them).
  * The bundled model's greedy text on Vulkan (fusion on) against ref is
  * vulkan.model's. Validation on (any message fails). No Vulkan: exit 77.
- * Usage: test_vk_fuse [--rope-kv | --qkv] MODEL.vkm [MODEL.vkm...] */
+ * Usage: test_vk_fuse [--rope-kv | --qkv | --glu-codes] MODEL.vkm [MODEL.vkm...] */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include <math.h>
 #include <stdio.h>
@@ -200,11 +220,13 @@ static vkl_graph *pattern_graph(vkl_context *ctx, rng *r, pattern p, const fmt *
 
 /* g on a Vulkan device opened with the environment as it is: every tensor
  * at its own 256-byte aligned offset, but `over` (when not VKL_NONE) placed
- * at `under`'s offset; the arena poisoned with NaN bits, the inputs written,
- * one execute, every output read into outs[] (allocated: free). The
+ * at `under`'s offset; the arena poisoned with NaN bits, then per replay
+ * (of one executable) its inputs ins[replay] written, one execute, every
+ * output read into outs[replay * g->n_outputs + o] (allocated: free). The
  * executable's stats into *stats. False when a call failed. */
-static bool run_vulkan(vkl_context *ctx, const vkl_graph *g, const vkl_host_tensor *ins, uint32_t over,
-                       uint32_t under, float **outs, vkl_vk_exec_stats *stats) {
+static bool run_vulkan_replays(vkl_context *ctx, const vkl_graph *g, const vkl_host_tensor *const *ins,
+                               uint32_t replays, uint32_t over, uint32_t under, float **outs,
+                               vkl_vk_exec_stats *stats) {
     const vkl_backend_vtable *be = vkl_backend_find("vulkan");
     vkl_backend_device *dev = NULL;
     vkl_backend_weights *w = NULL;
@@ -230,16 +252,19 @@ static bool run_vulkan(vkl_context *ctx, const vkl_graph *g, const vkl_host_tens
     if (!st) st = be->weights_load(dev, g, &w);
     if (!st) st = be->buffer_create(dev, ctx, VKL_BUFFER_DEVICE, total, &arena);
     if (!st) st = be->buffer_write(dev, ctx, arena, 0, poison, total);
-    for (uint32_t i = 0; !st && i < g->n_inputs; i++)
-        st = be->buffer_write(dev, ctx, arena, offsets[g->inputs[i]], ins[i].data, ins[i].nbytes);
     mem.arena = arena;
     if (!st) st = be->prepare(dev, ctx, g, w, &mem, &b, &e);
-    if (!st) st = be->execute(dev, ctx, e, &b);
-    if (!st) st = be->wait(dev, ctx, e);
-    for (uint32_t o = 0; !st && o < g->n_outputs; o++) {
-        const uint32_t t = g->outputs[o];
-        outs[o] = malloc(bytes[t]);
-        st = be->buffer_read(dev, ctx, arena, offsets[t], outs[o], bytes[t]);
+    for (uint32_t r = 0; !st && r < replays; r++) {
+        for (uint32_t i = 0; !st && i < g->n_inputs; i++)
+            st = be->buffer_write(dev, ctx, arena, offsets[g->inputs[i]], ins[r][i].data, ins[r][i].nbytes);
+        if (!st) st = be->execute(dev, ctx, e, &b);
+        if (!st) st = be->wait(dev, ctx, e);
+        for (uint32_t o = 0; !st && o < g->n_outputs; o++) {
+            const uint32_t t = g->outputs[o];
+            float **out = &outs[r * g->n_outputs + o];
+            *out = malloc(bytes[t]);
+            st = be->buffer_read(dev, ctx, arena, offsets[t], *out, bytes[t]);
+        }
     }
     if (!st) vkl_vk_exec_stats_get(e, stats);
     CHECK_OK(ctx, st);
@@ -251,6 +276,12 @@ static bool run_vulkan(vkl_context *ctx, const vkl_graph *g, const vkl_host_tens
     free(bytes);
     free(poison);
     return st == VKL_OK;
+}
+
+/* run_vulkan_replays once, with inputs ins. */
+static bool run_vulkan(vkl_context *ctx, const vkl_graph *g, const vkl_host_tensor *ins, uint32_t over,
+                       uint32_t under, float **outs, vkl_vk_exec_stats *stats) {
+    return run_vulkan_replays(ctx, g, &ins, 1, over, under, outs, stats);
 }
 
 /* Relative L2 error of got against want (n floats); NaN anywhere: infinity. */
@@ -590,6 +621,124 @@ static void test_norm_codes(vkl_context *ctx, rng *r, norm_case nc, const fmt *f
     vkl_graph_destroy(g);
 }
 
+/* ---- (j) a gate/up matvec writing its down projection's codes ----------------------------------------- */
+
+/* A [M, K] -> gate/up QuantMatMuls (N rows, format f) -> SiluMul -> y [M, N]
+ * -> down QuantMatMul (N2 rows, format fd) -> the graph's output. */
+static vkl_graph *glu_down_graph(vkl_context *ctx, rng *r, const fmt *f, const fmt *fd, int64_t M, int64_t K,
+                                 int64_t N, int64_t N2) {
+    vkl_graph *g = NULL;
+    vkl_status st = vkl_graph_create(ctx, &g);
+    if (st) return NULL;
+    const uint32_t a = add_f32(g, "A", VKL_TENSOR_INPUT, M, K, &st);
+    const uint32_t wg = add_weight(g, r, f, "Wg", N, K, &st), wu = add_weight(g, r, f, "Wu", N, K, &st);
+    const uint32_t wd = add_weight(g, r, fd, "Wd", N2, N, &st);
+    const uint32_t gate = add_f32(g, "gate", VKL_TENSOR_ACTIVATION, 0, 0, &st);
+    const uint32_t up = add_f32(g, "up", VKL_TENSOR_ACTIVATION, 0, 0, &st);
+    const uint32_t y = add_f32(g, "y", VKL_TENSOR_ACTIVATION, 0, 0, &st);
+    const uint32_t out = add_f32(g, "out", VKL_TENSOR_ACTIVATION, 0, 0, &st);
+    const uint32_t gin[2] = {a, wg}, uin[2] = {a, wu}, gu[2] = {gate, up}, din[2] = {y, wd};
+    add_node(g, VKL_OP_QUANT_MAT_MUL, "gate_proj", gin, 2, gate, &st);
+    add_node(g, VKL_OP_QUANT_MAT_MUL, "up_proj", uin, 2, up, &st);
+    add_node(g, VKL_OP_SILU_MUL, "silu_mul", gu, 2, y, &st);
+    add_node(g, VKL_OP_QUANT_MAT_MUL, "down_proj", din, 2, out, &st);
+    if (!st) st = vkl_graph_add_output(g, out);
+    return test_graph_finish(ctx, g, st);
+}
+
+#define GLU_REPLAYS 2
+
+/* The graph with the integer-dot matvecs, fused and with VKL_VK_NO_FUSE=1,
+ * each executable replayed GLU_REPLAYS times on different inputs (a counter
+ * left set would keep the first replay's codes): every replay's output the
+ * unfused one bit for bit, the first within the dot bound of ref; fused, the
+ * gate/up matvec writes the codes where `codes` says it must (one
+ * _glu_codes dispatch, no quantizer of y: three dispatches against six),
+ * else four. */
+static void test_glu_codes(vkl_context *ctx, rng *r, const fmt *f, const fmt *fd, int64_t M, int64_t K, int64_t N,
+                           bool codes, const char *geometry) {
+    const int64_t N2 = 40;
+    vkl_graph *g = glu_down_graph(ctx, r, f, fd, M, K, N, N2);
+    vkl_host_tensor in[GLU_REPLAYS];
+    const vkl_host_tensor *ins[GLU_REPLAYS];
+    for (int i = 0; i < GLU_REPLAYS; i++) {
+        in[i] = (vkl_host_tensor){.dtype = VKL_DTYPE_F32, .rank = 2, .dims = {M, K}, .nbytes = (size_t)(M * K) * 4};
+        float *x = malloc(in[i].nbytes);
+        for (int64_t j = 0; j < M * K; j++) x[j] = rnd_gauss(r);
+        in[i].data = x;
+        ins[i] = &in[i];
+    }
+    vkl_host_tensor want = {0};
+    if (g) CHECK_OK(ctx, vkl_run_once(ctx, vkl_backend_find("ref"), g, &in[0], &want));
+    setenv("VKL_VK_MATVEC", "dot", 1);
+    float *fused[GLU_REPLAYS] = {NULL}, *apart[GLU_REPLAYS] = {NULL};
+    vkl_vk_exec_stats s1 = {0}, s2 = {0};
+    setenv("VKL_VK_NO_FUSE", "0", 1);
+    const bool ok1 = g && want.data && run_vulkan_replays(ctx, g, ins, GLU_REPLAYS, VKL_NONE, VKL_NONE, fused, &s1);
+    setenv("VKL_VK_NO_FUSE", "1", 1);
+    const bool ok2 = ok1 && run_vulkan_replays(ctx, g, ins, GLU_REPLAYS, VKL_NONE, VKL_NONE, apart, &s2);
+    if (ok1 && ok2) {
+        const size_t n = (size_t)(M * N2);
+        const double err = rel_l2(fused[0], want.data, n);
+        bool same = true;
+        for (int i = 0; i < GLU_REPLAYS; i++) same &= !memcmp(fused[i], apart[i], n * sizeof(float));
+        const uint32_t want1 = codes ? 3 : 4;
+        printf("  gate/up %-4s -> down %-4s M=%lld K=%3lld N=%3lld%s dot: rel L2 %.2e, %u dispatches (%u writing "
+               "codes), unfused %u; %d replays %s\n",
+               f->name, fd->name, (long long)M, (long long)K, (long long)N, geometry, err, s1.dispatches,
+               s1.glu_codes, s2.dispatches, GLU_REPLAYS, same ? "identical" : "DIFFER");
+        CHECKF(err <= 3e-2 && same && s1.dispatches == want1 && s1.glu_codes == (codes ? 1u : 0u) &&
+                   s2.dispatches == 6 && s2.glu_codes == 0,
+               "gate/up %s -> down %s M=%lld K=%lld N=%lld%s: relative L2 error %.3g (bound 3e-2), replays %s the "
+               "unfused ones, %u dispatches (want %u), %u writing codes, unfused %u (want 6)",
+               f->name, fd->name, (long long)M, (long long)K, (long long)N, geometry, err,
+               same ? "equal" : "differ from", s1.dispatches, want1, s1.glu_codes, s2.dispatches);
+    }
+    unsetenv("VKL_VK_NO_FUSE");
+    unsetenv("VKL_VK_MATVEC");
+    for (int i = 0; i < GLU_REPLAYS; i++) {
+        free(fused[i]);
+        free(apart[i]);
+        free((void *)in[i].data);
+    }
+    vkl_free(ctx, want.data);
+    vkl_graph_destroy(g);
+}
+
+/* (j) over matvec shapes whose workgroups (TEAMS * ROWS rows) cover a step
+ * of the codes exactly, several steps, or straddle steps: the device's own
+ * (on lavapipe 32 rows), 2 (an H100's), 24 and 20 rows. */
+static void test_glu_codes_all(vkl_context *ctx, rng *r) {
+    static const char *const geometries[][4] = {{NULL, NULL, NULL, ""},
+                                                {"64", "32", "1", " (2 rows a workgroup)"},
+                                                {"64", "8", "3", " (24 rows)"},
+                                                {"64", "16", "5", " (20 rows)"}};
+    for (size_t gi = 0; gi < VKL_ARRAY_LEN(geometries); gi++) {
+        const char *const *geo = geometries[gi];
+        if (geo[0]) {
+            setenv("VKL_VK_QMV_WG", geo[0], 1);
+            setenv("VKL_VK_QMV_TEAM", geo[1], 1);
+            setenv("VKL_VK_QMV_ROWS", geo[2], 1);
+        }
+        for (size_t fi = 0; fi < VKL_ARRAY_LEN(formats); fi++) {
+            test_glu_codes(ctx, r, &formats[fi], &formats[fi], 1, 64, 96, true, geo[3]);
+            test_glu_codes(ctx, r, &formats[fi], &formats[fi], 3, 96, 160, true, geo[3]);
+        }
+        unsetenv("VKL_VK_QMV_WG");
+        unsetenv("VKL_VK_QMV_TEAM");
+        unsetenv("VKL_VK_QMV_ROWS");
+    }
+    /* a wider y: many workgroups racing for each step's counter on a GPU */
+    test_glu_codes(ctx, r, &formats[0], &formats[0], 1, 512, 2048, true, "");
+    test_glu_codes(ctx, r, &formats[2], &formats[2], 2, 256, 1024, true, "");
+    /* left to the quantizer: down's steps another size than the gate/up's
+     * (4-bit and int8), and a y row of 100 (a short last group: its codes run
+     * to KQ = 128) */
+    test_glu_codes(ctx, r, &formats[1], &formats[2], 1, 64, 96, false, "");
+    test_glu_codes(ctx, r, &formats[2], &formats[0], 1, 64, 96, false, "");
+    test_glu_codes(ctx, r, &formats[0], &formats[0], 1, 64, 100, false, "");
+}
+
 /* ---- (d) the bundled model's decode step ---------------------------------------------------------- */
 
 /* The decode step a session prepares after `past` tokens (engine/session.c:
@@ -803,6 +952,38 @@ static void test_qkv(vkl_context *ctx, const char *path, bool has_dot, bool whol
     }
 }
 
+/* ---- (k) GLU codes: the gate/up matvecs writing the down projections' codes --------------------------- */
+
+/* The model at `path` with the integer-dot matvecs, fused and with
+ * VKL_VK_NO_FUSE=1: every step's logits and the KV cache bit for bit; each
+ * layer's gate/up matvec writes its down projection's codes (stats.glu_codes
+ * per layer), or none does (a model whose down projections are no dot
+ * matvec: the bundled one keeps them f32). The count of layers that did
+ * goes to *wrote. */
+static void test_glu_codes_model(vkl_context *ctx, const char *path, uint32_t *wrote) {
+    setenv("VKL_VK_MATVEC", "dot", 1);
+    decode_run a, b;
+    const bool ok_a = run_decode(ctx, path, true, false, &a);
+    const bool ok_b = ok_a && run_decode(ctx, path, false, false, &b);
+    unsetenv("VKL_VK_MATVEC");
+    if (!ok_b) {
+        if (ok_a) decode_run_free(&a);
+        return;
+    }
+    const bool same_logits = !memcmp(a.logits, b.logits, (size_t)ROPE_KV_STEPS * a.vocab * sizeof(float));
+    const bool same_states = a.state_bytes == b.state_bytes && !memcmp(a.states, b.states, a.state_bytes);
+    printf("%s, integer-dot matvecs: %d decode steps, %u layers: fused %u dispatches (%u gate/up writing codes), %u "
+           "barriers; unfused %u, %u; logits %s, KV cache %s\n",
+           path, ROPE_KV_STEPS, a.layers, a.stats.dispatches, a.stats.glu_codes, a.stats.barriers, b.stats.dispatches,
+           b.stats.barriers, same_logits ? "identical" : "DIFFER", same_states ? "identical" : "DIFFERS");
+    CHECK(same_logits && same_states);
+    CHECK(a.layers > 0 && (a.stats.glu_codes == a.layers || a.stats.glu_codes == 0) && b.stats.glu_codes == 0 &&
+          a.stats.dispatches < b.stats.dispatches);
+    *wrote += a.stats.glu_codes;
+    decode_run_free(&a);
+    decode_run_free(&b);
+}
+
 /* The fused executable (RoPE(K) + KvAppend(K) and what else of the layer
  * fuses: vk_fuse.c) against the unfused one, the model's RoPE as it is and
  * made interleaved: every step's logits and the KV cache bit for bit, one
@@ -843,12 +1024,13 @@ static void test_rope_kv(vkl_context *ctx, const char *path) {
 }
 
 int main(int argc, char **argv) {
-    /* --rope-kv: (g) alone, --qkv: (h) alone, on each model given */
+    /* --rope-kv: (g) alone, --qkv: (h) alone, --glu-codes: (k) alone, on each model given */
     const bool rope_kv_only = argc > 1 && !strcmp(argv[1], "--rope-kv");
     const bool qkv_only = argc > 1 && !strcmp(argv[1], "--qkv");
-    const int first_model = rope_kv_only || qkv_only ? 2 : 1;
+    const bool glu_codes_only = argc > 1 && !strcmp(argv[1], "--glu-codes");
+    const int first_model = rope_kv_only || qkv_only || glu_codes_only ? 2 : 1;
     if (argc <= first_model) {
-        fprintf(stderr, "usage: test_vk_fuse [--rope-kv | --qkv] MODEL.vkm [MODEL.vkm...]\n");
+        fprintf(stderr, "usage: test_vk_fuse [--rope-kv | --qkv | --glu-codes] MODEL.vkm [MODEL.vkm...]\n");
         return 2;
     }
     vkl_context *ctx;
@@ -859,7 +1041,7 @@ int main(int argc, char **argv) {
     if (early >= 0) return early;
     CHECK_OK(ctx, st);
     if (!st) printf("test_vk_fuse: %s (%s)\n", caps.device_name, caps.driver);
-    if (!st && !rope_kv_only && !qkv_only) {
+    if (!st && !rope_kv_only && !qkv_only && !glu_codes_only) {
         rng r = {0x5DEECE66Dull};
         /* K a multiple of the formats' 16-byte steps (32 codes), N not a
          * multiple of the rows per workgroup (4 or 8), M = 1 (decode) and 3 */
@@ -892,12 +1074,23 @@ int main(int argc, char **argv) {
             /* a row of more code words than the norm's 1024 invocations: two rounds of words */
             test_norm_codes(ctx, &r, NORM_QKV, &formats[0], 1, 5024, 5);
             test_norm_codes(ctx, &r, NORM_GLU, &formats[2], 2, 4400, 3);
+            test_glu_codes_all(ctx, &r);
         }
         test_decode_counts(ctx, argv[1]);
     }
-    for (int i = first_model; !st && !qkv_only && i < argc; i++) test_rope_kv(ctx, argv[i]);
+    for (int i = first_model; !st && !qkv_only && !glu_codes_only && i < argc; i++) test_rope_kv(ctx, argv[i]);
     for (int i = first_model; !st && qkv_only && i < argc; i++)
         test_qkv(ctx, argv[i], (caps.features & VKL_FEATURE_INT8_DOT) != 0, i == first_model);
+    if (!st && glu_codes_only) {
+        if (!(caps.features & VKL_FEATURE_INT8_DOT)) {
+            printf("GLU codes: skipped (no shaderIntegerDotProduct)\n");
+            vkl_context_destroy(ctx);
+            return 77;
+        }
+        uint32_t wrote = 0;
+        for (int i = first_model; i < argc; i++) test_glu_codes_model(ctx, argv[i], &wrote);
+        CHECKF(wrote > 0, "no model's gate/up matvecs wrote their down projections' codes");
+    }
     CHECKF(validation_messages == 0, "%d validation messages", validation_messages);
     vkl_context_destroy(ctx);
     return check_finish("test_vk_fuse");
