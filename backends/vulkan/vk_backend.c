@@ -393,7 +393,8 @@ static vkl_status plan_nodes(vkl_backend_device *dev, const vkl_graph *g, const 
         } else if (f->kind == VKL_VK_FUSE_QKV) {
             st = vkl_vk_fuse_qkv_node(dev, g, w, mem, b, p->moved, f, p->views, &node);
             record = vkl_vk_record_qmm_qkv;
-        } else if (f->kind == VKL_VK_FUSE_NONE || f->kind == VKL_VK_FUSE_NORM_CODES) {
+        } else if (f->kind == VKL_VK_FUSE_NONE || f->kind == VKL_VK_FUSE_NORM_CODES ||
+                   f->kind == VKL_VK_FUSE_ATTN_CODES) {
             for (uint32_t j = 0; !st && j < n->n_inputs + n->n_outputs; j++)
                 st = vkl_vk_bind_moved(dev, g, w, mem, b, p->moved,
                                        j < n->n_inputs ? n->inputs[j] : n->outputs[j - n->n_inputs], &p->views[j]);
@@ -403,7 +404,9 @@ static vkl_status plan_nodes(vkl_backend_device *dev, const vkl_graph *g, const 
             /* a view the planner gave its input's memory: nothing to dispatch */
             viewed = !st && n->n_outputs && same_range(&p->views[0].at, &p->views[n->n_inputs].at) &&
                      vkl_node_view_input(dev->ctx, g, e->nodes[k], b->values, b->count) != VKL_NONE;
-            record = f->kind == VKL_VK_FUSE_NORM_CODES ? vkl_vk_record_rms_codes : vkl_vk_recorder_for(n->op);
+            record = f->kind == VKL_VK_FUSE_NORM_CODES   ? vkl_vk_record_rms_codes
+                     : f->kind == VKL_VK_FUSE_ATTN_CODES ? vkl_vk_record_attention_codes
+                                                         : vkl_vk_recorder_for(n->op);
         } /* VKL_VK_FUSE_GONE: another position's dispatch computes it */
         node.book = &p->book;
         node.fusion = f;
