@@ -49,6 +49,7 @@ struct vkl_backend_exec {
     uint32_t n_fused;      /* nodes recorded inside another's dispatch (vk_fuse.c) */
     uint32_t n_rope_kv;    /* of the dispatches, fused RoPE + KvAppend ones */
     uint32_t n_qkv;        /* of the dispatches, fused Q/K/V matvecs */
+    uint32_t n_attn_codes; /* of the nodes, Attentions writing their readers' codes */
     vkl_vk_buffer scratch; /* vkl_vk_scratch ranges of every node (vk_internal.h) */
     vkl_vk_buffer moved;   /* fused outputs moved off their planned memory (vk_fuse.c) */
     bool pending;          /* submitted, not yet waited for */
@@ -378,6 +379,7 @@ static vkl_status plan_nodes(vkl_backend_device *dev, const vkl_graph *g, const 
     for (uint32_t k = 0; !st && k < e->n_nodes; k++) {
         e->n_rope_kv += p->fused[k].kind == VKL_VK_FUSE_ROPE_KV;
         e->n_qkv += p->fused[k].kind == VKL_VK_FUSE_QKV;
+        e->n_attn_codes += p->fused[k].kind == VKL_VK_FUSE_ATTN_CODES;
     }
     for (uint32_t k = 0; !st && k < e->n_nodes; k++) {
         const vkl_node *n = &g->nodes[e->nodes[k]];
@@ -824,7 +826,8 @@ bool vkl_vk_matvec_dot(const vkl_backend_device *dev) { return dev && dev->matve
 int vkl_vk_attention_coopmat(const vkl_backend_device *dev) { return dev ? (int)dev->attn_cm : 0; }
 
 void vkl_vk_exec_stats_get(const vkl_backend_exec *e, vkl_vk_exec_stats *out) {
-    *out = (vkl_vk_exec_stats){e->n_dispatches, e->n_barriers, e->n_fused, e->n_rope_kv, e->n_qkv};
+    *out = (vkl_vk_exec_stats){e->n_dispatches, e->n_barriers, e->n_fused, e->n_rope_kv, e->n_qkv,
+                               e->n_attn_codes};
 }
 
 void vkl_vk_get_host_work(const vkl_backend_device *dev, vkl_vk_host_work *out) {

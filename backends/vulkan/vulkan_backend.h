@@ -67,6 +67,7 @@ typedef struct vkl_vk_exec_stats {
     uint32_t dispatches, barriers, fused;
     uint32_t rope_kv; /* of the dispatches, fused RoPE + KvAppend ones (one per attention layer at most) */
     uint32_t qkv;     /* of the dispatches, fused Q/K/V matvecs (two or three QuantMatMuls of one A each) */
+    uint32_t attn_codes; /* of the nodes, decode Attentions writing their readers' int8 codes (ATTN_CODES) */
 } vkl_vk_exec_stats;
 void vkl_vk_exec_stats_get(const vkl_backend_exec *e, vkl_vk_exec_stats *out);
 
