@@ -6,18 +6,20 @@
 #   rope-kv  RoPE + KvAppend: llama with an f16 and an int8-fp8 KV cache,
 #            qwen2 with an f32 and an int8-e5m2 one (`vkllm import --kv`);
 #   qkv      the Q/K/V matvec: both with E0M4 and int8 projections (group
-#            32: the fixtures' K is small), so they run the quantized matvec.
+#            32: the fixtures' K is small), so they run the quantized matvec;
+#   attn-codes  the decode Attention writing its o_proj's int8 codes: the
+#            same imports, on the integer-dot matvecs.
 # Exit 77 (skipped) where test_vk_fuse finds no Vulkan.
-# Usage: fused_models.sh VKLLM TEST_VK_FUSE BUNDLED.vkm rope-kv|qkv
+# Usage: fused_models.sh VKLLM TEST_VK_FUSE BUNDLED.vkm rope-kv|qkv|attn-codes
 set -uo pipefail
-usage="usage: fused_models.sh VKLLM TEST_VK_FUSE BUNDLED.vkm rope-kv|qkv"
+usage="usage: fused_models.sh VKLLM TEST_VK_FUSE BUNDLED.vkm rope-kv|qkv|attn-codes"
 vkllm=${1:?$usage}
 test_vk_fuse=${2:?$usage}
 bundled=${3:?$usage}
 mode=${4:?$usage}
 case $mode in
   rope-kv) specs="llama:f16 llama:int8-fp8 qwen2:f32 qwen2:int8-e5m2" flag=(--kv) ;;
-  qkv) specs="llama:e0m4 llama:int8 qwen2:e0m4 qwen2:int8" flag=(--group 32 --weights) ;;
+  qkv|attn-codes) specs="llama:e0m4 llama:int8 qwen2:e0m4 qwen2:int8" flag=(--group 32 --weights) ;;
   *) echo "$usage"; exit 2 ;;
 esac
 root=$(cd "$(dirname "$0")/../.." && pwd)

@@ -63,9 +63,16 @@
  *      ref; left unfused, and right, where Dv is no whole number of steps
  *      (Dv 48 with the 4-bit formats), the Reshape copies, or the output is
  *      a graph output too.
+ *  (k) the Attention writing its o_proj's codes (--attn-codes, on each model
+ *      given: tests/vulkan/fused_models.sh attn-codes gives the bundled
+ *      model and the fixtures imported with E0M4 and int8 projections):
+ *      five decode steps as in (g) with the integer-dot matvecs, fused and
+ *      with VKL_VK_NO_FUSE=1, under each decode kernel of (j): every step's
+ *      logits and the KV cache bit for bit, every layer's Attention writing
+ *      the codes.
  * The bundled model's greedy text on Vulkan (fusion on) against ref is
  * vulkan.model's. Validation on (any message fails). No Vulkan: exit 77.
- * Usage: test_vk_fuse [--rope-kv | --qkv] MODEL.vkm [MODEL.vkm...] */
+ * Usage: test_vk_fuse [--rope-kv | --qkv | --attn-codes] MODEL.vkm [MODEL.vkm...] */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include <math.h>
 #include <stdio.h>
@@ -948,6 +955,45 @@ static void test_qkv(vkl_context *ctx, const char *path, bool has_dot) {
     }
 }
 
+/* ---- (k) the Attention writing o_proj's codes: several decode steps, bit for bit ---------------------- */
+
+/* The model at `path` (quantized o_proj) with the integer-dot matvecs,
+ * fused and with VKL_VK_NO_FUSE=1, under each decode kernel of (j): every
+ * step's logits and the KV cache bit for bit, every layer's Attention
+ * writing its o_proj's codes, none unfused. */
+static void test_attn_codes_model(vkl_context *ctx, const char *path, bool has_dot) {
+    if (!has_dot) {
+        printf("%s: Attention writing codes skipped (no shaderIntegerDotProduct)\n", path);
+        return;
+    }
+    setenv("VKL_VK_MATVEC", "dot", 1);
+    for (size_t ki = 0; ki < VKL_ARRAY_LEN(attn_kernels); ki++) {
+        setenv("VKL_VK_ATTN", attn_kernels[ki].attn, 1);
+        setenv("VKL_VK_ATTN_FOLD", attn_kernels[ki].fold, 1);
+        decode_run a, b;
+        const bool ok_a = run_decode(ctx, path, true, false, &a);
+        const bool ok_b = ok_a && run_decode(ctx, path, false, false, &b);
+        if (!ok_b) {
+            if (ok_a) decode_run_free(&a);
+            break;
+        }
+        const bool same_logits = !memcmp(a.logits, b.logits, (size_t)ROPE_KV_STEPS * a.vocab * sizeof(float));
+        const bool same_states = a.state_bytes == b.state_bytes && !memcmp(a.states, b.states, a.state_bytes);
+        printf("%s, VKL_VK_ATTN=%s, fold %s: %d decode steps, %u layers: fused %u dispatches (%u Attentions writing "
+               "codes), unfused %u; logits %s, KV cache %s\n",
+               path, attn_kernels[ki].attn, attn_kernels[ki].fold, ROPE_KV_STEPS, a.layers, a.stats.dispatches,
+               a.stats.attn_codes, b.stats.dispatches, same_logits ? "identical" : "DIFFER",
+               same_states ? "identical" : "DIFFERS");
+        CHECK(same_logits && same_states);
+        CHECK(a.layers > 0 && a.stats.attn_codes == a.layers && b.stats.attn_codes == 0);
+        decode_run_free(&a);
+        decode_run_free(&b);
+    }
+    unsetenv("VKL_VK_MATVEC");
+    unsetenv("VKL_VK_ATTN");
+    unsetenv("VKL_VK_ATTN_FOLD");
+}
+
 /* The fused executable (RoPE(K) + KvAppend(K) and what else of the layer
  * fuses: vk_fuse.c) against the unfused one, the model's RoPE as it is and
  * made interleaved: every step's logits and the KV cache bit for bit, one
@@ -988,12 +1034,13 @@ static void test_rope_kv(vkl_context *ctx, const char *path) {
 }
 
 int main(int argc, char **argv) {
-    /* --rope-kv: (g) alone, --qkv: (h) alone, on each model given */
+    /* --rope-kv: (g) alone, --qkv: (h) alone, --attn-codes: (k) alone, on each model given */
     const bool rope_kv_only = argc > 1 && !strcmp(argv[1], "--rope-kv");
     const bool qkv_only = argc > 1 && !strcmp(argv[1], "--qkv");
-    const int first_model = rope_kv_only || qkv_only ? 2 : 1;
+    const bool attn_codes_only = argc > 1 && !strcmp(argv[1], "--attn-codes");
+    const int first_model = rope_kv_only || qkv_only || attn_codes_only ? 2 : 1;
     if (argc <= first_model) {
-        fprintf(stderr, "usage: test_vk_fuse [--rope-kv | --qkv] MODEL.vkm [MODEL.vkm...]\n");
+        fprintf(stderr, "usage: test_vk_fuse [--rope-kv | --qkv | --attn-codes] MODEL.vkm [MODEL.vkm...]\n");
         return 2;
     }
     vkl_context *ctx;
@@ -1004,7 +1051,7 @@ int main(int argc, char **argv) {
     if (early >= 0) return early;
     CHECK_OK(ctx, st);
     if (!st) printf("test_vk_fuse: %s (%s)\n", caps.device_name, caps.driver);
-    if (!st && !rope_kv_only && !qkv_only) {
+    if (!st && !rope_kv_only && !qkv_only && !attn_codes_only) {
         rng r = {0x5DEECE66Dull};
         /* K a multiple of the formats' 16-byte steps (32 codes), N not a
          * multiple of the rows per workgroup (4 or 8), M = 1 (decode) and 3 */
@@ -1045,9 +1092,11 @@ int main(int argc, char **argv) {
         }
         test_decode_counts(ctx, argv[1]);
     }
-    for (int i = first_model; !st && !qkv_only && i < argc; i++) test_rope_kv(ctx, argv[i]);
+    for (int i = first_model; !st && !qkv_only && !attn_codes_only && i < argc; i++) test_rope_kv(ctx, argv[i]);
     for (int i = first_model; !st && qkv_only && i < argc; i++)
         test_qkv(ctx, argv[i], (caps.features & VKL_FEATURE_INT8_DOT) != 0);
+    for (int i = first_model; !st && attn_codes_only && i < argc; i++)
+        test_attn_codes_model(ctx, argv[i], (caps.features & VKL_FEATURE_INT8_DOT) != 0);
     CHECKF(validation_messages == 0, "%d validation messages", validation_messages);
     vkl_context_destroy(ctx);
     return check_finish("test_vk_fuse");
