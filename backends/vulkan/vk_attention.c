@@ -462,7 +462,7 @@ static bool codes_fit(const vkl_vk_node *nd, const attn *a, int64_t cols, uint32
         a->o->count % cols)
         return false;
     const uint64_t bytes = (uint64_t)(a->o->count / cols) * vkl_vk_codes_row_vec4s(nd->dev, steps, chunk) * 16;
-    return bytes <= nd->dev->bind_limit && bytes / 4 < (1ull << 32);
+    return bytes <= nd->dev->bind_limit;
 }
 
 bool vkl_vk_attn_codes_fit(const vkl_vk_node *nd, int64_t cols, uint32_t steps, uint32_t chunk) {

@@ -731,9 +731,9 @@ static void try_attn_codes(fuse_ctx *c, uint32_t k) {
             if (bind(c, i < r->n_inputs ? r->inputs[i] : VKL_NONE, &in[i])) return;
         if (bind(c, r->outputs[0], &out)) return;
         const vkl_vk_node q = {c->dev, g, ri, in, &out, 3, 1, c->b, c->w, NULL, NULL};
-        uint32_t st, ch;
-        if (!vkl_vk_qmm_reads_codes(&q, &st, &ch) || (readers && (st != steps || ch != chunk))) return;
-        steps = st;
+        uint32_t s, ch;
+        if (!vkl_vk_qmm_reads_codes(&q, &s, &ch) || (readers && (s != steps || ch != chunk))) return;
+        steps = s;
         chunk = ch;
         cols = in[0].dims[in[0].rank - 1];
         a = t;
