@@ -49,7 +49,9 @@ endif()
 # and its _emu build).
 # quant_act_int8 (the _dot matvecs' activations as int8 codes) is built for
 # the 4-bit formats' steps of 32 and, as _bytes, for int8's steps of 16; so
-# is norm's _codes build (an RMSNorm writing those codes: vk_fuse.c).
+# are norm's _codes builds (an RMSNorm writing those codes: vk_fuse.c) and
+# the decode attention's merge's (attn_combine, attn_decode_sg's fold:
+# the Attention writing o_proj's codes).
 # The _v4 builds of gather_rows, copy_view, concat and split move 16 bytes
 # an invocation (uvec4s) where rows and pieces allow.
 # The _f64 ones compute in double for f64 tensors (need shaderFloat64).
@@ -96,6 +98,10 @@ set(VKL_SHADER_VARIANTS
   "attn_prefill_cm:emu:VKL_COOPMAT_EMULATED=1"
   "attn_decode:f64:VKL_F64=1"
   "attn_combine:f64:VKL_F64=1"
+  "attn_combine:codes:VKL_QA_CODES=1"
+  "attn_combine:codes_bytes:VKL_QA_CODES=1,VKL_QA_BYTES=1"
+  "attn_decode_sg:codes:VKL_QA_CODES=1"
+  "attn_decode_sg:codes_bytes:VKL_QA_CODES=1,VKL_QA_BYTES=1"
   "rope:f64:VKL_F64=1"
   "ew_binary:f64:VKL_F64=1"
   "ew_unary:f64:VKL_F64=1"

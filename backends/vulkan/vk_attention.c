@@ -9,7 +9,10 @@
  *     over workgroups, each attending the query rows of one KV head (GQA:
  *     K and V read once for the group, up to DECODE_MAX_R rows at a time),
  *     partial (max, sum, output) to the executable's scratch buffer, then a
- *     small dispatch merges the chunks.
+ *     small dispatch merges the chunks (or, attn_fold, the chunks' last
+ *     workgroup). Where only integer-dot matvecs read the output (vk_fuse.c's
+ *     ATTN_CODES: the o_proj), the merge writes their int8 codes in its
+ *     place (vkl_vk_record_attention_codes).
  *
  * Both read Q, K, V and the mask in any dtype the ref op takes (the int8 /
  * fp8 cache decoded on load, exactly as engine/quant), compute in f32 (f64
@@ -325,7 +328,18 @@ static uint32_t decode_sg_wg(const vkl_backend_device *dev, const attn *a, int64
     return shared <= dev->props.limits.maxComputeSharedMemorySize ? nsg * sg : 0;
 }
 
-static vkl_status record_decode(const vkl_vk_node *nd, const attn *a, vkl_vk_dispatch *d, uint32_t *count) {
+/* Where the merge of a decode writes the integer-dot matvecs' codes of its
+ * output in place of the output (vkl_vk_record_attention_codes): the
+ * codes' range (bound whole), their rows' elements (cols = steps * chunk),
+ * steps and elements per step, uvec4s per row. */
+typedef struct codes_target {
+    VkDescriptorBufferInfo at;
+    uint32_t cols, steps, chunk;
+    uint64_t row_vec4s;
+} codes_target;
+
+static vkl_status record_decode(const vkl_vk_node *nd, const attn *a, const codes_target *codes, vkl_vk_dispatch *d,
+                                uint32_t *count) {
     const vkl_backend_device *dev = nd->dev;
     const int64_t rows = a->Hq / a->Hkv * a->S, len = a->hi - a->lo, rb = decode_block(a), nrb = (rows + rb - 1) / rb;
     /* chunks: enough workgroups to fill the device (attn_target over the
@@ -350,12 +364,16 @@ static vkl_status record_decode(const vkl_vk_node *nd, const attn *a, vkl_vk_dis
         return vkl_vk_node_unsupported(nd, "the split-K partials (%zu bytes) exceed a storage buffer", scratch);
     const VkDeviceSize own = vkl_vk_scratch_own(nd); /* the partials: this node's own scratch */
 
+    /* the codes: written by the fold where it merges, else by the combine */
+    const bool fold_codes = codes && sg_wg && dev->attn_fold;
     if (sg_wg) {
-        d->shader = "attn_decode_sg";
+        d->shader = !fold_codes ? "attn_decode_sg" : codes->chunk == 16 ? "attn_decode_sg_codes_bytes"
+                                                                        : "attn_decode_sg_codes";
         const uint32_t spec[] = {sg_wg,  (uint32_t)rb,         dev->subgroup_size,    (uint32_t)a->D, (uint32_t)a->DV,
-                                 a->dts, a->layout1 ? 1u : 0u, (uint32_t)a->o->dtype, dev->attn_fold};
+                                 a->dts, a->layout1 ? 1u : 0u, (uint32_t)a->o->dtype, dev->attn_fold,
+                                 dev->qmv_dot_residual};
         _Static_assert(sizeof(spec) <= sizeof(d->spec), "VKL_VK_MAX_SPEC is too small for attn_decode_sg");
-        d->n_spec = (uint32_t)(sizeof(spec) / sizeof(spec[0]));
+        d->n_spec = (uint32_t)(sizeof(spec) / sizeof(spec[0])) - (fold_codes ? 0 : 1);
         memcpy(d->spec, spec, sizeof(spec));
     } else {
         d->shader = a->f64 ? "attn_decode_f64" : "attn_decode";
@@ -368,7 +386,7 @@ static vkl_status record_decode(const vkl_vk_node *nd, const attn *a, vkl_vk_dis
     d->bind[4] = vkl_vk_scratch(own, scratch);
     if (sg_wg) { /* bound with or without the fold: the shader declares them */
         d->bind[5] = vkl_vk_scratch(0, COUNTER_BYTES);
-        d->bind[6] = a->o->at;
+        d->bind[6] = fold_codes ? codes->at : a->o->at;
         d->n_bind = 7;
     }
     uint32_t np = push_common(a, d->push);
@@ -378,6 +396,11 @@ static vkl_status record_decode(const vkl_vk_node *nd, const attn *a, vkl_vk_dis
     d->push[np++] = (uint32_t)n;
     d->push[np++] = (uint32_t)rows;
     d->push[np++] = (uint32_t)nrb;
+    if (fold_codes) {
+        d->push[np++] = codes->cols;
+        d->push[np++] = codes->steps;
+        d->push[np++] = (uint32_t)codes->row_vec4s;
+    }
     d->n_push = np;
     d->groups[0] = (uint32_t)n;
     d->groups[1] = (uint32_t)(a->Hkv * nrb);
@@ -386,15 +409,18 @@ static vkl_status record_decode(const vkl_vk_node *nd, const attn *a, vkl_vk_dis
     if (sg_wg && dev->attn_fold) return VKL_OK; /* the chunks' last workgroups merge them */
 
     vkl_vk_dispatch *c = d + 1;
-    c->shader = a->f64 ? "attn_combine_f64" : "attn_combine";
-    const uint32_t cspec[] = {COMBINE_WG, (uint32_t)a->DV, (uint32_t)a->q->dtype, MAX_SPLITS};
-    c->n_spec = (uint32_t)(sizeof(cspec) / sizeof(cspec[0]));
+    c->shader = codes ? (codes->chunk == 16 ? "attn_combine_codes_bytes" : "attn_combine_codes")
+                : a->f64 ? "attn_combine_f64" : "attn_combine";
+    const uint32_t cspec[] = {COMBINE_WG, (uint32_t)a->DV, (uint32_t)a->q->dtype, MAX_SPLITS, dev->qmv_dot_residual};
+    c->n_spec = (uint32_t)(sizeof(cspec) / sizeof(cspec[0])) - (codes ? 0 : 1);
     memcpy(c->spec, cspec, sizeof(cspec));
     c->bind[0] = vkl_vk_scratch(own, scratch);
-    c->bind[1] = a->o->at;
+    c->bind[1] = codes ? codes->at : a->o->at;
     c->n_bind = 2;
-    const uint32_t cpush[] = {(uint32_t)a->Hq, (uint32_t)a->Hkv, (uint32_t)a->S, (uint32_t)rows, (uint32_t)n};
-    c->n_push = (uint32_t)(sizeof(cpush) / sizeof(cpush[0]));
+    const uint32_t cpush[] = {(uint32_t)a->Hq, (uint32_t)a->Hkv, (uint32_t)a->S, (uint32_t)rows, (uint32_t)n,
+                              codes ? codes->cols : 0, codes ? codes->steps : 0,
+                              codes ? (uint32_t)codes->row_vec4s : 0};
+    c->n_push = (uint32_t)(sizeof(cpush) / sizeof(cpush[0])) - (codes ? 0 : 3);
     memcpy(c->push, cpush, sizeof(cpush));
     c->groups[0] = (uint32_t)rows;
     c->groups[1] = (uint32_t)a->Hkv;
@@ -403,16 +429,20 @@ static vkl_status record_decode(const vkl_vk_node *nd, const attn *a, vkl_vk_dis
     return VKL_OK;
 }
 
+/* Whether the node runs split-K decoding: by the number of query rows;
+ * options.attention PREFILL / DECODE force one where it applies. */
+static bool takes_decode(const vkl_vk_node *nd, const attn *a) {
+    const uint32_t kind = nd->dev->attn_kernel;
+    return kind != 1 && (kind >= 2 || a->S <= DECODE_MAX_S) && decode_fits(nd, a);
+}
+
 vkl_status vkl_vk_record_attention(const vkl_vk_node *nd, vkl_vk_dispatch *out, uint32_t *count) {
     attn a;
     *count = 0;
     vkl_status st = attn_read(nd, &a);
     if (st || !a.o->count) return st;
     if (!a.D) return vkl_vk_node_unsupported(nd, "head dim 0");
-    /* by the number of query rows; options.attention PREFILL / DECODE force one where it applies */
-    const uint32_t kind = nd->dev->attn_kernel;
-    const bool decode = kind != 1 && (kind >= 2 || a.S <= DECODE_MAX_S) && decode_fits(nd, &a);
-    if (decode) return record_decode(nd, &a, out, count);
+    if (takes_decode(nd, &a)) return record_decode(nd, &a, NULL, out, count);
     if (record_prefill_cm(nd, &a, out)) {
         *count = 1;
         return VKL_OK;
@@ -420,6 +450,40 @@ vkl_status vkl_vk_record_attention(const vkl_vk_node *nd, vkl_vk_dispatch *out, 
     st = record_prefill(nd, &a, out);
     if (!st) *count = 1;
     return st;
+}
+
+/* The codes' conditions (attn_combine.comp's _codes builds): a decode
+ * with an f32 output, read flat as rows of cols = steps * chunk elements,
+ * each merged row's Dv values whole steps of one of those rows, and the
+ * codes within one binding. */
+static bool codes_fit(const vkl_vk_node *nd, const attn *a, int64_t cols, uint32_t steps, uint32_t chunk) {
+    if (!a->o->count || !a->D || a->f64 || a->o->dtype != VKL_DTYPE_F32 || !takes_decode(nd, a) || !chunk ||
+        cols <= 0 || (uint64_t)steps * chunk != (uint64_t)cols || a->DV % chunk || cols % a->DV ||
+        a->o->count % cols)
+        return false;
+    const uint64_t bytes = (uint64_t)(a->o->count / cols) * vkl_vk_codes_row_vec4s(nd->dev, steps, chunk) * 16;
+    return bytes <= nd->dev->bind_limit;
+}
+
+bool vkl_vk_attn_codes_fit(const vkl_vk_node *nd, int64_t cols, uint32_t steps, uint32_t chunk) {
+    attn a;
+    return nd->n_out == 1 && !attn_read(nd, &a) && codes_fit(nd, &a, cols, steps, chunk);
+}
+
+vkl_status vkl_vk_record_attention_codes(const vkl_vk_node *nd, vkl_vk_dispatch *out, uint32_t *count) {
+    attn a;
+    *count = 0;
+    const vkl_vk_fusion *f = nd->fusion;
+    codes_target t = {.cols = f->steps * f->chunk, .steps = f->steps, .chunk = f->chunk};
+    vkl_status st = attn_read(nd, &a);
+    if (!st && !codes_fit(nd, &a, t.cols, t.steps, t.chunk))
+        st = vkl_vk_node_unsupported(nd, "its decode does not write codes of %u steps of %u", t.steps, t.chunk);
+    /* before the node's own scratch (record_decode's partials), which must lie above the codes */
+    bool made = false;
+    if (!st) st = vkl_vk_codes_range(nd, f->extra, a.o->count / t.cols, t.steps, t.chunk, &t.at, &t.row_vec4s, &made);
+    /* the readers find the range this node made; one made earlier would be another node's */
+    if (!st && !made) st = vkl_vk_node_unsupported(nd, "the codes of its output were written before it ran");
+    return st ? st : record_decode(nd, &a, &t, out, count);
 }
 
 /* Whether prefill attention runs on the matrix units (attn_cm), and its

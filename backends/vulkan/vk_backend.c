@@ -51,6 +51,7 @@ struct vkl_backend_exec {
     uint32_t n_rope_kv_all; /* of those, ones with KvAppend(V) and RoPE(Q) too */
     uint32_t n_qkv;        /* of the dispatches, fused Q/K/V matvecs */
     uint32_t n_glu_codes;  /* of the dispatches, fused gate/up matvecs writing their readers' codes */
+    uint32_t n_attn_codes; /* of the nodes, Attentions writing their readers' codes */
     vkl_vk_buffer scratch; /* vkl_vk_scratch ranges of every node (vk_internal.h) */
     vkl_vk_buffer moved;   /* fused outputs moved off their planned memory (vk_fuse.c) */
     bool pending;          /* submitted, not yet waited for */
@@ -383,6 +384,7 @@ static vkl_status plan_nodes(vkl_backend_device *dev, const vkl_graph *g, const 
                             p->fused[k].nodes[3] != VKL_NONE; /* vk_fuse.c's members: KvAppend(V), RoPE(Q) */
         e->n_qkv += p->fused[k].kind == VKL_VK_FUSE_QKV;
         e->n_glu_codes += p->fused[k].kind == VKL_VK_FUSE_GLU && p->fused[k].steps;
+        e->n_attn_codes += p->fused[k].kind == VKL_VK_FUSE_ATTN_CODES;
     }
     for (uint32_t k = 0; !st && k < e->n_nodes; k++) {
         const vkl_node *n = &g->nodes[e->nodes[k]];
@@ -398,7 +400,8 @@ static vkl_status plan_nodes(vkl_backend_device *dev, const vkl_graph *g, const 
         } else if (f->kind == VKL_VK_FUSE_QKV) {
             st = vkl_vk_fuse_qkv_node(dev, g, w, mem, b, p->moved, f, p->views, &node);
             record = vkl_vk_record_qmm_qkv;
-        } else if (f->kind == VKL_VK_FUSE_NONE || f->kind == VKL_VK_FUSE_NORM_CODES) {
+        } else if (f->kind == VKL_VK_FUSE_NONE || f->kind == VKL_VK_FUSE_NORM_CODES ||
+                   f->kind == VKL_VK_FUSE_ATTN_CODES) {
             for (uint32_t j = 0; !st && j < n->n_inputs + n->n_outputs; j++)
                 st = vkl_vk_bind_moved(dev, g, w, mem, b, p->moved,
                                        j < n->n_inputs ? n->inputs[j] : n->outputs[j - n->n_inputs], &p->views[j]);
@@ -408,7 +411,9 @@ static vkl_status plan_nodes(vkl_backend_device *dev, const vkl_graph *g, const 
             /* a view the planner gave its input's memory: nothing to dispatch */
             viewed = !st && n->n_outputs && same_range(&p->views[0].at, &p->views[n->n_inputs].at) &&
                      vkl_node_view_input(dev->ctx, g, e->nodes[k], b->values, b->count) != VKL_NONE;
-            record = f->kind == VKL_VK_FUSE_NORM_CODES ? vkl_vk_record_rms_codes : vkl_vk_recorder_for(n->op);
+            record = f->kind == VKL_VK_FUSE_NORM_CODES   ? vkl_vk_record_rms_codes
+                     : f->kind == VKL_VK_FUSE_ATTN_CODES ? vkl_vk_record_attention_codes
+                                                         : vkl_vk_recorder_for(n->op);
         } /* VKL_VK_FUSE_GONE: another position's dispatch computes it */
         node.book = &p->book;
         node.fusion = f;
@@ -829,7 +834,7 @@ int vkl_vk_attention_coopmat(const vkl_backend_device *dev) { return dev ? (int)
 
 void vkl_vk_exec_stats_get(const vkl_backend_exec *e, vkl_vk_exec_stats *out) {
     *out = (vkl_vk_exec_stats){e->n_dispatches, e->n_barriers, e->n_fused, e->n_rope_kv,
-                               e->n_qkv, e->n_rope_kv_all, e->n_glu_codes};
+                               e->n_qkv, e->n_rope_kv_all, e->n_glu_codes, e->n_attn_codes};
 }
 
 void vkl_vk_get_host_work(const vkl_backend_device *dev, vkl_vk_host_work *out) {

@@ -18,6 +18,10 @@
  *        size that tile a row: it stores its output and writes their int8
  *        codes too, in place of their quantizer (the _glu_codes builds: the
  *        workgroup completing a step quantizes it; try_glu_codes);
+ *   ATTN_CODES  likewise a decode Attention whose output (or a view of it
+ *        that records nothing) only integer-dot matvecs read, the o_proj:
+ *        its merge writes their codes (attn_combine.comp's and the fold's
+ *        _codes builds; try_attn_codes);
  *   ROPE_KV  RoPE(K) + KvAppend(K) of one Attention's K cache, with that
  *        Attention's KvAppend(V) (same position_ids) and RoPE(Q) (same
  *        cos, sin and rotation) where they fit too: one rope_kv_append.comp
@@ -754,6 +758,73 @@ static void try_norm(fuse_ctx *c, uint32_t k) {
         c->fused[k] = (vkl_vk_fusion){VKL_VK_FUSE_NORM_CODES, VKL_NONE, VKL_NONE, steps, chunk};
 }
 
+/* ATTN_CODES: the Attention at position k, when every reader of its output
+ * is a later QuantMatMul on the integer-dot matvec reading it as A (the
+ * o_proj), directly or through views that record nothing (the planner gave
+ * them the output's memory: a decode step's Transpose and Reshape of
+ * [B, Hq, 1, Dv] to [B, 1, Hq * Dv]), all reading one tensor with codes of
+ * one shape: its decode's merge writes their codes instead of its output,
+ * which nothing then reads. The codes are shared scratch (vk_scratch.c) no
+ * later node overwrites, so, as for NORM_CODES, nothing between the
+ * Attention and its readers matters. */
+#define ATTN_VIEWS 4 /* views between the Attention and its readers, at most */
+static void try_attn_codes(fuse_ctx *c, uint32_t k) {
+    const vkl_graph *g = c->g;
+    const uint32_t ni = c->order[k];
+    const vkl_node *n = &g->nodes[ni];
+    if (!c->dev->matvec_dot || c->fused[k].kind != VKL_VK_FUSE_NONE || n->n_inputs > 4 || n->n_outputs != 1 ||
+        n->outputs[0] == VKL_NONE)
+        return;
+    /* the output and the views of it sharing its memory; the one tensor the matvecs read */
+    uint32_t chain[1 + ATTN_VIEWS] = {n->outputs[0]}, n_chain = 1, a = VKL_NONE, readers = 0, steps = 0, chunk = 0;
+    int64_t cols = 0;
+    for (uint32_t j = k + 1; j < c->n; j++) {
+        const uint32_t ri = c->order[j];
+        const vkl_node *r = &g->nodes[ri];
+        uint32_t uses = 0, t = VKL_NONE;
+        for (uint32_t i = 0; i < r->n_inputs; i++)
+            if (one_of(r->inputs[i], chain, n_chain)) uses++, t = r->inputs[i];
+        if (!uses) continue;
+        if (uses != 1) return;
+        if (vkl_node_view_input(c->dev->ctx, g, ri, c->b->values, c->b->count) == t && r->n_outputs == 1 &&
+            r->outputs[0] != VKL_NONE) {
+            vkl_vk_tensor from, to;
+            if (n_chain == 1 + ATTN_VIEWS || bind(c, t, &from) || bind(c, r->outputs[0], &to) ||
+                from.at.buffer != to.at.buffer || from.at.offset != to.at.offset || from.at.range != to.at.range)
+                return; /* a view given memory of its own copies the output, which is never written */
+            chain[n_chain++] = r->outputs[0];
+            continue;
+        }
+        if (r->op != VKL_OP_QUANT_MAT_MUL || r->inputs[0] != t || r->n_outputs != 1 || (readers && t != a)) return;
+        vkl_vk_tensor in[3], out;
+        for (uint32_t i = 0; i < 3; i++)
+            if (bind(c, i < r->n_inputs ? r->inputs[i] : VKL_NONE, &in[i])) return;
+        if (bind(c, r->outputs[0], &out)) return;
+        const vkl_vk_node q = {c->dev, g, ri, in, &out, 3, 1, c->b, c->w, NULL, NULL};
+        uint32_t s, ch;
+        if (!vkl_vk_qmm_reads_codes(&q, &s, &ch) || (readers && (s != steps || ch != chunk))) return;
+        steps = s;
+        chunk = ch;
+        cols = in[0].dims[in[0].rank - 1];
+        a = t;
+        readers++;
+    }
+    uint32_t uses = 0; /* a reader not live, or a graph output, fails the count */
+    for (uint32_t i = 0; i < n_chain; i++) {
+        const vkl_tensor *t = &g->tensors[chain[i]];
+        if (t->kind != VKL_TENSOR_ACTIVATION || t->is_output) return;
+        uses += vkl_graph_use_count(g, chain[i]);
+    }
+    if (!readers || uses != readers + n_chain - 1) return;
+    vkl_vk_tensor views[5];
+    for (uint32_t i = 0; i < n->n_inputs + 1u; i++)
+        if (bind(c, i < n->n_inputs ? n->inputs[i] : n->outputs[0], &views[i])) return;
+    const vkl_vk_node attn = {c->dev, g, ni, views, views + n->n_inputs, n->n_inputs, 1, c->b, c->w, NULL, NULL};
+    if (vkl_vk_attn_codes_fit(&attn, cols, steps, chunk))
+        c->fused[k] = (vkl_vk_fusion){VKL_VK_FUSE_ATTN_CODES, VKL_NONE, a, steps, chunk,
+                                      {VKL_NONE, VKL_NONE, VKL_NONE, VKL_NONE}};
+}
+
 vkl_status vkl_vk_fuse_plan(vkl_backend_device *dev, const vkl_graph *g, const vkl_backend_weights *w,
                             const vkl_memory_map *mem, const vkl_binding *b, const uint32_t *order, uint32_t n,
                             vkl_vk_fusion *fused, VkDescriptorBufferInfo *moved, vkl_vk_buffer *moved_mem,
@@ -792,18 +863,22 @@ vkl_status vkl_vk_fuse_plan(vkl_backend_device *dev, const vkl_graph *g, const v
     for (uint32_t k = 0; !st && k < n; k++)
         if (g->nodes[order[k]].op == VKL_OP_RMS_NORM) try_norm(&c, k);
     for (uint32_t k = 0; !st && k < n; k++) try_glu_codes(&c, k);
+    for (uint32_t k = 0; !st && k < n; k++)
+        if (g->nodes[order[k]].op == VKL_OP_ATTENTION) try_attn_codes(&c, k);
     vkl_free(dev->ctx, c.pos);
     vkl_free(dev->ctx, c.moves);
     vkl_free(dev->ctx, c.move_of);
     if (!st && c.move_bytes) st = vkl_vk_buffer_alloc(dev, VKL_BUFFER_DEVICE, (size_t)c.move_bytes, moved_mem);
     for (uint32_t t = 0; !st && t < g->n_tensors; t++)
         if (moved[t].range) moved[t].buffer = moved_mem->buf;
-    uint32_t adds = 0, glus = 0, glu_codes = 0, norms = 0, ropes = 0, rope_nodes = 0, qkvs = 0, qkv_nodes = 0;
+    uint32_t adds = 0, glus = 0, glu_codes = 0, norms = 0, attns = 0, ropes = 0, rope_nodes = 0, qkvs = 0,
+             qkv_nodes = 0;
     for (uint32_t k = 0; k < n; k++) {
         adds += fused[k].kind == VKL_VK_FUSE_ADD;
         glus += fused[k].kind == VKL_VK_FUSE_GLU;
         glu_codes += fused[k].kind == VKL_VK_FUSE_GLU && fused[k].steps;
         norms += fused[k].kind == VKL_VK_FUSE_NORM_CODES;
+        attns += fused[k].kind == VKL_VK_FUSE_ATTN_CODES;
         ropes += fused[k].kind == VKL_VK_FUSE_ROPE_KV;
         qkvs += fused[k].kind == VKL_VK_FUSE_QKV;
         for (uint32_t i = 0; i < 4; i++) {
@@ -816,10 +891,10 @@ vkl_status vkl_vk_fuse_plan(vkl_backend_device *dev, const vkl_graph *g, const v
         vkl_log(dev->ctx, VKL_LOG_DEBUG,
                 "vulkan: fused %u nodes into %u dispatches (%u QuantMatMul+Add, %u gate/up QuantMatMul+SiluMul, "
                 "%u RoPE+KvAppend of %u nodes, %u Q/K/V QuantMatMuls of %u nodes; %u outputs moved to %llu bytes of "
-                "their own); %u matches kept apart for their memory; %u RMSNorms and %u gate/up matvecs write their "
-                "readers' int8 codes",
+                "their own); %u matches kept apart for their memory; %u RMSNorms, %u gate/up matvecs and %u "
+                "Attentions write their readers' int8 codes",
                 *n_fused, adds + glus + ropes + qkvs, adds, glus, ropes, rope_nodes, qkvs, qkv_nodes, c.n_moves,
-                (unsigned long long)c.move_bytes, c.overlapping, norms, glu_codes);
+                (unsigned long long)c.move_bytes, c.overlapping, norms, glu_codes, attns);
     return st;
 }
 

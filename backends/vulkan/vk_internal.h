@@ -585,6 +585,13 @@ uint64_t vkl_vk_codes_row_vec4s(const vkl_backend_device *dev, uint32_t steps, u
  * steps and chunk). */
 bool vkl_vk_rms_codes_fit(const vkl_vk_node *node, int64_t cols, uint32_t steps, uint32_t chunk);
 vkl_status vkl_vk_record_rms_codes(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
+/* vk_attention.c: whether Attention node records the split-K decode whose
+ * merge can write the codes of its output read as rows of `cols` elements
+ * (f32, Dv a multiple of chunk and cols of Dv, cols = steps * chunk, the
+ * codes within one binding), and the recorder of that build (node->fusion
+ * says the steps, chunk and, in extra, the tensor its readers read). */
+bool vkl_vk_attn_codes_fit(const vkl_vk_node *node, int64_t cols, uint32_t steps, uint32_t chunk);
+vkl_status vkl_vk_record_attention_codes(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
 
 /* ---- fusion (vk_fuse.c) ----------------------------------------------------------------------------- */
 
@@ -597,15 +604,18 @@ typedef enum vkl_vk_fuse_kind {
     VKL_VK_FUSE_NORM_CODES, /* an RMSNorm whose every reader is a dot matvec: it writes their codes, not its
                              * output (vkl_vk_record_rms_codes) */
     VKL_VK_FUSE_ROPE_KV,  /* RoPE(K) + KvAppend(K) [+ KvAppend(V)] [+ RoPE(Q)] of an attention: vkl_vk_record_rope_kv */
-    VKL_VK_FUSE_QKV       /* two or three QuantMatMuls of one A, at the first's position: vkl_vk_record_qmm_qkv */
+    VKL_VK_FUSE_QKV,      /* two or three QuantMatMuls of one A, at the first's position: vkl_vk_record_qmm_qkv */
+    VKL_VK_FUSE_ATTN_CODES /* a decode Attention whose output (or a view of it) only dot matvecs read: its merge
+                            * writes their codes, not its output (vkl_vk_record_attention_codes) */
 } vkl_vk_fuse_kind;
 
 typedef struct vkl_vk_fusion {
     vkl_vk_fuse_kind kind;
     uint32_t qmm;   /* ADD, GLU: the (gate) QuantMatMul's node index */
-    uint32_t extra; /* ADD: the residual tensor; GLU: the up QuantMatMul's node index */
-    /* NORM_CODES, and GLU when it writes its output's codes too (steps 0: not): the codes' steps per row and
-     * elements per step */
+    uint32_t extra; /* ADD: the residual tensor; GLU: the up QuantMatMul's node index; ATTN_CODES: the tensor
+                     * whose codes it writes (the output or a view of it) */
+    /* NORM_CODES, ATTN_CODES, and GLU when it writes its output's codes too (steps 0: not): the codes' steps
+     * per row and elements per step */
     uint32_t steps, chunk;
     /* ROPE_KV: the nodes RoPE(K), KvAppend(K), KvAppend(V), RoPE(Q) (the last two VKL_NONE when not fused);
      * QKV: the QuantMatMuls in their order (the third, fourth VKL_NONE when absent) */

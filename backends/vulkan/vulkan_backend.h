@@ -69,6 +69,7 @@ typedef struct vkl_vk_exec_stats {
     uint32_t qkv;     /* of the dispatches, fused Q/K/V matvecs (two or three QuantMatMuls of one A each) */
     uint32_t rope_kv_all; /* of the rope_kv ones, those doing their layer's KvAppend(V) and RoPE(Q) too */
     uint32_t glu_codes; /* of the dispatches, fused gate/up matvecs that write their readers' int8 codes */
+    uint32_t attn_codes; /* of the nodes, decode Attentions writing their readers' int8 codes (ATTN_CODES) */
 } vkl_vk_exec_stats;
 void vkl_vk_exec_stats_get(const vkl_backend_exec *e, vkl_vk_exec_stats *out);
 

@@ -5,6 +5,17 @@
 // w_c = exp(m_c - M), out = sum_c w_c o_c / sum_c w_c l_c, or zeros when no
 // chunk saw a key. Written in the output's dtype, column pairs per
 // invocation (one word of a 16-bit output).
+//
+// The _codes builds (VKL_QA_CODES; _bytes: VKL_QA_BYTES too) are the merge
+// folded into the integer-dot matvecs' activation quantizer (vk_fuse.c's
+// ATTN_CODES: the output's only readers are such matvecs, o_proj): the row's
+// DV values are not stored but kept in shared memory and quantized, step by
+// step, into quant_act.glsl's codes at binding 1 with quant_act_int8.comp's
+// own arithmetic (qa_quantize_step) on the very f32 values the plain build
+// stores, so the matvecs' results are the unfused ones bit for bit. The
+// codes' rows are the output read flat as rows of qa_cols (o_proj's K), so
+// DV values at a multiple of DV are whole steps of one row when qa_cols is
+// a multiple of DV and DV of the step (vk_attention.c checks). f32 only.
 #include "kv_common.glsl"
 
 layout(local_size_x_id = 0) in;
@@ -19,7 +30,36 @@ VKL_STORE_PAIR(Ob)
 
 layout(push_constant) uniform Push {
     uint Hq, Hkv, S, R, nsplit;
+#ifdef VKL_QA_CODES
+    uint qa_cols;    // elements per row of codes
+    uint qa_steps;   // steps per row of codes (qa_cols / QV_CHUNK)
+    uint qa_stride;  // uvec4s per row; the codes are bound whole
+#endif
 } pc;
+
+#ifdef VKL_QA_CODES
+layout(constant_id = 4) const bool QA_RESIDUAL = true;  // quant_act_int8.comp's DOT_RESIDUAL
+#ifdef VKL_QA_BYTES
+#define QV_CHUNK 16u
+#else
+#define QV_CHUNK 32u
+#endif
+#include "quant_common.glsl"
+void qa_put(uint w, uint v) { Ob[w] = v; }
+#define VKL_QA_WRITE
+#include "quant_act.glsl"
+shared float sC[DV];               // the row's values, as the plain build stores them
+#endif
+
+// columns e, e + 1 (if two) of the row at obase: stored, or kept for the codes
+void store2(uint obase, uint e, REAL v0, REAL v1, bool two) {
+#ifdef VKL_QA_CODES
+    sC[e] = v0;
+    if (two) sC[e + 1u] = v1;
+#else
+    Ob_store2(ODT, obase + e, v0, v1, two);
+#endif
+}
 
 const uint NPAIR = (DV + 1u) / 2u;
 // Chunk lanes: with fewer column pairs than invocations, WG / NPAIR lanes
@@ -94,7 +134,7 @@ void main() {
                 sY[lane * NPAIR + p] = a1;
             }
         } else {
-            Ob_store2(ODT, obase + col, a0 * sInv, a1 * sInv, col + 1u < DV);
+            store2(obase, col, a0 * sInv, a1 * sInv, col + 1u < DV);
         }
     }
     if (L > 1u) {
@@ -105,7 +145,19 @@ void main() {
                 a0 += sX[l * NPAIR + pair];
                 a1 += sY[l * NPAIR + pair];
             }
-            Ob_store2(ODT, obase + 2u * pair, a0 * sInv, a1 * sInv, 2u * pair + 1u < DV);
+            store2(obase, 2u * pair, a0 * sInv, a1 * sInv, 2u * pair + 1u < DV);
         }
     }
+#ifdef VKL_QA_CODES
+    barrier();
+    // the row's DV values are steps c0 .. of codes row m
+    const uint m = obase / pc.qa_cols, c0 = obase % pc.qa_cols / QV_CHUNK;
+    for (uint c = tid; c < DV / QV_CHUNK; c += WG) {
+        vec4 x[QA_VEC];
+        for (uint i = 0u; i < QA_VEC; i++)
+            x[i] = vec4(sC[(c * QA_VEC + i) * 4u], sC[(c * QA_VEC + i) * 4u + 1u], sC[(c * QA_VEC + i) * 4u + 2u],
+                        sC[(c * QA_VEC + i) * 4u + 3u]);
+        qa_quantize_step(m * pc.qa_stride, pc.qa_steps, c0 + c, x, QA_RESIDUAL);
+    }
+#endif
 }

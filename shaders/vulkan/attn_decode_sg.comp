@@ -14,7 +14,9 @@
 // block) to finish, known by a counter in the scratch buffer, merges all
 // chunks' partials exactly as attn_combine.comp does and writes the output,
 // then sets the counter back to 0: one dispatch and no second barrier per
-// node.
+// node. Its _codes builds (VKL_QA_CODES; _bytes: VKL_QA_BYTES too; FOLD on)
+// write the merged rows as the integer-dot matvecs' codes at binding 6
+// instead, as attn_combine.comp's _codes builds do (which say when).
 //
 // A round is SG keys of one subgroup, lane t scoring key base + t:
 //   scores: lane t reads its K row whole (16-byte words for a 16-bit cache,
@@ -71,6 +73,9 @@ layout(push_constant) uniform Push {
     uint lo, hi;                // the keys some row may see
     uint kps, nsplit;           // keys per chunk, chunks
     uint rows, nrb;             // G * S, blocks of R rows (y = g * nrb + block)
+#ifdef VKL_QA_CODES
+    uint qa_cols, qa_steps, qa_stride; // attn_combine.comp's
+#endif
 } pc;
 
 shared vec4 sQ[R * D / 4u];
@@ -79,6 +84,19 @@ shared float sM[NSG * R], sL[NSG * R];
 shared float sO[NSG * R * DV];
 shared bool sLast;
 shared float sW[MAXSPLIT], sLc[MAXSPLIT], sInv;
+
+#ifdef VKL_QA_CODES
+layout(constant_id = 9) const bool QA_RESIDUAL = true;  // quant_act_int8.comp's DOT_RESIDUAL
+#ifdef VKL_QA_BYTES
+#define QV_CHUNK 16u
+#else
+#define QV_CHUNK 32u
+#endif
+#include "quant_common.glsl"
+void qa_put(uint w, uint v) { Ob[w] = v; }
+#define VKL_QA_WRITE
+#include "quant_act.glsl"
+#endif
 
 // a 16-bit pair word as two floats
 vec2 pair16(uint w) {
@@ -277,9 +295,25 @@ void main() {
                     a1 += w * pv[u].y;
                 }
             }
+#ifdef VKL_QA_CODES
+            // kept for the codes in sO, whose partials are written out by now
+            sO[col] = a0 * sInv;
+            sO[col + 1u] = a1 * sInv;
+#else
             Ob_store2(ODT, obase + col, a0 * sInv, a1 * sInv, true);
+#endif
         }
-        barrier(); // sW and sInv are the next row's
+#ifdef VKL_QA_CODES
+        barrier();
+        const uint m = obase / pc.qa_cols, c0 = obase % pc.qa_cols / QV_CHUNK;  // attn_combine.comp's
+        for (uint c = tid; c < DV / QV_CHUNK; c += WG) {
+            vec4 x[QA_VEC];
+            for (uint i = 0u; i < QA_VEC; i++) x[i] = vec4(sO[(c * QA_VEC + i) * 4u], sO[(c * QA_VEC + i) * 4u + 1u],
+                                                           sO[(c * QA_VEC + i) * 4u + 2u], sO[(c * QA_VEC + i) * 4u + 3u]);
+            qa_quantize_step(m * pc.qa_stride, pc.qa_steps, c0 + c, x, QA_RESIDUAL);
+        }
+#endif
+        barrier(); // sW and sInv (and the codes build's sO) are the next row's
     }
     if (tid == 0u) cnt[(b * pc.Hkv + g) * pc.nrb + r0 / R] = 0u;
 }

@@ -73,9 +73,26 @@
  *      each layer's gate/up matvec writing its down projection's codes
  *      (none in a model without quantized down projections; some model
  *      must have them).
+ *  (l) with the integer-dot matvecs, a decode Attention (GQA, B = 1 and 2)
+ *      whose output one QuantMatMul reads, through a Reshape sharing its
+ *      memory (the o_proj's situation) or as it is, every format, the
+ *      workgroup and subgroup kernels with the combine dispatch and the
+ *      subgroup one merging its own chunks (VKL_VK_ATTN, VKL_VK_ATTN_FOLD):
+ *      the merge writes the matvec's codes (no quantizer dispatch) and the
+ *      outputs are the unfused ones bit for bit, within the dot bound of
+ *      ref; left unfused, and right, where Dv is no whole number of steps
+ *      (Dv 48 with the 4-bit formats), the Reshape copies, or the output is
+ *      a graph output too.
+ *  (m) the Attention writing its o_proj's codes (--attn-codes, on each model
+ *      given: tests/vulkan/fused_models.sh attn-codes gives the bundled
+ *      model and the fixtures imported with E0M4 and int8 projections):
+ *      five decode steps as in (g) with the integer-dot matvecs, fused and
+ *      with VKL_VK_NO_FUSE=1, under each decode kernel of (l): every step's
+ *      logits and the KV cache bit for bit, every layer's Attention writing
+ *      the codes.
  * The bundled model's greedy text on Vulkan (fusion on) against ref is
  * vulkan.model's. Validation on (any message fails). No Vulkan: exit 77.
- * Usage: test_vk_fuse [--rope-kv | --qkv | --glu-codes] MODEL.vkm [MODEL.vkm...] */
+ * Usage: test_vk_fuse [--rope-kv | --qkv | --glu-codes | --attn-codes] MODEL.vkm [MODEL.vkm...] */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include <math.h>
 #include <stdio.h>
@@ -739,6 +756,145 @@ static void test_glu_codes_all(vkl_context *ctx, rng *r) {
     test_glu_codes(ctx, r, &formats[0], &formats[0], 1, 64, 100, false, "");
 }
 
+/* ---- (l) a decode Attention writing its o_proj's codes ------------------------------------------------ */
+
+typedef enum attn_case { ATTN_RESHAPE, ATTN_DIRECT, ATTN_COPIED, ATTN_ALSO_OUTPUT } attn_case;
+static const char *const attn_case_names[] = {"Attention -> Reshape -> QuantMatMul", "Attention -> QuantMatMul",
+                                              "Attention -> copying Reshape -> QuantMatMul",
+                                              "Attention (also an output) -> Reshape -> QuantMatMul"};
+
+#define ATTN_HQ 4
+#define ATTN_HKV 2
+#define ATTN_D 64
+#define ATTN_T 100
+
+static uint32_t add_f32_4d(vkl_graph *g, const char *name, const int64_t dims[4], vkl_status *st) {
+    vkl_shape s = {.rank = 4};
+    for (uint32_t d = 0; d < 4; d++) s.dims[d] = cexpr(g, dims[d]);
+    uint32_t t = VKL_NONE;
+    if (!*st) *st = vkl_graph_add_tensor(g, name, VKL_DTYPE_F32, VKL_TENSOR_INPUT, &s, &t);
+    if (!*st) *st = vkl_graph_add_input(g, t);
+    return t;
+}
+
+/* Q [B, Hq, 1, D], K [B, Hkv, T, D], V [B, Hkv, T, Dv] (GQA, one query row
+ * each: a decode step) -> causal Attention -> o [B, Hq, 1, Dv], which one
+ * QuantMatMul of N rows reads: as [B, Hq * Dv] through a Reshape (the
+ * o_proj's situation: at S = 1 the decode's Transpose is a view too) or,
+ * ATTN_DIRECT, as it is (K = Dv). Its output is the graph output (o too for
+ * ATTN_ALSO_OUTPUT). */
+static vkl_graph *attn_graph(vkl_context *ctx, rng *r, attn_case ac, const fmt *f, int64_t B, int64_t Dv, int64_t N) {
+    vkl_graph *g = NULL;
+    vkl_status st = vkl_graph_create(ctx, &g);
+    if (st) return NULL;
+    const int64_t qd[4] = {B, ATTN_HQ, 1, ATTN_D}, kd[4] = {B, ATTN_HKV, ATTN_T, ATTN_D},
+                  vd[4] = {B, ATTN_HKV, ATTN_T, Dv};
+    const uint32_t qkv[3] = {add_f32_4d(g, "Q", qd, &st), add_f32_4d(g, "K", kd, &st), add_f32_4d(g, "V", vd, &st)};
+    const uint32_t o = add_f32(g, "o", VKL_TENSOR_ACTIVATION, 0, 0, &st);
+    const vkl_attr causal = {.name = "causal", .kind = VKL_ATTR_INT, .i = 1};
+    if (!st) st = vkl_graph_add_node(g, VKL_OP_ATTENTION, "attn", qkv, 3, &o, 1, &causal, 1, NULL);
+    uint32_t a = o;
+    const int64_t K = ac == ATTN_DIRECT ? Dv : ATTN_HQ * Dv;
+    if (ac != ATTN_DIRECT) {
+        const int64_t shape[2] = {B, K};
+        vkl_shape ss = {.rank = 1};
+        ss.dims[0] = cexpr(g, 2);
+        uint32_t s = VKL_NONE;
+        if (!st) st = vkl_graph_add_tensor(g, "shape", VKL_DTYPE_I64, VKL_TENSOR_WEIGHT, &ss, &s);
+        if (!st) st = vkl_graph_set_data(g, s, shape, sizeof(shape), true);
+        a = add_f32(g, "a", VKL_TENSOR_ACTIVATION, 0, 0, &st);
+        const uint32_t rin[2] = {o, s};
+        add_node(g, VKL_OP_RESHAPE, "reshape", rin, 2, a, &st);
+    }
+    const uint32_t w = add_weight(g, r, f, "W", N, K, &st);
+    const uint32_t y = add_f32(g, "y", VKL_TENSOR_ACTIVATION, 0, 0, &st);
+    const uint32_t qin[2] = {a, w};
+    add_node(g, VKL_OP_QUANT_MAT_MUL, "o_proj", qin, 2, y, &st);
+    if (!st) st = vkl_graph_add_output(g, y);
+    if (ac == ATTN_ALSO_OUTPUT && !st) st = vkl_graph_add_output(g, o);
+    return test_graph_finish(ctx, g, st);
+}
+
+/* The decode kernels the fusion meets: the workgroup kernel and the
+ * subgroup one (where the device runs it) with the combine dispatch, and
+ * the subgroup one merging its own chunks (VKL_VK_ATTN_FOLD). */
+static const struct {
+    const char *attn, *fold;
+} attn_kernels[3] = {{"decode-wg", "0"}, {"decode", "0"}, {"decode", "1"}};
+
+/* With the integer-dot matvecs, each kernel: fused (the Attention writing
+ * the codes where the case and Dv allow: the step divides Dv) and with
+ * VKL_VK_NO_FUSE=1, the outputs bit for bit, within the dot bound of ref,
+ * the quantizer's dispatch gone where fused. The Reshape shares o's memory
+ * (as the planner lays views out) but for ATTN_COPIED. */
+static void test_attn_codes(vkl_context *ctx, rng *r, attn_case ac, const fmt *f, int64_t B, int64_t Dv) {
+    const int64_t N = 37;
+    vkl_graph *g = attn_graph(ctx, r, ac, f, B, Dv, N);
+    if (!g) return;
+    const int64_t dims[3][4] = {{B, ATTN_HQ, 1, ATTN_D}, {B, ATTN_HKV, ATTN_T, ATTN_D}, {B, ATTN_HKV, ATTN_T, Dv}};
+    vkl_host_tensor ins[3] = {{0}, {0}, {0}};
+    for (uint32_t i = 0; i < 3; i++) {
+        ins[i].dtype = VKL_DTYPE_F32;
+        ins[i].rank = 4;
+        memcpy(ins[i].dims, dims[i], sizeof(dims[i]));
+        const int64_t n = dims[i][0] * dims[i][1] * dims[i][2] * dims[i][3];
+        ins[i].nbytes = (size_t)n * sizeof(float);
+        float *x = malloc(ins[i].nbytes);
+        for (int64_t j = 0; j < n; j++) x[j] = rnd_gauss(r);
+        ins[i].data = x;
+    }
+    vkl_host_tensor want[2] = {{0}, {0}};
+    CHECK_OK(ctx, vkl_run_once(ctx, vkl_backend_find("ref"), g, ins, want));
+    uint32_t over = VKL_NONE, o = VKL_NONE;
+    CHECK_OK(ctx, vkl_graph_find_tensor(g, "o", &o));
+    if (ac == ATTN_RESHAPE || ac == ATTN_ALSO_OUTPUT) CHECK_OK(ctx, vkl_graph_find_tensor(g, "a", &over));
+    const uint32_t chunk = f->dtype == VKL_DTYPE_Q_INT8 ? 16 : 32;
+    const bool fuses = (ac == ATTN_RESHAPE || ac == ATTN_DIRECT) && Dv % chunk == 0;
+    const size_t counts[2] = {(size_t)(B * N), (size_t)(B * ATTN_HQ * Dv)};
+    setenv("VKL_VK_MATVEC", "dot", 1);
+    for (size_t ki = 0; ki < VKL_ARRAY_LEN(attn_kernels) && want[0].data; ki++) {
+        setenv("VKL_VK_ATTN", attn_kernels[ki].attn, 1);
+        setenv("VKL_VK_ATTN_FOLD", attn_kernels[ki].fold, 1);
+        float *outs[2][2] = {{NULL}};
+        vkl_vk_exec_stats stats[2] = {{0}};
+        bool ran = true;
+        for (int off = 0; off < 2 && ran; off++) {
+            setenv("VKL_VK_NO_FUSE", off ? "1" : "0", 1);
+            ran = run_vulkan(ctx, g, ins, over, o, outs[off], &stats[off]);
+        }
+        if (ran) {
+            double worst = 0;
+            bool same = true;
+            for (uint32_t i = 0; i < g->n_outputs; i++) {
+                const double e = rel_l2(outs[0][i], want[i].data, counts[i]);
+                worst = e > worst ? e : worst;
+                same &= !memcmp(outs[0][i], outs[1][i], counts[i] * sizeof(float));
+            }
+            printf("  %-52s %-4s B=%lld Dv=%3lld %-9s fold %s: rel L2 %.2e, fused %u dispatches (%u Attention "
+                   "writing codes), unfused %u; outputs %s\n",
+                   attn_case_names[ac], f->name, (long long)B, (long long)Dv, attn_kernels[ki].attn,
+                   attn_kernels[ki].fold, worst, stats[0].dispatches, stats[0].attn_codes, stats[1].dispatches,
+                   same ? "equal" : "DIFFER");
+            CHECKF(worst <= 3e-2 && same && stats[0].attn_codes == (fuses ? 1u : 0u) && stats[1].attn_codes == 0 &&
+                       stats[0].dispatches + (fuses ? 1u : 0u) == stats[1].dispatches,
+                   "%s %s B=%lld Dv=%lld, VKL_VK_ATTN=%s, VKL_VK_ATTN_FOLD=%s: relative L2 error %.3g (bound 3e-2), "
+                   "outputs %s, %u Attentions writing codes (want %d), %u dispatches against %u unfused",
+                   attn_case_names[ac], f->name, (long long)B, (long long)Dv, attn_kernels[ki].attn,
+                   attn_kernels[ki].fold, worst, same ? "equal" : "differ", stats[0].attn_codes, fuses ? 1 : 0,
+                   stats[0].dispatches, stats[1].dispatches);
+        }
+        for (int off = 0; off < 2; off++)
+            for (int i = 0; i < 2; i++) free(outs[off][i]);
+    }
+    unsetenv("VKL_VK_NO_FUSE");
+    unsetenv("VKL_VK_MATVEC");
+    unsetenv("VKL_VK_ATTN");
+    unsetenv("VKL_VK_ATTN_FOLD");
+    for (int i = 0; i < 2; i++) vkl_free(ctx, want[i].data);
+    for (int i = 0; i < 3; i++) free(ins[i].data);
+    vkl_graph_destroy(g);
+}
+
 /* ---- (d) the bundled model's decode step ---------------------------------------------------------- */
 
 /* The decode step a session prepares after `past` tokens (engine/session.c:
@@ -982,6 +1138,43 @@ static void test_glu_codes_model(vkl_context *ctx, const char *path, uint32_t *w
     *wrote += a.stats.glu_codes;
     decode_run_free(&a);
     decode_run_free(&b);
+/* ---- (m) the Attention writing o_proj's codes: several decode steps, bit for bit ---------------------- */
+
+/* The model at `path` (quantized o_proj) with the integer-dot matvecs,
+ * fused and with VKL_VK_NO_FUSE=1, under each decode kernel of (l): every
+ * step's logits and the KV cache bit for bit, every layer's Attention
+ * writing its o_proj's codes, none unfused. */
+static void test_attn_codes_model(vkl_context *ctx, const char *path, bool has_dot) {
+    if (!has_dot) {
+        printf("%s: Attention writing codes skipped (no shaderIntegerDotProduct)\n", path);
+        return;
+    }
+    setenv("VKL_VK_MATVEC", "dot", 1);
+    for (size_t ki = 0; ki < VKL_ARRAY_LEN(attn_kernels); ki++) {
+        setenv("VKL_VK_ATTN", attn_kernels[ki].attn, 1);
+        setenv("VKL_VK_ATTN_FOLD", attn_kernels[ki].fold, 1);
+        decode_run a, b;
+        const bool ok_a = run_decode(ctx, path, true, false, &a);
+        const bool ok_b = ok_a && run_decode(ctx, path, false, false, &b);
+        if (!ok_b) {
+            if (ok_a) decode_run_free(&a);
+            break;
+        }
+        const bool same_logits = !memcmp(a.logits, b.logits, (size_t)ROPE_KV_STEPS * a.vocab * sizeof(float));
+        const bool same_states = a.state_bytes == b.state_bytes && !memcmp(a.states, b.states, a.state_bytes);
+        printf("%s, VKL_VK_ATTN=%s, fold %s: %d decode steps, %u layers: fused %u dispatches (%u Attentions writing "
+               "codes), unfused %u; logits %s, KV cache %s\n",
+               path, attn_kernels[ki].attn, attn_kernels[ki].fold, ROPE_KV_STEPS, a.layers, a.stats.dispatches,
+               a.stats.attn_codes, b.stats.dispatches, same_logits ? "identical" : "DIFFER",
+               same_states ? "identical" : "DIFFERS");
+        CHECK(same_logits && same_states);
+        CHECK(a.layers > 0 && a.stats.attn_codes == a.layers && b.stats.attn_codes == 0);
+        decode_run_free(&a);
+        decode_run_free(&b);
+    }
+    unsetenv("VKL_VK_MATVEC");
+    unsetenv("VKL_VK_ATTN");
+    unsetenv("VKL_VK_ATTN_FOLD");
 }
 
 /* The fused executable (RoPE(K) + KvAppend(K) and what else of the layer
@@ -1024,13 +1217,15 @@ static void test_rope_kv(vkl_context *ctx, const char *path) {
 }
 
 int main(int argc, char **argv) {
-    /* --rope-kv: (g) alone, --qkv: (h) alone, --glu-codes: (k) alone, on each model given */
+    /* --rope-kv: (g) alone, --qkv: (h) alone, --glu-codes: (k) alone, --attn-codes: (m) alone, on each model given */
     const bool rope_kv_only = argc > 1 && !strcmp(argv[1], "--rope-kv");
     const bool qkv_only = argc > 1 && !strcmp(argv[1], "--qkv");
     const bool glu_codes_only = argc > 1 && !strcmp(argv[1], "--glu-codes");
-    const int first_model = rope_kv_only || qkv_only || glu_codes_only ? 2 : 1;
+    const bool attn_codes_only = argc > 1 && !strcmp(argv[1], "--attn-codes");
+    const bool one_mode = rope_kv_only || qkv_only || glu_codes_only || attn_codes_only;
+    const int first_model = one_mode ? 2 : 1;
     if (argc <= first_model) {
-        fprintf(stderr, "usage: test_vk_fuse [--rope-kv | --qkv | --glu-codes] MODEL.vkm [MODEL.vkm...]\n");
+        fprintf(stderr, "usage: test_vk_fuse [--rope-kv | --qkv | --glu-codes | --attn-codes] MODEL.vkm [MODEL.vkm...]\n");
         return 2;
     }
     vkl_context *ctx;
@@ -1041,7 +1236,7 @@ int main(int argc, char **argv) {
     if (early >= 0) return early;
     CHECK_OK(ctx, st);
     if (!st) printf("test_vk_fuse: %s (%s)\n", caps.device_name, caps.driver);
-    if (!st && !rope_kv_only && !qkv_only && !glu_codes_only) {
+    if (!st && !one_mode) {
         rng r = {0x5DEECE66Dull};
         /* K a multiple of the formats' 16-byte steps (32 codes), N not a
          * multiple of the rows per workgroup (4 or 8), M = 1 (decode) and 3 */
@@ -1075,10 +1270,18 @@ int main(int argc, char **argv) {
             test_norm_codes(ctx, &r, NORM_QKV, &formats[0], 1, 5024, 5);
             test_norm_codes(ctx, &r, NORM_GLU, &formats[2], 2, 4400, 3);
             test_glu_codes_all(ctx, &r);
+            /* Dv 48: whole steps of int8's 16, not of the 4-bit formats' 32 (those stay unfused) */
+            for (size_t fi = 0; fi < VKL_ARRAY_LEN(formats); fi++) {
+                test_attn_codes(ctx, &r, ATTN_RESHAPE, &formats[fi], 1, 64);
+                test_attn_codes(ctx, &r, ATTN_RESHAPE, &formats[fi], 2, 48);
+            }
+            test_attn_codes(ctx, &r, ATTN_DIRECT, &formats[0], 1, 64);
+            test_attn_codes(ctx, &r, ATTN_COPIED, &formats[1], 1, 64);
+            test_attn_codes(ctx, &r, ATTN_ALSO_OUTPUT, &formats[2], 1, 64);
         }
         test_decode_counts(ctx, argv[1]);
     }
-    for (int i = first_model; !st && !qkv_only && !glu_codes_only && i < argc; i++) test_rope_kv(ctx, argv[i]);
+    for (int i = first_model; !st && (!one_mode || rope_kv_only) && i < argc; i++) test_rope_kv(ctx, argv[i]);
     for (int i = first_model; !st && qkv_only && i < argc; i++)
         test_qkv(ctx, argv[i], (caps.features & VKL_FEATURE_INT8_DOT) != 0, i == first_model);
     if (!st && glu_codes_only) {
@@ -1091,6 +1294,8 @@ int main(int argc, char **argv) {
         for (int i = first_model; i < argc; i++) test_glu_codes_model(ctx, argv[i], &wrote);
         CHECKF(wrote > 0, "no model's gate/up matvecs wrote their down projections' codes");
     }
+    for (int i = first_model; !st && attn_codes_only && i < argc; i++)
+        test_attn_codes_model(ctx, argv[i], (caps.features & VKL_FEATURE_INT8_DOT) != 0);
     CHECKF(validation_messages == 0, "%d validation messages", validation_messages);
     vkl_context_destroy(ctx);
     return check_finish("test_vk_fuse");
