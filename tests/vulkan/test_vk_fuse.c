@@ -1138,6 +1138,8 @@ static void test_glu_codes_model(vkl_context *ctx, const char *path, uint32_t *w
     *wrote += a.stats.glu_codes;
     decode_run_free(&a);
     decode_run_free(&b);
+}
+
 /* ---- (m) the Attention writing o_proj's codes: several decode steps, bit for bit ---------------------- */
 
 /* The model at `path` (quantized o_proj) with the integer-dot matvecs,
