@@ -180,6 +180,14 @@ static vkl_status env_vulkan(vkl_context *ctx, vkl_vulkan_options *o) {
     if (!st && !(st = env_flag(ctx, "VKL_VK_NO_F64", &flag))) o->no_f64 |= flag;
     flag = 0;
     if (!st && !(st = env_flag(ctx, "VKL_VK_NO_FUSE", &flag))) o->no_fusion |= flag;
+    static const env_name fusions[] = {{"add", VKL_VULKAN_FUSE_ADD},
+                                       {"glu", VKL_VULKAN_FUSE_GLU},
+                                       {"rope-kv", VKL_VULKAN_FUSE_ROPE_KV},
+                                       {"qkv", VKL_VULKAN_FUSE_QKV},
+                                       {"norm-codes", VKL_VULKAN_FUSE_NORM_CODES},
+                                       {"glu-codes", VKL_VULKAN_FUSE_GLU_CODES},
+                                       {"attn-codes", VKL_VULKAN_FUSE_ATTN_CODES}};
+    if (!st) st = env_list(ctx, "VKL_VK_FUSE_OFF", fusions, N_NAMES(fusions), &o->fusions_off);
     flag = 0;
     if (!st && !(st = env_flag(ctx, "VKL_VK_GEMM_CM_EMULATE", &flag))) o->gemm_coopmat_emulate |= flag;
     /* ranges are the backend's to check; these only parse */

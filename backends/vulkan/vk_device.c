@@ -385,6 +385,7 @@ static vkl_status describe(vkl_backend_device *dev, const vkl_backend_options *o
     vkl_vk_apply_quirks(dev);
     /* after the quirks: one may turn fusion off for a driver */
     dev->fuse = (c->features & VKL_FEATURE_FUSION) && !o->no_fusion;
+    dev->fuse_off = o->fusions_off;
     return VKL_OK;
 }
 

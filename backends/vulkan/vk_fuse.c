@@ -847,23 +847,24 @@ vkl_status vkl_vk_fuse_plan(vkl_backend_device *dev, const vkl_graph *g, const v
     for (uint32_t t = 0; t < g->n_tensors; t++) c.move_of[t] = VKL_NONE;
     for (uint32_t k = 0; k < n; k++) c.pos[order[k]] = k;
     vkl_status st = VKL_OK;
+    const uint32_t off = dev->fuse_off; /* VKL_VK_FUSE_OFF: patterns left out */
     for (uint32_t k = 0; !st && k < n; k++) {
         const uint32_t op = g->nodes[order[k]].op;
-        if (op == VKL_OP_ADD) st = try_add(&c, k);
-        else if (op == VKL_OP_SILU_MUL) st = try_glu(&c, k);
+        if (op == VKL_OP_ADD && !(off & VKL_VULKAN_FUSE_ADD)) st = try_add(&c, k);
+        else if (op == VKL_OP_SILU_MUL && !(off & VKL_VULKAN_FUSE_GLU)) st = try_glu(&c, k);
     }
     /* after the Adds and SiluMuls: it takes the QuantMatMuls they left and sees where they run */
-    for (uint32_t k = 0; !st && k < n; k++)
+    for (uint32_t k = 0; !st && k < n && !(off & VKL_VULKAN_FUSE_QKV); k++)
         if (g->nodes[order[k]].op == VKL_OP_QUANT_MAT_MUL) try_qkv(&c, k);
     /* after every move (a moved input is read only inside its move's life),
      * and after QKV: V, made at Q's position, is then ready for the layer's
      * RoPE(K) + KvAppend(K) dispatch */
-    for (uint32_t k = 0; !st && k < n; k++)
+    for (uint32_t k = 0; !st && k < n && !(off & VKL_VULKAN_FUSE_ROPE_KV); k++)
         if (g->nodes[order[k]].op == VKL_OP_KV_APPEND) try_rope_kv(&c, k);
-    for (uint32_t k = 0; !st && k < n; k++)
+    for (uint32_t k = 0; !st && k < n && !(off & VKL_VULKAN_FUSE_NORM_CODES); k++)
         if (g->nodes[order[k]].op == VKL_OP_RMS_NORM) try_norm(&c, k);
-    for (uint32_t k = 0; !st && k < n; k++) try_glu_codes(&c, k);
-    for (uint32_t k = 0; !st && k < n; k++)
+    for (uint32_t k = 0; !st && k < n && !(off & VKL_VULKAN_FUSE_GLU_CODES); k++) try_glu_codes(&c, k);
+    for (uint32_t k = 0; !st && k < n && !(off & VKL_VULKAN_FUSE_ATTN_CODES); k++)
         if (g->nodes[order[k]].op == VKL_OP_ATTENTION) try_attn_codes(&c, k);
     vkl_free(dev->ctx, c.pos);
     vkl_free(dev->ctx, c.moves);

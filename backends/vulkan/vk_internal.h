@@ -264,8 +264,11 @@ struct vkl_backend_device {
      * the largest a node gets (its shared memory may halve them) */
     uint32_t attn_cm, attn_cm_sg, attn_cm_keys;
     /* prepare fuses node patterns into one dispatch (vk_fuse.c): the device
-     * has VKL_FEATURE_FUSION (not disabled, no quirk) and no_fusion is off */
+     * has VKL_FEATURE_FUSION (not disabled, no quirk) and no_fusion is off;
+     * fuse_off: the patterns options.fusions_off turned off
+     * (VKL_VULKAN_FUSE_*) */
     bool fuse;
+    uint32_t fuse_off;
 };
 
 vkl_status vkl_vk_buffer_alloc(vkl_backend_device *dev, vkl_buffer_usage usage, size_t bytes, vkl_vk_buffer *out);

@@ -119,6 +119,17 @@ typedef enum vkl_vulkan_attention_prefill {
                                             * plain f32 arithmetic, on any device */
 } vkl_vulkan_attention_prefill;
 
+/* The fusion patterns of docs/vulkan.md, "Fusion", one bit each. */
+enum {
+    VKL_VULKAN_FUSE_ADD = 1u << 0,        /* QuantMatMul + Add */
+    VKL_VULKAN_FUSE_GLU = 1u << 1,        /* gate/up QuantMatMuls + SiluMul */
+    VKL_VULKAN_FUSE_ROPE_KV = 1u << 2,    /* RoPE + KvAppend */
+    VKL_VULKAN_FUSE_QKV = 1u << 3,        /* Q/K/V QuantMatMuls of one A */
+    VKL_VULKAN_FUSE_NORM_CODES = 1u << 4, /* an RMSNorm writing its readers' int8 codes */
+    VKL_VULKAN_FUSE_GLU_CODES = 1u << 5,  /* the gate/up matvec writing the down projection's codes */
+    VKL_VULKAN_FUSE_ATTN_CODES = 1u << 6, /* the decode Attention writing the o_proj's codes */
+};
+
 typedef struct vkl_vulkan_options {
     /* The app's device, or NULL: vkllm creates its own instance and device. */
     const vkl_vulkan_external *external;
@@ -149,6 +160,9 @@ typedef struct vkl_vulkan_options {
     /* Fused dispatches off (docs/vulkan.md, "Fusion"): every node recorded
      * on its own, as with VKL_FEATURE_FUSION in disable_features. */
     bool no_fusion;
+    /* Or some patterns off, an OR of these (VKL_VK_FUSE_OFF=add,glu,...):
+     * to time each pattern's gain, or to step around one on a driver. */
+    uint32_t fusions_off;
     vkl_vulkan_math math;
     vkl_vulkan_matvec matvec;
     /* Tuning for a new device; 0 (init) is the backend's choice for the

@@ -936,18 +936,23 @@ static bool decode_stats(vkl_context *ctx, const char *path, int64_t past, int64
 }
 
 static void test_decode_counts(vkl_context *ctx, const char *path) {
-    vkl_vk_exec_stats on, off;
+    vkl_vk_exec_stats on, off, some;
     setenv("VKL_VK_NO_FUSE", "0", 1);
     const bool ok_on = decode_stats(ctx, path, 63, 128, &on);
+    setenv("VKL_VK_FUSE_OFF", "qkv,rope-kv", 1); /* two patterns off, the rest on */
+    const bool ok_some = decode_stats(ctx, path, 63, 128, &some);
+    unsetenv("VKL_VK_FUSE_OFF");
     setenv("VKL_VK_NO_FUSE", "1", 1);
     const bool ok_off = decode_stats(ctx, path, 63, 128, &off);
     unsetenv("VKL_VK_NO_FUSE");
-    if (!ok_on || !ok_off) return;
+    if (!ok_on || !ok_off || !ok_some) return;
     printf("bundled model, one decode step (past 63, context 128): fused %u dispatches, %u barriers, %u nodes "
-           "fused; VKL_VK_NO_FUSE=1 %u dispatches, %u barriers\n",
-           on.dispatches, on.barriers, on.fused, off.dispatches, off.barriers);
+           "fused; VKL_VK_FUSE_OFF=qkv,rope-kv %u dispatches; VKL_VK_NO_FUSE=1 %u dispatches, %u barriers\n",
+           on.dispatches, on.barriers, on.fused, some.dispatches, off.dispatches, off.barriers);
     CHECK(on.fused > 0 && off.fused == 0);
     CHECK(on.dispatches < off.dispatches && on.barriers < off.barriers);
+    CHECK(on.qkv > 0 && on.rope_kv > 0 && some.qkv == 0 && some.rope_kv == 0 && some.fused > 0 &&
+          on.dispatches < some.dispatches && some.dispatches < off.dispatches);
 }
 
 /* ---- (g) RoPE + KvAppend: several decode steps, bit for bit -------------------------------------- */
