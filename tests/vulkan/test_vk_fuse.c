@@ -1076,6 +1076,22 @@ static bool run_decode(vkl_context *ctx, const char *path, bool fuse, bool inter
     return st == VKL_OK;
 }
 
+/* The model at `path` over ROPE_KV_STEPS decode steps fused (*a) and with
+ * VKL_VK_NO_FUSE=1 (*b), and whether every step's logits and the KV caches
+ * are the same bits; false, with nothing left to free, where a run failed. */
+static bool decode_fused_and_not(vkl_context *ctx, const char *path, decode_run *a, decode_run *b,
+                                 bool *same_logits, bool *same_states) {
+    const bool ok_a = run_decode(ctx, path, true, false, a);
+    const bool ok_b = ok_a && run_decode(ctx, path, false, false, b);
+    if (!ok_b) {
+        if (ok_a) decode_run_free(a);
+        return false;
+    }
+    *same_logits = !memcmp(a->logits, b->logits, (size_t)ROPE_KV_STEPS * a->vocab * sizeof(float));
+    *same_states = a->state_bytes == b->state_bytes && !memcmp(a->states, b->states, a->state_bytes);
+    return true;
+}
+
 /* ---- (h) Q/K/V: two or three projections of one A in one matvec ----------------------------------- */
 
 /* The model at `path` (quantized projections) fused and with
@@ -1090,15 +1106,10 @@ static void test_qkv(vkl_context *ctx, const char *path, bool has_dot, bool whol
     for (int dot = 0; dot <= (int)has_dot; dot++) {
         setenv("VKL_VK_MATVEC", dot ? "dot" : "float", 1);
         decode_run a, b;
-        const bool ok_a = run_decode(ctx, path, true, false, &a);
-        const bool ok_b = ok_a && run_decode(ctx, path, false, false, &b);
+        bool same_logits, same_states;
+        const bool ok = decode_fused_and_not(ctx, path, &a, &b, &same_logits, &same_states);
         unsetenv("VKL_VK_MATVEC");
-        if (!ok_b) {
-            if (ok_a) decode_run_free(&a);
-            return;
-        }
-        const bool same_logits = !memcmp(a.logits, b.logits, (size_t)ROPE_KV_STEPS * a.vocab * sizeof(float));
-        const bool same_states = a.state_bytes == b.state_bytes && !memcmp(a.states, b.states, a.state_bytes);
+        if (!ok) return;
         printf("%s, %s matvecs: %d decode steps, %u layers: fused %u dispatches (%u Q/K/V, %u RoPE+KvAppend with V "
                "and Q), %u barriers; unfused %u, %u; logits %s, KV cache %s\n",
                path, dot ? "integer-dot" : "float", ROPE_KV_STEPS, a.layers, a.stats.dispatches, a.stats.qkv,
@@ -1124,15 +1135,10 @@ static void test_qkv(vkl_context *ctx, const char *path, bool has_dot, bool whol
 static void test_glu_codes_model(vkl_context *ctx, const char *path, uint32_t *wrote) {
     setenv("VKL_VK_MATVEC", "dot", 1);
     decode_run a, b;
-    const bool ok_a = run_decode(ctx, path, true, false, &a);
-    const bool ok_b = ok_a && run_decode(ctx, path, false, false, &b);
+    bool same_logits, same_states;
+    const bool ok = decode_fused_and_not(ctx, path, &a, &b, &same_logits, &same_states);
     unsetenv("VKL_VK_MATVEC");
-    if (!ok_b) {
-        if (ok_a) decode_run_free(&a);
-        return;
-    }
-    const bool same_logits = !memcmp(a.logits, b.logits, (size_t)ROPE_KV_STEPS * a.vocab * sizeof(float));
-    const bool same_states = a.state_bytes == b.state_bytes && !memcmp(a.states, b.states, a.state_bytes);
+    if (!ok) return;
     printf("%s, integer-dot matvecs: %d decode steps, %u layers: fused %u dispatches (%u gate/up writing codes), %u "
            "barriers; unfused %u, %u; logits %s, KV cache %s\n",
            path, ROPE_KV_STEPS, a.layers, a.stats.dispatches, a.stats.glu_codes, a.stats.barriers, b.stats.dispatches,
@@ -1161,14 +1167,8 @@ static void test_attn_codes_model(vkl_context *ctx, const char *path, bool has_d
         setenv("VKL_VK_ATTN", attn_kernels[ki].attn, 1);
         setenv("VKL_VK_ATTN_FOLD", attn_kernels[ki].fold, 1);
         decode_run a, b;
-        const bool ok_a = run_decode(ctx, path, true, false, &a);
-        const bool ok_b = ok_a && run_decode(ctx, path, false, false, &b);
-        if (!ok_b) {
-            if (ok_a) decode_run_free(&a);
-            break;
-        }
-        const bool same_logits = !memcmp(a.logits, b.logits, (size_t)ROPE_KV_STEPS * a.vocab * sizeof(float));
-        const bool same_states = a.state_bytes == b.state_bytes && !memcmp(a.states, b.states, a.state_bytes);
+        bool same_logits, same_states;
+        if (!decode_fused_and_not(ctx, path, &a, &b, &same_logits, &same_states)) break;
         printf("%s, VKL_VK_ATTN=%s, fold %s: %d decode steps, %u layers: fused %u dispatches (%u Attentions writing "
                "codes), unfused %u; logits %s, KV cache %s\n",
                path, attn_kernels[ki].attn, attn_kernels[ki].fold, ROPE_KV_STEPS, a.layers, a.stats.dispatches,
