@@ -400,7 +400,9 @@ static vkl_status record_decode(const vkl_vk_node *nd, const attn *a, const code
                        ppt = (pairs + DECODE_WG - 1) / DECODE_WG;
         uint32_t vb = dev->attn_wg_vb ? dev->attn_wg_vb : (DECODE_CH + kl - 1) / kl;
         while (!dev->attn_wg_vb && vb > 1 && vb * ppt > WG_VB_REGS) vb /= 2;
-        const uint32_t flags = (a->layout1 ? 1u : 0u) | (dev->attn_wg_preload ? 2u : 0u);
+        /* loads issued early: V (bit 1), K (bit 2; D / 4 vec4 registers, so to D 128) */
+        const uint32_t flags = (a->layout1 ? 1u : 0u) | (dev->attn_wg_preload & 1u ? 2u : 0u) |
+                               (dev->attn_wg_preload & 2u && a->D % 4 == 0 && a->D <= 128 ? 4u : 0u);
         const uint32_t spec[] = {DECODE_WG,     (uint32_t)rb,     DECODE_CH, (uint32_t)a->D,          (uint32_t)a->DV,
                                  a->dts,        flags,            (uint32_t)a->o->dtype, wg_fold ? 1u : 0u, vb,
                                  dev->attn_wg_parts, dev->qmv_dot_residual};
@@ -619,6 +621,9 @@ vkl_status vkl_vk_attention_tuning(vkl_backend_device *dev, const vkl_vulkan_opt
     dev->attn_wg_fold = o->attention_wg_fold == 0 ? 0u : o->attention_wg_fold > 0 ? FOLD_MAX_SPLITS : FOLD_CB;
     dev->attn_wg_vb = vb;
     dev->attn_wg_parts = parts ? parts : 8;
-    dev->attn_wg_preload = o->attention_wg_preload != 0;
+    if (o->attention_wg_preload > 3)
+        return vkl_fail(dev->ctx, VKL_ERR_INVALID_ARGUMENT, "vulkan: option attention_wg_preload = %d: want -1 or a "
+                        "mask 0..3 (1: V, 2: K)", o->attention_wg_preload);
+    dev->attn_wg_preload = o->attention_wg_preload < 0 ? 3u : (uint32_t)o->attention_wg_preload;
     return VKL_OK;
 }

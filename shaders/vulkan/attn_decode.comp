@@ -21,7 +21,10 @@
 // (consecutive invocations read consecutive V columns). With PRELOAD (FLAGS
 // bit 1), an invocation's first VB V rows are loaded before the scores: they
 // do not depend on them, so the block's K and V loads wait on memory
-// together.
+// together. With KPRE (FLAGS bit 2, D a multiple of 4), a scoring
+// invocation's K row is loaded into registers before the barrier that
+// makes Q (the first block) or the previous block's state visible, so the
+// first block's Q, K and V loads are one round.
 #include "kv_common.glsl"
 
 layout(local_size_x_id = 0) in;
@@ -31,7 +34,7 @@ layout(constant_id = 2) const uint CH = 64;      // keys per block (<= WG)
 layout(constant_id = 3) const uint D = 64;
 layout(constant_id = 4) const uint DV = 64;
 layout(constant_id = 5) const uint DTS = 0x41041u; // Q | K << 6 | V << 12 | mask << 18
-layout(constant_id = 6) const uint FLAGS = 0;    // bit 0: kv_layout 1; bit 1: PRELOAD
+layout(constant_id = 6) const uint FLAGS = 0;    // bit 0: kv_layout 1; bit 1: PRELOAD; bit 2: KPRE
 layout(constant_id = 7) const uint ODT = 1;      // the output's dtype (the fold writes it)
 layout(constant_id = 8) const bool FOLD = false; // merge the chunks here; else attn_combine.comp does
 layout(constant_id = 9) const uint VB = 8;       // V rows whose loads one invocation has in flight
@@ -44,6 +47,7 @@ const uint PPT = (NPAIR + WG - 1u) / WG;
 // NPAIR groups of invocations take every KL-th key (the host's
 // decode_shared() counts sO's size the same way).
 const uint KL = NPAIR >= WG ? 1u : WG / NPAIR;
+const bool KPRE = (FLAGS & 4u) != 0u && D % 4u == 0u;
 const uint MAXSPLIT = 64u; // chunks the fold merges at most (vk_attention.c's FOLD_MAX_SPLITS)
 
 VKL_TENSOR_IN(Qb, 0)
@@ -118,6 +122,14 @@ uint merge_out(uint r) { return g_obase[r]; }
         }                                                                                           \
     }
 
+// this invocation's K row of the block at j0 (key j0 + tid) into kr, decoded
+#define LOAD_K(j0)                                                                  \
+    if (KPRE && tid < CH && (j0) + tid < c1) {                                      \
+        const uint krow = vkl_kv_row(layout1, pc.B, pc.Hkv, pc.T, b, g, (j0) + tid); \
+        const float kscale = Kb_scale(KDT, krow, D);                                \
+        for (uint e = 0u; e < D / 4u; e++) kr[e] = Kb_value4(KDT, krow, D, 4u * e, kscale); \
+    }
+
 void main() {
     const uint tid = gl_LocalInvocationID.x;
     const uint lane = KL > 1u ? tid / NPAIR : 0u, pair = KL > 1u ? tid % NPAIR : tid;
@@ -130,6 +142,9 @@ void main() {
 #else
     const float scale = uintBitsToFloat(pc.scale_lo);
 #endif
+    const uint c0 = pc.lo + c * pc.kps, c1 = min(pc.hi, c0 + pc.kps);
+    REAL4 kr[(D + 3u) / 4u]; // read only with KPRE (a KPRE-sized array trips glslc -O)
+    LOAD_K(c0);
     for (uint idx = tid; idx < R * D; idx += WG) {
         uint rr = r0 + idx / D, d = idx % D, h = g * G + rr / pc.S, i = rr % pc.S;
         sQ[idx] = rr < pc.rows ? VKL_REAL_AT(Qb, QDT, ((b * pc.Hq + h) * pc.S + i) * D + d) * scale : REAL(0);
@@ -139,11 +154,11 @@ void main() {
         sL[r] = REAL(0);
         sSeen[r] = 0u;
     }
-    const uint c0 = pc.lo + c * pc.kps, c1 = min(pc.hi, c0 + pc.kps);
     REAL o[R * 2u * PPT];
     for (uint k = 0u; k < R * 2u * PPT; k++) o[k] = REAL(0);
 
     for (uint j0 = c0; j0 < c1; j0 += CH) {
+        if (j0 != c0) LOAD_K(j0);
         barrier(); // sQ and the row state are visible; the previous block's readers are done
         const uint n = min(CH, c1 - j0);
         REAL2 v[VB * PPT];
@@ -158,7 +173,7 @@ void main() {
                 float ks = Kb_scale(KDT, row, D);
                 if (D % 4u == 0u) { // a word of four 1-byte codes per load
                     for (uint d = 0u; d < D; d += 4u) {
-                        REAL4 kv = Kb_value4(KDT, row, D, d, ks);
+                        REAL4 kv = KPRE ? kr[d / 4u] : Kb_value4(KDT, row, D, d, ks);
                         for (uint r = 0u; r < R; r++)
                             acc[r] += dot(REAL4(sQ[r * D + d], sQ[r * D + d + 1u], sQ[r * D + d + 2u], sQ[r * D + d + 3u]), kv);
                     }

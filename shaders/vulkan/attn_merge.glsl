@@ -46,6 +46,22 @@ void merge_store2(uint r, uint e, REAL v0, REAL v1, bool two) {
 // invocations of the workgroup call it.
 void merge(uint nr, uint nsplit) {
     const uint tid = gl_LocalInvocationID.x;
+    const uint lane = MG_L > 1u ? tid / MG_RP : 0u, item = MG_L > 1u ? tid % MG_RP : tid;
+    // this invocation's first batch of columns, loaded beside (m, l) rather
+    // than after the weights: every chunk wrote its partials (zeros where it
+    // saw nothing), so they are loaded whatever the weight, which the sums
+    // below still test
+    REAL v0[2u * MG_CB];
+    {
+        const uint r = item / MG_NPAIR, col = 2u * (item % MG_NPAIR);
+        for (uint u = 0u; u < MG_CB; u++) {
+            const uint c = lane * MG_CB + u;
+            const bool use = r < nr && lane < MG_L && c < nsplit;
+            const uint at = use ? merge_part(r, c) : 0u;
+            v0[2u * u] = use ? part[at + 2u + col] : REAL(0);
+            v0[2u * u + 1u] = use && col + 1u < DV ? part[at + 3u + col] : REAL(0);
+        }
+    }
     // every chunk's (m, l) read at once, one invocation each (one invocation
     // reading them in a loop waited on memory once per chunk)
     for (uint idx = tid; idx < nr * nsplit; idx += WG) {
@@ -73,7 +89,6 @@ void merge(uint nr, uint nsplit) {
         sMinv[r] = any ? REAL(1) / L_ : REAL(0);
     }
     barrier();
-    const uint lane = MG_L > 1u ? tid / MG_RP : 0u, item = MG_L > 1u ? tid % MG_RP : tid;
     for (uint it = item; it < MG_RP; it += MG_L > 1u ? MG_RP : WG) {
         const uint r = it / MG_NPAIR, col = 2u * (it % MG_NPAIR), w0 = r * MG_MAXSPLIT;
         if (r >= nr) break;
@@ -82,7 +97,8 @@ void merge(uint nr, uint nsplit) {
         // columns loaded before any is added
         for (uint c0 = lane * MG_CB; lane < MG_L && c0 < nsplit; c0 += MG_L * MG_CB) {
             REAL v[2u * MG_CB];
-            for (uint u = 0u; u < MG_CB; u++) {
+            if (it == item && c0 == lane * MG_CB) v = v0;
+            else for (uint u = 0u; u < MG_CB; u++) {
                 const uint c = c0 + u;
                 // a chunk that saw nothing holds zeros; skip it all the same
                 const bool use = c < nsplit && sMw[w0 + c] != REAL(0);
