@@ -19,12 +19,11 @@
 // one: CH / NP + NP dependent shared-memory steps, not CH), weights by all,
 // then each invocation accumulates its column pairs of V for all R rows
 // (consecutive invocations read consecutive V columns). With PRELOAD (FLAGS
-// bit 1), an invocation's first VB V rows are loaded before the scores: they
-// do not depend on them, so the block's K and V loads wait on memory
-// together. With KPRE (FLAGS bit 2, D a multiple of 4), a scoring
-// invocation's K row is loaded into registers before the barrier that
-// makes Q (the first block) or the previous block's state visible, so the
-// first block's Q, K and V loads are one round.
+// bit 1), an invocation's first VB V rows are loaded before the barrier
+// ahead of the scores (for the first block before Q is read): they do not
+// depend on them. With KPRE (FLAGS bit 2, D a multiple of 4), so is a
+// scoring invocation's K row, into registers. With both, a block's Q (the
+// first), K and V loads wait on memory together.
 #include "kv_common.glsl"
 
 layout(local_size_x_id = 0) in;
@@ -105,13 +104,13 @@ uint merge_part(uint r, uint c) { return g_base + (c * pc.rows + r) * (DV + 2u);
 uint merge_out(uint r) { return g_obase[r]; }
 #include "attn_merge.glsl"
 
-// V rows j1, j1 + KL, ... (VB of them, clamped to the block's n keys) into
-// v: this invocation's column pairs of each (a macro: GLSL takes no array
-// parameter sized by specialization constants)
-#define LOAD_V(j1)                                                                                  \
+// V rows j1, j1 + KL, ... (VB of them, clamped to the n keys of the block
+// at j0) into v: this invocation's column pairs of each (a macro: GLSL
+// takes no array parameter sized by specialization constants)
+#define LOAD_V(j0, n, j1)                                                                           \
     for (uint u = 0u; u < VB; u++) {                                                                \
         const uint jj = (j1) + u * KL;                                                              \
-        const uint row = vkl_kv_row(layout1, pc.B, pc.Hkv, pc.T, b, g, j0 + min(jj, n - 1u));       \
+        const uint row = vkl_kv_row(layout1, pc.B, pc.Hkv, pc.T, b, g, (j0) + min(jj, (n) - 1u));   \
         const float vs = Vb_scale(VDT, row, DV);                                                    \
         for (uint k = 0u; k < PPT; k++) {                                                           \
             const uint col = 2u * (pair + k * WG);                                                  \
@@ -144,7 +143,10 @@ void main() {
 #endif
     const uint c0 = pc.lo + c * pc.kps, c1 = min(pc.hi, c0 + pc.kps);
     REAL4 kr[(D + 3u) / 4u]; // read only with KPRE (a KPRE-sized array trips glslc -O)
+    REAL2 v[VB * PPT];
+    // the first block's K and V loads, issued before Q's
     LOAD_K(c0);
+    if (preload && lane < KL && c0 < c1) LOAD_V(c0, min(CH, c1 - c0), lane);
     for (uint idx = tid; idx < R * D; idx += WG) {
         uint rr = r0 + idx / D, d = idx % D, h = g * G + rr / pc.S, i = rr % pc.S;
         sQ[idx] = rr < pc.rows ? VKL_REAL_AT(Qb, QDT, ((b * pc.Hq + h) * pc.S + i) * D + d) * scale : REAL(0);
@@ -158,11 +160,12 @@ void main() {
     for (uint k = 0u; k < R * 2u * PPT; k++) o[k] = REAL(0);
 
     for (uint j0 = c0; j0 < c1; j0 += CH) {
-        if (j0 != c0) LOAD_K(j0);
-        barrier(); // sQ and the row state are visible; the previous block's readers are done
         const uint n = min(CH, c1 - j0);
-        REAL2 v[VB * PPT];
-        if (preload && lane < KL) LOAD_V(lane);
+        if (j0 != c0) { // this block's loads before the barrier (the previous block is done with v)
+            LOAD_K(j0);
+            if (preload && lane < KL) LOAD_V(j0, n, lane);
+        }
+        barrier(); // sQ and the row state are visible; the previous block's readers are done
         // scores: key j0 + tid for every row
         if (tid < CH) {
             uint j = j0 + tid;
@@ -250,7 +253,7 @@ void main() {
         // rather than once per key (the first VB already, with PRELOAD).
         if (lane < KL)
             for (uint j1 = lane; j1 < n; j1 += KL * VB) {
-                if (!preload || j1 != lane) LOAD_V(j1);
+                if (!preload || j1 != lane) LOAD_V(j0, n, j1);
                 for (uint u = 0u; u < VB; u++) {
                     const uint jj = j1 + u * KL;
                     if (jj >= n) break;
