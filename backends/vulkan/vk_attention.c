@@ -9,8 +9,9 @@
  *     over workgroups, each attending the query rows of one KV head (GQA:
  *     K and V read once for the group, up to DECODE_MAX_R rows at a time),
  *     partial (max, sum, output) to the executable's scratch buffer, then a
- *     small dispatch merges the chunks (or, attn_fold, the chunks' last
- *     workgroup). Where only integer-dot matvecs read the output (vk_fuse.c's
+ *     small dispatch merges the chunks (or the chunks' last workgroup:
+ *     attn_fold for attn_decode_sg.comp, attn_wg_fold for attn_decode.comp,
+ *     on by default where few chunks). Where only integer-dot matvecs read the output (vk_fuse.c's
  *     ATTN_CODES: the o_proj), the merge writes their int8 codes in its
  *     place (vkl_vk_record_attention_codes).
  *
