@@ -50,7 +50,7 @@ endif()
 # quant_act_int8 (the _dot matvecs' activations as int8 codes) is built for
 # the 4-bit formats' steps of 32 and, as _bytes, for int8's steps of 16; so
 # are norm's _codes builds (an RMSNorm writing those codes: vk_fuse.c) and
-# the decode attention's merge's (attn_combine, attn_decode_sg's fold:
+# the decode attention's merge's (attn_combine, attn_decode's and attn_decode_sg's folds:
 # the Attention writing o_proj's codes).
 # The _v4 builds of gather_rows, copy_view, concat and split move 16 bytes
 # an invocation (uvec4s) where rows and pieces allow.
@@ -100,6 +100,8 @@ set(VKL_SHADER_VARIANTS
   "attn_combine:f64:VKL_F64=1"
   "attn_combine:codes:VKL_QA_CODES=1"
   "attn_combine:codes_bytes:VKL_QA_CODES=1,VKL_QA_BYTES=1"
+  "attn_decode:codes:VKL_QA_CODES=1"
+  "attn_decode:codes_bytes:VKL_QA_CODES=1,VKL_QA_BYTES=1"
   "attn_decode_sg:codes:VKL_QA_CODES=1"
   "attn_decode_sg:codes_bytes:VKL_QA_CODES=1,VKL_QA_BYTES=1"
   "rope:f64:VKL_F64=1"

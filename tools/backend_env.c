@@ -209,6 +209,13 @@ static vkl_status env_vulkan(vkl_context *ctx, vkl_vulkan_options *o) {
     if (!st) st = env_uint(ctx, "VKL_VK_ATTN_TARGET", 1, 1u << 16, &o->attention_target);
     if (!st) st = env_flag(ctx, "VKL_VK_ATTN_FOLD", &o->attention_fold);
     if (!st) st = env_uint(ctx, "VKL_VK_ATTN_SG_FROM", 1, 1u << 30, &o->attention_sg_from);
+    if (!st) st = env_flag(ctx, "VKL_VK_ATTN_WG_FOLD", &o->attention_wg_fold);
+    if (!st) st = env_uint(ctx, "VKL_VK_ATTN_WG_VB", 1, 1u << 16, &o->attention_wg_vb);
+    if (!st) st = env_uint(ctx, "VKL_VK_ATTN_WG_PARTS", 1, 1u << 16, &o->attention_wg_parts);
+    if (!st) st = env_uint(ctx, "VKL_VK_ATTN_WG_SIZE", 1, 1u << 16, &o->attention_wg_size);
+    uint32_t preload = 0;
+    if (!st && env("VKL_VK_ATTN_WG_PRELOAD") && !(st = env_uint(ctx, "VKL_VK_ATTN_WG_PRELOAD", 0, 3, &preload)))
+        o->attention_wg_preload = (int)preload;
     if (!st) st = env_uint(ctx, "VKL_VK_ATTN_ROWS", 1, 1u << 16, &o->attention_rows);
     if (!st) st = env_uint(ctx, "VKL_VK_ATTN_KEYS", 1, 1u << 16, &o->attention_keys);
     if (!st) st = env_bytes(ctx, "VKL_VK_MAX_BINDING_BYTES", &o->max_binding_bytes);

@@ -25,7 +25,8 @@ typedef struct vkl_env_options {
  * VKL_VK_VALIDATION, VKL_VK_DEVICE, VKL_VK_PRIORITY, VKL_VK_MATH, VKL_VK_MATVEC (default, float, dot),
  * VKL_VK_PIPELINE_CACHE_DIR, VKL_VK_PIPELINE_CACHE (a file), VKL_VK_NO_SUBGROUP_OPS, VKL_VK_NO_F64, the
  * matvec tuning (VKL_VK_QMV_WG, _ROWS, _STAGE, _UNROLL, _TEAM, VKL_VK_E0M4_F32,
- * VKL_VK_F16_CENTER, VKL_VK_DOT_RESIDUAL), attention (VKL_VK_ATTN, _SPLITS, _TARGET, and
+ * VKL_VK_F16_CENTER, VKL_VK_DOT_RESIDUAL), attention (VKL_VK_ATTN, _SPLITS, _TARGET, _FOLD, _SG_FROM,
+ * the workgroup decode kernel's _WG_FOLD, _WG_VB, _WG_PARTS, _WG_PRELOAD, _WG_SIZE, and
  * VKL_VK_ATTN_PREFILL: auto, coopmat, scalar, emulated) and the
  * limits' testing knobs (VKL_VK_MAX_BINDING_BYTES, VKL_VK_MEMORY_BUDGET); for the
  * cpu backend VKL_CPU_DISABLE (comma list: avx2, dotprod, i8mm -> disable_isa; balance ->

@@ -9,8 +9,9 @@
  *     over workgroups, each attending the query rows of one KV head (GQA:
  *     K and V read once for the group, up to DECODE_MAX_R rows at a time),
  *     partial (max, sum, output) to the executable's scratch buffer, then a
- *     small dispatch merges the chunks (or, attn_fold, the chunks' last
- *     workgroup). Where only integer-dot matvecs read the output (vk_fuse.c's
+ *     small dispatch merges the chunks (or the chunks' last workgroup:
+ *     attn_fold for attn_decode_sg.comp, attn_wg_fold for attn_decode.comp,
+ *     on by default where few chunks). Where only integer-dot matvecs read the output (vk_fuse.c's
  *     ATTN_CODES: the o_proj), the merge writes their int8 codes in its
  *     place (vkl_vk_record_attention_codes).
  *
@@ -31,13 +32,16 @@
 #include "vk_internal.h"
 
 #define ATTN_WG 64
-#define DECODE_WG 128   /* attn_decode.comp's invocations: at Dv <= 128, two or more key lanes for V */
+#define DECODE_WG 128   /* attn_decode.comp's invocations by default: at Dv <= 128, two or more key lanes for V */
 #define DECODE_MAX_S 4  /* query rows per head that decode (split-K) rather than prefill */
 #define DECODE_MAX_R 16 /* rows one decode workgroup holds (of the Hq / Hkv * S of a KV head) */
 #define DECODE_CH 64    /* keys per block in attn_decode.comp: one per invocation */
 #define VENDOR_NVIDIA 0x10DEu /* PCI vendor id, VkPhysicalDeviceProperties::vendorID */
 #define MAX_SPLITS 256  /* attn_combine.comp's and attn_decode_sg.comp's MAXSPLIT */
 #define COMBINE_WG 256  /* attn_combine.comp's invocations: Dv = 128 gives 4 chunk lanes */
+#define FOLD_MAX_SPLITS 64 /* attn_decode.comp's MAXSPLIT: the most chunks its fold merges */
+#define FOLD_CB 16      /* attn_decode.comp's MG_CB: chunks its fold loads in one round */
+#define WG_VB_REGS 32   /* attn_decode.comp's V registers (VB * PPT pairs) the default VB stays within */
 /* attn_decode_sg.comp's counters: the scratch buffer's first bytes
  * (vk_internal.h); every decode node's partials lie past them, in its own
  * scratch range (vk_scratch.c). */
@@ -283,11 +287,18 @@ static bool record_prefill_cm(const vkl_vk_node *nd, const attn *a, vkl_vk_dispa
     return true;
 }
 
-static size_t decode_shared(const attn *a, int64_t rows) {
-    /* attn_decode.comp's key lanes of the V sum: sO holds lanes 1.. KL-1's */
-    const int64_t pairs = (a->DV + 1) / 2, lanes = pairs >= DECODE_WG ? 1 : DECODE_WG / pairs;
-    return a->es * (size_t)(rows * a->D + rows * DECODE_CH + 4 * rows + 2 * (lanes - 1) * rows * pairs) +
-           4 * (size_t)rows;
+/* attn_decode.comp's shared memory at `rows` rows a workgroup, with or
+ * without its fold (which merges all of them at once): sQ, sS, the row
+ * state, sO (the key lanes 1.. KL-1 of the V sum), sPart (at most 64 strips
+ * a row), sSeen and sLast; then attn_merge.glsl's arrays: the chunks'
+ * weights and sums, the chunk lanes' sums (at most 2 * WG) and the codes
+ * builds' rows. */
+static size_t decode_shared(const attn *a, uint32_t wg, int64_t rows, bool fold) {
+    const int64_t pairs = (a->DV + 1) / 2, lanes = pairs >= wg ? 1 : wg / pairs;
+    const int64_t fold_rows = fold ? rows : 1, splits = fold ? FOLD_MAX_SPLITS : 1;
+    return a->es * (size_t)(rows * a->D + rows * DECODE_CH + 4 * rows + 2 * (lanes - 1) * rows * pairs + rows * 64 +
+                            2 * fold_rows * splits + fold_rows + 2 * (int64_t)wg) +
+           4 * (size_t)(rows + 1 + fold_rows * a->DV);
 }
 
 /* Rows one decode workgroup takes: all G * S of its KV head, at most DECODE_MAX_R. */
@@ -296,12 +307,22 @@ static int64_t decode_block(const attn *a) {
     return rows < DECODE_MAX_R ? rows : DECODE_MAX_R;
 }
 
+/* attn_decode.comp's invocations: attn_wg_size (options.attention_wg_size),
+ * halved (to DECODE_CH, one key each) while its key lanes' sums do not fit
+ * in shared memory. */
+static uint32_t decode_wg(const vkl_backend_device *dev, const attn *a, int64_t rows) {
+    uint32_t wg = dev->attn_wg_size;
+    while (wg > DECODE_CH && decode_shared(a, wg, rows, false) > dev->props.limits.maxComputeSharedMemorySize) wg /= 2;
+    return wg;
+}
+
 /* Whether split-K decoding can take this node: a non-empty key range,
  * shared memory for a block of queries and its scores, the dispatch. */
 static bool decode_fits(const vkl_vk_node *nd, const attn *a) {
     const int64_t rb = decode_block(a), rows = a->Hkv ? a->Hq / a->Hkv * a->S : 0;
     const VkPhysicalDeviceLimits *lim = &nd->dev->props.limits;
-    return rb >= 1 && a->hi > a->lo && decode_shared(a, rb) <= lim->maxComputeSharedMemorySize &&
+    return rb >= 1 && a->hi > a->lo &&
+           decode_shared(a, decode_wg(nd->dev, a, rb), rb, false) <= lim->maxComputeSharedMemorySize &&
            a->Hkv * ((rows + rb - 1) / rb) <= lim->maxComputeWorkGroupCount[1] &&
            rows <= lim->maxComputeWorkGroupCount[0]; /* the combine: a workgroup per row */
 }
@@ -364,8 +385,15 @@ static vkl_status record_decode(const vkl_vk_node *nd, const attn *a, const code
         return vkl_vk_node_unsupported(nd, "the split-K partials (%zu bytes) exceed a storage buffer", scratch);
     const VkDeviceSize own = vkl_vk_scratch_own(nd); /* the partials: this node's own scratch */
 
+    /* attn_decode.comp's fold: where the chunks are few enough, the
+     * counters and its shared memory fit */
+    const uint32_t wg = decode_wg(dev, a, rb);
+    const bool wg_fold = !sg_wg && n <= (int64_t)dev->attn_wg_fold &&
+                         a->B * a->Hkv * nrb <= COUNTER_BYTES / 4 &&
+                         decode_shared(a, wg, rb, true) <= dev->props.limits.maxComputeSharedMemorySize;
+    const bool folds = sg_wg ? dev->attn_fold != 0 : wg_fold;
     /* the codes: written by the fold where it merges, else by the combine */
-    const bool fold_codes = codes && sg_wg && dev->attn_fold;
+    const bool fold_codes = codes && folds;
     if (sg_wg) {
         d->shader = !fold_codes ? "attn_decode_sg" : codes->chunk == 16 ? "attn_decode_sg_codes_bytes"
                                                                         : "attn_decode_sg_codes";
@@ -376,19 +404,30 @@ static vkl_status record_decode(const vkl_vk_node *nd, const attn *a, const code
         d->n_spec = (uint32_t)(sizeof(spec) / sizeof(spec[0])) - (fold_codes ? 0 : 1);
         memcpy(d->spec, spec, sizeof(spec));
     } else {
-        d->shader = a->f64 ? "attn_decode_f64" : "attn_decode";
-        const uint32_t spec[] = {DECODE_WG, (uint32_t)rb, DECODE_CH, (uint32_t)a->D, (uint32_t)a->DV, a->dts,
-                                 a->layout1 ? 1u : 0u};
-        d->n_spec = (uint32_t)(sizeof(spec) / sizeof(spec[0]));
+        d->shader = !fold_codes ? (a->f64 ? "attn_decode_f64" : "attn_decode")
+                    : codes->chunk == 16 ? "attn_decode_codes_bytes" : "attn_decode_codes";
+        /* V rows in flight: by default all of a key lane's rows of a block
+         * (one round of loads), within WG_VB_REGS pairs of registers */
+        const uint32_t pairs = (uint32_t)(a->DV + 1) / 2, kl = pairs >= wg ? 1 : wg / pairs,
+                       ppt = (pairs + wg - 1) / wg;
+        uint32_t vb = dev->attn_wg_vb ? dev->attn_wg_vb : (DECODE_CH + kl - 1) / kl;
+        while (!dev->attn_wg_vb && vb > 1 && vb * ppt > WG_VB_REGS) vb /= 2;
+        /* loads issued early: V (bit 1), K (bit 2; D / 4 vec4 registers, so to D 128) */
+        const uint32_t flags = (a->layout1 ? 1u : 0u) | (dev->attn_wg_preload & 1u ? 2u : 0u) |
+                               (dev->attn_wg_preload & 2u && a->D % 4 == 0 && a->D <= 128 ? 4u : 0u);
+        const uint32_t spec[] = {wg,     (uint32_t)rb, DECODE_CH,             (uint32_t)a->D,    (uint32_t)a->DV,
+                                 a->dts, flags,        (uint32_t)a->o->dtype, wg_fold ? 1u : 0u, vb,
+                                 dev->attn_wg_parts, dev->qmv_dot_residual};
+        _Static_assert(sizeof(spec) <= sizeof(d->spec), "VKL_VK_MAX_SPEC is too small for attn_decode");
+        d->n_spec = (uint32_t)(sizeof(spec) / sizeof(spec[0])) - (fold_codes ? 0 : 1);
         memcpy(d->spec, spec, sizeof(spec));
     }
     bind_qkvm(a, d);
     d->bind[4] = vkl_vk_scratch(own, scratch);
-    if (sg_wg) { /* bound with or without the fold: the shader declares them */
-        d->bind[5] = vkl_vk_scratch(0, COUNTER_BYTES);
-        d->bind[6] = fold_codes ? codes->at : a->o->at;
-        d->n_bind = 7;
-    }
+    /* bound with or without a fold: the shaders declare them */
+    d->bind[5] = vkl_vk_scratch(0, COUNTER_BYTES);
+    d->bind[6] = fold_codes ? codes->at : a->o->at;
+    d->n_bind = 7;
     uint32_t np = push_common(a, d->push);
     d->push[np++] = (uint32_t)a->lo;
     d->push[np++] = (uint32_t)a->hi;
@@ -406,7 +445,7 @@ static vkl_status record_decode(const vkl_vk_node *nd, const attn *a, const code
     d->groups[1] = (uint32_t)(a->Hkv * nrb);
     d->groups[2] = (uint32_t)a->B;
     *count = 1;
-    if (sg_wg && dev->attn_fold) return VKL_OK; /* the chunks' last workgroups merge them */
+    if (folds) return VKL_OK; /* the chunks' last workgroups merge them */
 
     vkl_vk_dispatch *c = d + 1;
     c->shader = codes ? (codes->chunk == 16 ? "attn_combine_codes_bytes" : "attn_combine_codes")
@@ -580,5 +619,28 @@ vkl_status vkl_vk_attention_tuning(vkl_backend_device *dev, const vkl_vulkan_opt
     dev->attn_sg_from = o->attention_sg_from ? o->attention_sg_from
                         : dev->props.vendorID == VENDOR_NVIDIA ? 3072u : 1u;
     if (o->attention_target) dev->attn_target = o->attention_target;
+    /* attn_decode.comp's latency knobs (docs/vulkan.md, "Decode attention
+     * latency"). By default its fold runs where the merge loads every chunk
+     * in one round (FOLD_CB), which saves a dispatch and the barrier before
+     * it by construction; from there to FOLD_MAX_SPLITS only when asked. */
+    const uint32_t vb = o->attention_wg_vb, parts = o->attention_wg_parts;
+    if (vb > DECODE_CH)
+        return vkl_fail(dev->ctx, VKL_ERR_INVALID_ARGUMENT, "vulkan: option attention_wg_vb = %u: want 0..%u", vb,
+                        DECODE_CH);
+    if (parts > DECODE_CH || (parts & (parts - 1)))
+        return vkl_fail(dev->ctx, VKL_ERR_INVALID_ARGUMENT, "vulkan: option attention_wg_parts = %u: want 0 or a "
+                        "power of two 1..%u", parts, DECODE_CH);
+    dev->attn_wg_fold = o->attention_wg_fold == 0 ? 0u : o->attention_wg_fold > 0 ? FOLD_MAX_SPLITS : FOLD_CB;
+    dev->attn_wg_vb = vb;
+    const uint32_t size = o->attention_wg_size, lim = dev->props.limits.maxComputeWorkGroupInvocations;
+    if (size && (size < DECODE_CH || (size & (size - 1)) || size > lim || size > dev->props.limits.maxComputeWorkGroupSize[0]))
+        return vkl_fail(dev->ctx, VKL_ERR_INVALID_ARGUMENT, "vulkan: option attention_wg_size = %u: want 0 or a power "
+                        "of two from %u that the device allows (%u)", size, DECODE_CH, lim);
+    dev->attn_wg_size = size ? size : DECODE_WG;
+    dev->attn_wg_parts = parts ? parts : 8;
+    if (o->attention_wg_preload > 3)
+        return vkl_fail(dev->ctx, VKL_ERR_INVALID_ARGUMENT, "vulkan: option attention_wg_preload = %d: want -1 or a "
+                        "mask 0..3 (1: V, 2: K)", o->attention_wg_preload);
+    dev->attn_wg_preload = o->attention_wg_preload < 0 ? 3u : (uint32_t)o->attention_wg_preload;
     return VKL_OK;
 }

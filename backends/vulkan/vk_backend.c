@@ -469,12 +469,13 @@ static vkl_status scratch_bind(vkl_backend_device *dev, vkl_backend_exec *e, pla
     if (!need) return VKL_OK;
     vkl_status st = vkl_vk_buffer_alloc(dev, VKL_BUFFER_DEVICE, (size_t)need, &e->scratch);
     /* zeroed once where counters are used: the decode attention merging
-     * its own chunks (attn_fold: attn_decode_sg.comp, vk_attention.c) and
+     * its own chunks (attn_fold: attn_decode_sg.comp; attn_wg_fold:
+     * attn_decode.comp; vk_attention.c) and
      * the gate/up matvecs writing their readers' codes (the _glu_codes
      * builds) count into them from 0; nothing else reads scratch before
      * writing it */
     VkCommandBuffer cmd;
-    if (!st && (dev->attn_fold || e->n_glu_codes) && !(st = vkl_vk_once_begin(dev, &cmd))) {
+    if (!st && (dev->attn_fold || dev->attn_wg_fold || e->n_glu_codes) && !(st = vkl_vk_once_begin(dev, &cmd))) {
         dev->vk.vkCmdFillBuffer(cmd, e->scratch.buf, 0, VK_WHOLE_SIZE, 0);
         st = vkl_vk_once_end(dev);
     }

@@ -257,6 +257,11 @@ struct vkl_backend_device {
     uint32_t attn_kernel, attn_splits, attn_target;
     uint32_t attn_fold;             /* 1: attn_decode_sg merges its chunks (options.attention_fold) */
     uint32_t attn_sg_from;          /* auto: keys from which attn_decode_sg runs (options.attention_sg_from) */
+    /* attn_decode.comp: the most chunks its last workgroup merges (0: never),
+     * V rows loaded at once (0: a block's in one round), strips of the max
+     * and sum, V loads before the scores (options.attention_wg_*) */
+    uint32_t attn_wg_fold, attn_wg_vb, attn_wg_parts, attn_wg_preload;
+    uint32_t attn_wg_size;          /* its invocations (options.attention_wg_size) */
     uint32_t attn_rows, attn_keys; /* prefill attention's largest tile: query rows, keys */
     /* prefill attention on the matrix units (attn_prefill_cm.comp): attn_cm
      * 0 off, 1 its cooperative-matrix build, 2 its emulated build (tests);

@@ -13,5 +13,7 @@ void vkl_vulkan_options_init(vkl_vulkan_options *o) {
     o->matvec_e0m4_f32 = -1;
     o->matvec_f16_center = -1;
     o->attention_fold = -1;
+    o->attention_wg_fold = -1;
+    o->attention_wg_preload = -1;
     o->matvec_dot_residual = -1;
 }

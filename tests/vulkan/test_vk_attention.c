@@ -176,15 +176,22 @@ static const attn_case attn_cases[] = {
 /* knob settings the attention cases run under (read at open): VKL_VK_ATTN,
  * VKL_VK_ATTN_SPLITS, VKL_VK_ATTN_PREFILL, VKL_VK_ATTN_SG_FROM (auto's
  * choice of decode kernel by key count: 1 the subgroup kernel wherever it
- * runs, 1000000 the workgroup one at every length here) */
+ * runs, 1000000 the workgroup one at every length here), and the workgroup
+ * decode kernel's latency knobs as "FOLD/PRELOAD/VB/PARTS"
+ * (VKL_VK_ATTN_WG_*; "" leaves them unset: by default it folds up to 16
+ * chunks, which the settings above reach): its fold to 64 chunks, its old
+ * path (no fold, loads where used, 8 V rows at once, serial max and sum),
+ * and odd values (K loads early, V late, 3 V rows, 64 strips). */
 typedef struct setting {
-    const char *kernel, *splits, *prefill, *sg_from;
+    const char *kernel, *splits, *prefill, *sg_from, *wg;
 } setting;
 
-static const setting settings[] = {{"", "", "", ""},         {"", "1", "", ""},           {"", "7", "", ""},
-                                   {"", "64", "", ""},       {"decode-wg", "", "", ""},   {"decode-wg", "7", "", ""},
-                                   {"prefill", "", "", ""},  {"prefill", "", "scalar", ""}, {"", "", "", "1"},
-                                   {"", "", "", "1000000"}};
+static const setting settings[] = {
+    {"", "", "", "", ""},          {"", "1", "", "", ""},          {"", "7", "", "", ""},
+    {"", "64", "", "", ""},        {"decode-wg", "", "", "", ""},  {"decode-wg", "7", "", "", ""},
+    {"prefill", "", "", "", ""},   {"prefill", "", "scalar", "", ""}, {"", "", "", "1", ""},
+    {"", "", "", "1000000", ""},   {"decode-wg", "64", "", "", "1///"}, {"decode-wg", "7", "", "", "0/0/8/1"},
+    {"decode-wg", "", "", "", "//3/64"}, {"decode-wg", "1", "", "", "/2//"}};
 
 static void set_env(const char *name, const char *v) {
     if (*v) setenv(name, v, 1);
@@ -196,6 +203,16 @@ static void set_knobs(const setting *s) {
     set_env("VKL_VK_ATTN_SPLITS", s->splits);
     set_env("VKL_VK_ATTN_PREFILL", s->prefill);
     set_env("VKL_VK_ATTN_SG_FROM", s->sg_from);
+    static const char *const wg[] = {"VKL_VK_ATTN_WG_FOLD", "VKL_VK_ATTN_WG_PRELOAD", "VKL_VK_ATTN_WG_VB",
+                                     "VKL_VK_ATTN_WG_PARTS"};
+    const char *p = s->wg;
+    for (size_t i = 0; i < VKL_ARRAY_LEN(wg); i++) {
+        char v[16] = {0};
+        const size_t n = strcspn(p, "/");
+        if (n < sizeof(v)) memcpy(v, p, n);
+        set_env(wg[i], v);
+        p += n + (p[n] == '/');
+    }
 }
 
 /* The error bound of case c under setting s on dev: BOUND (f32 arithmetic
@@ -253,13 +270,14 @@ static void test_attention(vkl_context *ctx, const vkl_backend_vtable *ref, vkl_
             if (dev) CHECK_OK(ctx, vkl_run_once_on(ctx, vk, dev, g, hin, &got));
             if (got.data) {
                 const double e = rel_l2(got.data, want.data, n), bound = bound_of(c, &settings[s], dev);
-                printf(" %s%s%s%s%s%s%s %.1e", settings[s].kernel, *settings[s].splits ? "splits=" : "",
+                printf(" %s%s%s%s%s%s%s%s%s %.1e", settings[s].kernel, *settings[s].splits ? "splits=" : "",
                        *settings[s].kernel || *settings[s].splits ? settings[s].splits : "auto",
                        *settings[s].prefill ? "/" : "", settings[s].prefill, *settings[s].sg_from ? "/sg_from=" : "",
-                       settings[s].sg_from, e);
+                       settings[s].sg_from, *settings[s].wg ? "/wg=" : "", settings[s].wg, e);
                 CHECKF(e <= bound, "%s, VKL_VK_ATTN='%s' VKL_VK_ATTN_SPLITS='%s' VKL_VK_ATTN_PREFILL='%s' "
-                       "VKL_VK_ATTN_SG_FROM='%s': relative L2 error %.3g > %g", c->what, settings[s].kernel,
-                       settings[s].splits, settings[s].prefill, settings[s].sg_from, e, bound);
+                       "VKL_VK_ATTN_SG_FROM='%s' VKL_VK_ATTN_WG_* (FOLD/PRELOAD/VB/PARTS)='%s': relative L2 error "
+                       "%.3g > %g", c->what, settings[s].kernel, settings[s].splits, settings[s].prefill,
+                       settings[s].sg_from, settings[s].wg, e, bound);
             }
             vkl_free(ctx, got.data);
             if (dev) vk->close(dev);
@@ -512,6 +530,7 @@ static void bench(vkl_context *ctx, const vkl_backend_vtable *vk, rng *r) {
     static const attn_case cases[] = {
         /* the 1B shape's heads (D 64) over the context lengths a chat
          * reaches: where the workgroup kernel overtakes the subgroup one */
+        {"decode T 64, f16 cache, D 64", 1, 32, 8, 1, 64, 64, VKL_DTYPE_F16, VKL_DTYPE_F16, 1, 0, 0},
         {"decode T 256, f16 cache, D 64", 1, 32, 8, 1, 256, 64, VKL_DTYPE_F16, VKL_DTYPE_F16, 1, 0, 0},
         {"decode T 640, f16 cache, D 64", 1, 32, 8, 1, 640, 64, VKL_DTYPE_F16, VKL_DTYPE_F16, 1, 0, 0},
         {"decode T 1024, f16 cache, D 64", 1, 32, 8, 1, 1024, 64, VKL_DTYPE_F16, VKL_DTYPE_F16, 1, 0, 0},
