@@ -209,7 +209,9 @@ static vkl_status env_vulkan(vkl_context *ctx, vkl_vulkan_options *o) {
     if (!st) st = env_uint(ctx, "VKL_VK_ATTN_TARGET", 1, 1u << 16, &o->attention_target);
     if (!st) st = env_flag(ctx, "VKL_VK_ATTN_FOLD", &o->attention_fold);
     if (!st) st = env_uint(ctx, "VKL_VK_ATTN_SG_FROM", 1, 1u << 30, &o->attention_sg_from);
-    if (!st) st = env_flag(ctx, "VKL_VK_ATTN_WG_FOLD", &o->attention_wg_fold);
+    uint32_t wg_fold = 0; /* 0, 1 (to 64 chunks) or 2 (to 16) */
+    if (!st && env("VKL_VK_ATTN_WG_FOLD") && !(st = env_uint(ctx, "VKL_VK_ATTN_WG_FOLD", 0, 2, &wg_fold)))
+        o->attention_wg_fold = (int)wg_fold;
     if (!st) st = env_uint(ctx, "VKL_VK_ATTN_WG_VB", 1, 1u << 16, &o->attention_wg_vb);
     if (!st) st = env_uint(ctx, "VKL_VK_ATTN_WG_PARTS", 1, 1u << 16, &o->attention_wg_parts);
     if (!st) st = env_uint(ctx, "VKL_VK_ATTN_WG_SIZE", 1, 1u << 16, &o->attention_wg_size);

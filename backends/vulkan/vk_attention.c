@@ -41,7 +41,6 @@
 #define COMBINE_WG 256  /* attn_combine.comp's invocations: Dv = 128 gives 4 chunk lanes */
 #define FOLD_MAX_SPLITS 64 /* attn_decode.comp's MAXSPLIT: the most chunks its fold merges */
 #define FOLD_CB 16      /* attn_decode.comp's MG_CB: chunks its fold loads in one round */
-#define WG_VB_REGS 32   /* attn_decode.comp's V registers (VB * PPT pairs) the default VB stays within */
 /* attn_decode_sg.comp's counters: the scratch buffer's first bytes
  * (vk_internal.h); every decode node's partials lie past them, in its own
  * scratch range (vk_scratch.c). */
@@ -406,12 +405,7 @@ static vkl_status record_decode(const vkl_vk_node *nd, const attn *a, const code
     } else {
         d->shader = !fold_codes ? (a->f64 ? "attn_decode_f64" : "attn_decode")
                     : codes->chunk == 16 ? "attn_decode_codes_bytes" : "attn_decode_codes";
-        /* V rows in flight: by default all of a key lane's rows of a block
-         * (one round of loads), within WG_VB_REGS pairs of registers */
-        const uint32_t pairs = (uint32_t)(a->DV + 1) / 2, kl = pairs >= wg ? 1 : wg / pairs,
-                       ppt = (pairs + wg - 1) / wg;
-        uint32_t vb = dev->attn_wg_vb ? dev->attn_wg_vb : (DECODE_CH + kl - 1) / kl;
-        while (!dev->attn_wg_vb && vb > 1 && vb * ppt > WG_VB_REGS) vb /= 2;
+        const uint32_t vb = dev->attn_wg_vb; /* V rows an invocation has in flight */
         /* loads issued early: V (bit 1), K (bit 2; D / 4 vec4 registers, so to D 128) */
         const uint32_t flags = (a->layout1 ? 1u : 0u) | (dev->attn_wg_preload & 1u ? 2u : 0u) |
                                (dev->attn_wg_preload & 2u && a->D % 4 == 0 && a->D <= 128 ? 4u : 0u);
@@ -620,9 +614,13 @@ vkl_status vkl_vk_attention_tuning(vkl_backend_device *dev, const vkl_vulkan_opt
                         : dev->props.vendorID == VENDOR_NVIDIA ? 3072u : 1u;
     if (o->attention_target) dev->attn_target = o->attention_target;
     /* attn_decode.comp's latency knobs (docs/vulkan.md, "Decode attention
-     * latency"). By default its fold runs where the merge loads every chunk
-     * in one round (FOLD_CB), which saves a dispatch and the barrier before
-     * it by construction; from there to FOLD_MAX_SPLITS only when asked. */
+     * latency"), defaults as an H100 measured them (test_vk_attention's
+     * bench and the 1B decode, 2026-11-26): the two-level row max / sum on
+     * (8 strips: D 128 at T 640 0.019 ms against 0.020 serial); the fold, the
+     * early K / V loads and a block's V rows in one round off (each slower
+     * there: the fold where a node has at most FOLD_CB chunks 0.023 against
+     * 0.019 ms at D 128, T 640; all three 0.025; 1B decode with the fold
+     * 763.8 tok/s against 797.4 without). */
     const uint32_t vb = o->attention_wg_vb, parts = o->attention_wg_parts;
     if (vb > DECODE_CH)
         return vkl_fail(dev->ctx, VKL_ERR_INVALID_ARGUMENT, "vulkan: option attention_wg_vb = %u: want 0..%u", vb,
@@ -630,8 +628,8 @@ vkl_status vkl_vk_attention_tuning(vkl_backend_device *dev, const vkl_vulkan_opt
     if (parts > DECODE_CH || (parts & (parts - 1)))
         return vkl_fail(dev->ctx, VKL_ERR_INVALID_ARGUMENT, "vulkan: option attention_wg_parts = %u: want 0 or a "
                         "power of two 1..%u", parts, DECODE_CH);
-    dev->attn_wg_fold = o->attention_wg_fold == 0 ? 0u : o->attention_wg_fold > 0 ? FOLD_MAX_SPLITS : FOLD_CB;
-    dev->attn_wg_vb = vb;
+    dev->attn_wg_fold = o->attention_wg_fold == 2 ? FOLD_CB : o->attention_wg_fold == 1 ? FOLD_MAX_SPLITS : 0u;
+    dev->attn_wg_vb = vb ? vb : 8;
     const uint32_t size = o->attention_wg_size, lim = dev->props.limits.maxComputeWorkGroupInvocations;
     if (size && (size < DECODE_CH || (size & (size - 1)) || size > lim || size > dev->props.limits.maxComputeWorkGroupSize[0]))
         return vkl_fail(dev->ctx, VKL_ERR_INVALID_ARGUMENT, "vulkan: option attention_wg_size = %u: want 0 or a power "
@@ -641,6 +639,9 @@ vkl_status vkl_vk_attention_tuning(vkl_backend_device *dev, const vkl_vulkan_opt
     if (o->attention_wg_preload > 3)
         return vkl_fail(dev->ctx, VKL_ERR_INVALID_ARGUMENT, "vulkan: option attention_wg_preload = %d: want -1 or a "
                         "mask 0..3 (1: V, 2: K)", o->attention_wg_preload);
-    dev->attn_wg_preload = o->attention_wg_preload < 0 ? 3u : (uint32_t)o->attention_wg_preload;
+    if (o->attention_wg_fold < -1 || o->attention_wg_fold > 2)
+        return vkl_fail(dev->ctx, VKL_ERR_INVALID_ARGUMENT, "vulkan: option attention_wg_fold = %d: want -1 .. 2",
+                        o->attention_wg_fold);
+    dev->attn_wg_preload = o->attention_wg_preload < 0 ? 0u : (uint32_t)o->attention_wg_preload;
     return VKL_OK;
 }

@@ -191,14 +191,14 @@ typedef struct vkl_vulkan_options {
                                     * chunks (no combine dispatch); 0: it never does */
     /* The workgroup decode kernel (attn_decode.comp; docs/vulkan.md, "Decode
      * attention latency"): */
-    int attention_wg_fold;         /* -1 (init): its chunks' last workgroup merges them where at most 16
-                                    * chunks (one round of loads); 1: up to 64 chunks; 0: a combine dispatch */
-    uint32_t attention_wg_vb;      /* V rows an invocation loads at once, 1..64 (0: a block's in one round) */
+    int attention_wg_fold;         /* -1 (init), 0: a combine dispatch; 1: its chunks' last workgroup merges
+                                    * them, up to 64 chunks; 2: where at most 16 (one round of loads) */
+    uint32_t attention_wg_vb;      /* V rows an invocation loads at once, 1..64 (0: 8) */
     uint32_t attention_wg_parts;   /* strips of a row's max and sum, a power of two 1..64 (0: 8; 1: serial) */
     uint32_t attention_wg_size;    /* invocations a workgroup, a power of two >= 64 (0: 128): more key lanes
                                     * for V, halved where their sums overflow shared memory */
     int attention_wg_preload;      /* loads issued before they are needed, a mask: 1 V (before the scores),
-                                    * 2 K (before the barrier ahead of them; D <= 128); -1 (init): both */
+                                    * 2 K (before the barrier ahead of them; D <= 128); -1 (init): none */
     uint32_t attention_rows;       /* prefill attention: query rows per workgroup, a power of two 1..64 */
     uint32_t attention_keys;       /* and keys per shared-memory tile, a power of two 4..128 */
     vkl_vulkan_attention_prefill attention_prefill;

@@ -178,10 +178,10 @@ static const attn_case attn_cases[] = {
  * choice of decode kernel by key count: 1 the subgroup kernel wherever it
  * runs, 1000000 the workgroup one at every length here), and the workgroup
  * decode kernel's latency knobs as "FOLD/PRELOAD/VB/PARTS"
- * (VKL_VK_ATTN_WG_*; "" leaves them unset: by default it folds up to 16
- * chunks, which the settings above reach): its fold to 64 chunks, its old
- * path (no fold, loads where used, 8 V rows at once, serial max and sum),
- * and odd values (K loads early, V late, 3 V rows, 64 strips). */
+ * (VKL_VK_ATTN_WG_*; "" leaves them unset: no fold, loads where used, 8 V
+ * rows at once, max and sum in 8 strips): its fold to 64 chunks, to 16 with
+ * both early loads and 16 V rows at once, the serial max and sum, and odd
+ * values (K loads early, V late, 3 V rows, 64 strips). */
 typedef struct setting {
     const char *kernel, *splits, *prefill, *sg_from, *wg;
 } setting;
@@ -191,7 +191,7 @@ static const setting settings[] = {
     {"", "64", "", "", ""},        {"decode-wg", "", "", "", ""},  {"decode-wg", "7", "", "", ""},
     {"prefill", "", "", "", ""},   {"prefill", "", "scalar", "", ""}, {"", "", "", "1", ""},
     {"", "", "", "1000000", ""},   {"decode-wg", "64", "", "", "1///"}, {"decode-wg", "7", "", "", "0/0/8/1"},
-    {"decode-wg", "", "", "", "//3/64"}, {"decode-wg", "1", "", "", "/2//"}};
+    {"decode-wg", "", "", "", "//3/64"}, {"decode-wg", "1", "", "", "/2//"}, {"decode-wg", "", "", "", "2/3/16/"}};
 
 static void set_env(const char *name, const char *v) {
     if (*v) setenv(name, v, 1);

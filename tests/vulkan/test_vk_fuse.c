@@ -816,11 +816,12 @@ static vkl_graph *attn_graph(vkl_context *ctx, rng *r, attn_case ac, const fmt *
 }
 
 /* The decode kernels the fusion meets: the workgroup kernel and the
- * subgroup one (where the device runs it) with the combine dispatch, and
- * the subgroup one merging its own chunks (VKL_VK_ATTN_FOLD). */
+ * subgroup one (where the device runs it), each with the combine dispatch
+ * and merging its own chunks (fold: VKL_VK_ATTN_WG_FOLD and
+ * VKL_VK_ATTN_FOLD, the one its kernel reads). */
 static const struct {
     const char *attn, *fold;
-} attn_kernels[3] = {{"decode-wg", "0"}, {"decode", "0"}, {"decode", "1"}};
+} attn_kernels[4] = {{"decode-wg", "0"}, {"decode-wg", "1"}, {"decode", "0"}, {"decode", "1"}};
 
 /* With the integer-dot matvecs, each kernel: fused (the Attention writing
  * the codes where the case and Dv allow: the step divides Dv) and with
@@ -855,6 +856,7 @@ static void test_attn_codes(vkl_context *ctx, rng *r, attn_case ac, const fmt *f
     for (size_t ki = 0; ki < VKL_ARRAY_LEN(attn_kernels) && want[0].data; ki++) {
         setenv("VKL_VK_ATTN", attn_kernels[ki].attn, 1);
         setenv("VKL_VK_ATTN_FOLD", attn_kernels[ki].fold, 1);
+        setenv("VKL_VK_ATTN_WG_FOLD", attn_kernels[ki].fold, 1);
         float *outs[2][2] = {{NULL}};
         vkl_vk_exec_stats stats[2] = {{0}};
         bool ran = true;
@@ -890,6 +892,7 @@ static void test_attn_codes(vkl_context *ctx, rng *r, attn_case ac, const fmt *f
     unsetenv("VKL_VK_MATVEC");
     unsetenv("VKL_VK_ATTN");
     unsetenv("VKL_VK_ATTN_FOLD");
+    unsetenv("VKL_VK_ATTN_WG_FOLD");
     for (int i = 0; i < 2; i++) vkl_free(ctx, want[i].data);
     for (int i = 0; i < 3; i++) free(ins[i].data);
     vkl_graph_destroy(g);
@@ -1166,6 +1169,7 @@ static void test_attn_codes_model(vkl_context *ctx, const char *path, bool has_d
     for (size_t ki = 0; ki < VKL_ARRAY_LEN(attn_kernels); ki++) {
         setenv("VKL_VK_ATTN", attn_kernels[ki].attn, 1);
         setenv("VKL_VK_ATTN_FOLD", attn_kernels[ki].fold, 1);
+        setenv("VKL_VK_ATTN_WG_FOLD", attn_kernels[ki].fold, 1);
         decode_run a, b;
         bool same_logits, same_states;
         if (!decode_fused_and_not(ctx, path, &a, &b, &same_logits, &same_states)) break;
@@ -1182,6 +1186,7 @@ static void test_attn_codes_model(vkl_context *ctx, const char *path, bool has_d
     unsetenv("VKL_VK_MATVEC");
     unsetenv("VKL_VK_ATTN");
     unsetenv("VKL_VK_ATTN_FOLD");
+    unsetenv("VKL_VK_ATTN_WG_FOLD");
 }
 
 /* The fused executable (RoPE(K) + KvAppend(K) and what else of the layer
