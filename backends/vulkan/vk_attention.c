@@ -512,10 +512,7 @@ vkl_status vkl_vk_record_attention_codes(const vkl_vk_node *nd, vkl_vk_dispatch 
     if (!st && !codes_fit(nd, &a, t.cols, t.steps, t.chunk))
         st = vkl_vk_node_unsupported(nd, "its decode does not write codes of %u steps of %u", t.steps, t.chunk);
     /* before the node's own scratch (record_decode's partials), which must lie above the codes */
-    bool made = false;
-    if (!st) st = vkl_vk_codes_range(nd, f->extra, a.o->count / t.cols, t.steps, t.chunk, &t.at, &t.row_vec4s, &made);
-    /* the readers find the range this node made; one made earlier would be another node's */
-    if (!st && !made) st = vkl_vk_node_unsupported(nd, "the codes of its output were written before it ran");
+    if (!st) st = vkl_vk_codes_made_here(nd, f->extra, a.o->count / t.cols, t.steps, t.chunk, &t.at, &t.row_vec4s);
     return st ? st : record_decode(nd, &a, &t, out, count);
 }
 

@@ -586,6 +586,12 @@ bool vkl_vk_qmm_reads_codes(const vkl_vk_node *node, uint32_t *steps, uint32_t *
  * vkl_vk_scratch_shared's. */
 vkl_status vkl_vk_codes_range(const vkl_vk_node *node, uint32_t tensor, int64_t M, uint32_t steps, uint32_t chunk,
                               VkDescriptorBufferInfo *codes, uint64_t *row_vec4s, bool *made);
+/* The same range for a node that writes the codes of its own output (an
+ * RMSNorm, a gate/up matvec, an Attention: vk_fuse.c): unsupported unless
+ * this node is the first to ask for it, since its readers find the range
+ * made here and one made earlier would be another node's. */
+vkl_status vkl_vk_codes_made_here(const vkl_vk_node *node, uint32_t tensor, int64_t M, uint32_t steps,
+                                  uint32_t chunk, VkDescriptorBufferInfo *codes, uint64_t *row_vec4s);
 uint64_t vkl_vk_codes_row_vec4s(const vkl_backend_device *dev, uint32_t steps, uint32_t chunk);
 /* vk_norm.c: whether RMSNorm node writes its rows' codes in the fused build
  * (f32, the last axis, a one-row scale, nothing in pieces; rows of `cols`

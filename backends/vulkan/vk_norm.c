@@ -208,10 +208,7 @@ vkl_status vkl_vk_record_rms_codes(const vkl_vk_node *nd, vkl_vk_dispatch *out, 
     codes_target t = {.steps = nd->fusion->steps, .chunk = nd->fusion->chunk};
     int64_t rows = 1;
     for (uint32_t d = 0; d + 1 < X->rank; d++) rows *= X->dims[d];
-    bool made = false;
-    vkl_status st = vkl_vk_codes_range(nd, nd->out[0].id, rows, t.steps, t.chunk, &t.at, &t.row_vec4s, &made);
-    /* the readers find the range this node made; one made earlier would be another node's */
-    if (!st && !made) st = vkl_vk_node_unsupported(nd, "the codes of its output were written before it ran");
+    vkl_status st = vkl_vk_codes_made_here(nd, nd->out[0].id, rows, t.steps, t.chunk, &t.at, &t.row_vec4s);
     if (!st && t.at.range > nd->dev->bind_limit)
         st = vkl_vk_node_unsupported(nd, "the codes of its output (%llu bytes) are over the binding limit",
                                      (unsigned long long)t.at.range);

@@ -281,6 +281,14 @@ vkl_status vkl_vk_codes_range(const vkl_vk_node *nd, uint32_t tensor, int64_t M,
                                  (VkDeviceSize)M * *row_vec4s * 16, codes, made);
 }
 
+vkl_status vkl_vk_codes_made_here(const vkl_vk_node *nd, uint32_t tensor, int64_t M, uint32_t steps, uint32_t chunk,
+                                  VkDescriptorBufferInfo *codes, uint64_t *row_vec4s) {
+    bool made = false;
+    vkl_status st = vkl_vk_codes_range(nd, tensor, M, steps, chunk, codes, row_vec4s, &made);
+    if (!st && !made) st = vkl_vk_node_unsupported(nd, "the codes of its output were written before it ran");
+    return st;
+}
+
 bool vkl_vk_qmm_reads_codes(const vkl_vk_node *nd, uint32_t *steps, uint32_t *chunk) {
     qmm_shape s;
     qmm_path path;
@@ -512,10 +520,7 @@ vkl_status vkl_vk_record_qmm_glu(const vkl_vk_node *nd, vkl_vk_dispatch *out, ui
     const int64_t M = nd->out[0].count / ((int64_t)steps * chunk);
     VkDescriptorBufferInfo codes;
     uint64_t row_vec4s = 0;
-    bool made = false;
-    vkl_status st = vkl_vk_codes_range(nd, nd->out[0].id, M, steps, chunk, &codes, &row_vec4s, &made);
-    /* its readers find the range this node made; one made earlier would be another node's */
-    if (!st && !made) st = vkl_vk_node_unsupported(nd, "the codes of its output were made before it ran");
+    vkl_status st = vkl_vk_codes_made_here(nd, nd->out[0].id, M, steps, chunk, &codes, &row_vec4s);
     if (!st) st = record_fused(nd, 4, out, count);
     if (st) return st;
     vkl_vk_dispatch *d = &out[*count - 1];
