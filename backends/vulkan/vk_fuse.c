@@ -690,6 +690,26 @@ static void try_qkv(fuse_ctx *c, uint32_t k) {
  * that only later QuantMatMuls on the integer-dot matvec read, each once
  * and as A, all with codes of one shape: their steps per row and elements
  * per step, and y's row length (cols). */
+/* Whether node ri is a QuantMatMul on the integer-dot matvec reading t as
+ * A (its one use of t), with codes of *steps x *chunk where `first` is
+ * false (else it sets them), and A's row length into *cols. */
+static bool codes_reader(const fuse_ctx *c, uint32_t ri, uint32_t t, bool first, uint32_t *steps, uint32_t *chunk,
+                         int64_t *cols) {
+    const vkl_node *r = &c->g->nodes[ri];
+    if (r->op != VKL_OP_QUANT_MAT_MUL || r->inputs[0] != t || r->n_outputs != 1) return false;
+    vkl_vk_tensor in[3], out;
+    for (uint32_t i = 0; i < 3; i++)
+        if (bind(c, i < r->n_inputs ? r->inputs[i] : VKL_NONE, &in[i])) return false;
+    if (bind(c, r->outputs[0], &out)) return false;
+    const vkl_vk_node q = {c->dev, c->g, ri, in, &out, 3, 1, c->b, c->w, NULL, NULL};
+    uint32_t s, ch;
+    if (!vkl_vk_qmm_reads_codes(&q, &s, &ch) || (!first && (s != *steps || ch != *chunk))) return false;
+    *steps = s;
+    *chunk = ch;
+    *cols = in[0].dims[in[0].rank - 1];
+    return true;
+}
+
 static bool dot_readers(const fuse_ctx *c, uint32_t k, uint32_t y, uint32_t *steps, uint32_t *chunk, int64_t *cols) {
     if (c->g->tensors[y].kind != VKL_TENSOR_ACTIVATION || c->g->tensors[y].is_output) return false;
     uint32_t readers = 0;
@@ -698,17 +718,7 @@ static bool dot_readers(const fuse_ctx *c, uint32_t k, uint32_t y, uint32_t *ste
         uint32_t uses = 0;
         for (uint32_t i = 0; i < r->n_inputs; i++) uses += r->inputs[i] == y;
         if (!uses) continue;
-        if (uses != 1 || r->op != VKL_OP_QUANT_MAT_MUL || r->inputs[0] != y || r->n_outputs != 1) return false;
-        vkl_vk_tensor in[3], out;
-        for (uint32_t i = 0; i < 3; i++)
-            if (bind(c, i < r->n_inputs ? r->inputs[i] : VKL_NONE, &in[i])) return false;
-        if (bind(c, r->outputs[0], &out)) return false;
-        const vkl_vk_node q = {c->dev, c->g, c->order[j], in, &out, 3, 1, c->b, c->w, NULL, NULL};
-        uint32_t s, ch;
-        if (!vkl_vk_qmm_reads_codes(&q, &s, &ch) || (readers && (s != *steps || ch != *chunk))) return false;
-        *steps = s;
-        *chunk = ch;
-        *cols = in[0].dims[in[0].rank - 1];
+        if (uses != 1 || !codes_reader(c, c->order[j], y, !readers, steps, chunk, cols)) return false;
         readers++;
     }
     return readers && readers == vkl_graph_use_count(c->g, y); /* else a reader not live */
@@ -795,17 +805,7 @@ static void try_attn_codes(fuse_ctx *c, uint32_t k) {
             chain[n_chain++] = r->outputs[0];
             continue;
         }
-        if (r->op != VKL_OP_QUANT_MAT_MUL || r->inputs[0] != t || r->n_outputs != 1 || (readers && t != a)) return;
-        vkl_vk_tensor in[3], out;
-        for (uint32_t i = 0; i < 3; i++)
-            if (bind(c, i < r->n_inputs ? r->inputs[i] : VKL_NONE, &in[i])) return;
-        if (bind(c, r->outputs[0], &out)) return;
-        const vkl_vk_node q = {c->dev, g, ri, in, &out, 3, 1, c->b, c->w, NULL, NULL};
-        uint32_t s, ch;
-        if (!vkl_vk_qmm_reads_codes(&q, &s, &ch) || (readers && (s != steps || ch != chunk))) return;
-        steps = s;
-        chunk = ch;
-        cols = in[0].dims[in[0].rank - 1];
+        if ((readers && t != a) || !codes_reader(c, ri, t, !readers, &steps, &chunk, &cols)) return;
         a = t;
         readers++;
     }
