@@ -29,7 +29,7 @@ typedef struct vkl_env_options {
  * the workgroup decode kernel's _WG_FOLD, _WG_VB, _WG_PARTS, _WG_PRELOAD, _WG_SIZE, and
  * VKL_VK_ATTN_PREFILL: auto, coopmat, scalar, emulated) and the
  * limits' testing knobs (VKL_VK_MAX_BINDING_BYTES, VKL_VK_MEMORY_BUDGET); for the
- * cpu backend VKL_CPU_DISABLE (comma list: avx2, dotprod, i8mm -> disable_isa; balance ->
+ * cpu backend VKL_CPU_DISABLE (comma list: avx2, dotprod, i8mm, amx -> disable_isa; balance ->
  * equal_shares) and VKL_CPU_SLOW_WORKER (WORKER:FACTOR -> slow_worker, slow_factor). A
  * malformed value is VKL_ERR_INVALID_ARGUMENT naming the variable. */
 vkl_status vkl_env_options_read(vkl_context *ctx, vkl_env_options *out);

@@ -11,10 +11,14 @@
  * single row on sdot, so it needs dotprod; VKL_FEATURE_COOPMAT's switch
  * (matrix instructions on every backend, vkllm.h) turns it off too. */
 static uint32_t usable_isa(const vkl_backend_options *opt) {
+    const uint32_t off = opt ? opt->disable_isa : 0u;
     uint32_t isa = (vkl_cpu_has_avx2() ? VKL_ISA_AVX2 : 0) | (vkl_cpu_has_dotprod() ? VKL_ISA_DOTPROD : 0) |
                    (vkl_cpu_has_i8mm() ? VKL_ISA_I8MM : 0);
-    isa &= ~(opt ? opt->disable_isa : 0u);
+    /* asked only where wanted: the probe requests the tile state from Linux */
+    if (!(off & (VKL_ISA_AMX | VKL_ISA_AVX2)) && vkl_cpu_has_amx()) isa |= VKL_ISA_AMX;
+    isa &= ~off;
     if (!(isa & VKL_ISA_DOTPROD) || (opt && (opt->disable_features & VKL_FEATURE_COOPMAT))) isa &= ~VKL_ISA_I8MM;
+    if (!(isa & VKL_ISA_AVX2) || (opt && (opt->disable_features & VKL_FEATURE_COOPMAT))) isa &= ~VKL_ISA_AMX;
     return isa;
 }
 
@@ -34,6 +38,7 @@ static const vkl_cpu_dot *dot_for(uint32_t isa) {
  * whose sequence is the compiler's. */
 static const vkl_cpu_int8_loop *int8_loop_for(uint32_t isa) {
 #ifdef VKL_CPU_HAVE_AVX2
+    if (isa & VKL_ISA_AMX) return &vkl_cpu_int8_loop_amx;
     if (isa & VKL_ISA_AVX2) return &vkl_cpu_int8_loop_avx2;
 #endif
     (void)isa;
@@ -42,8 +47,8 @@ static const vkl_cpu_int8_loop *int8_loop_for(uint32_t isa) {
 
 static void fill_caps(uint32_t isa, unsigned threads, uint32_t disable_features, vkl_backend_caps *out) {
     memset(out, 0, sizeof(*out));
-    snprintf(out->device_name, sizeof(out->device_name), "host CPU, %u threads, %s kernels", threads,
-             dot_for(isa)->name);
+    snprintf(out->device_name, sizeof(out->device_name), "host CPU, %u threads, %s%s kernels", threads,
+             dot_for(isa)->name, isa & VKL_ISA_AMX ? "+amx" : "");
     snprintf(out->driver, sizeof(out->driver), "vkllm cpu");
     /* int8 dot: W4A8 / W8A8 QuantMatMul, on every path (portable included) */
     out->features = (VKL_FEATURE_FP16 | VKL_FEATURE_INT8_DOT) & ~disable_features;

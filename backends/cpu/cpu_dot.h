@@ -157,6 +157,7 @@ float vkl_cpu_mask_scores_portable(float *x, const float *m, size_t n, float sca
 #define VKL_CPU_HAVE_AVX2 1
 extern const vkl_cpu_dot vkl_cpu_dot_avx2;
 extern const vkl_cpu_int8_loop vkl_cpu_int8_loop_avx2;
+extern const vkl_cpu_int8_loop vkl_cpu_int8_loop_amx;
 /* x86/cpu_gemm_avx2.c: vkl_cpu_dot_avx2's q4_tile */
 void vkl_cpu_q4_tile_avx2(const uint8_t *w, const float *rec, const vkl_cpu_panel *p, uint32_t chunks,
                           uint32_t groups, bool first, float *y, size_t ldy);
@@ -171,6 +172,9 @@ extern const vkl_cpu_dot vkl_cpu_dot_i8mm; /* smmla (FEAT_I8MM) for 2..4 rows, t
 /* Whether this CPU (and its OS, which must save the ymm registers) runs
  * vkl_cpu_dot_avx2: AVX2, FMA and F16C. */
 int vkl_cpu_has_avx2(void);
+/* Whether it runs x86/cpu_gemm_amx.c: AMX-INT8 tiles, AVX-512 F/BW/VL, the
+ * OS saving both states, and Linux's tile-data permission (asked here). */
+int vkl_cpu_has_amx(void);
 /* Whether this CPU runs vkl_cpu_dot_neon (the kernel lists ASIMDDP in
  * AT_HWCAP) and vkl_cpu_dot_i8mm (that, and I8MM in AT_HWCAP2). */
 int vkl_cpu_has_dotprod(void);

@@ -3,6 +3,7 @@
  * first AVX instruction faults even where cpuid lists AVX2). Arm (Linux):
  * the kernel's hardware capability words, which list only what it lets
  * user space run (reading the ID registers would trap on older kernels). */
+#define _DEFAULT_SOURCE /* syscall() */
 #include "cpu_dot.h"
 
 #ifdef VKL_CPU_HAVE_AVX2
@@ -20,8 +21,38 @@ int vkl_cpu_has_avx2(void) {
     __cpuid_count(7, 0, a, b, c, d);
     return (b >> 5) & 1;
 }
+
+/* AMX-INT8 needs three promises besides cpuid's: the OS saves the zmm and
+ * opmask state (xgetbv bits 5..7) and the tile state (bits 17, 18), and
+ * Linux lets this process use the 8 KiB of tile data -- a permission asked
+ * of the process (arch_prctl ARCH_REQ_XCOMP_PERM), without which the
+ * first tile instruction kills it with SIGILL. The prefill kernel's f32
+ * steps are AVX-512 (F, BW, VL). */
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#define ARCH_REQ_XCOMP_PERM 0x1023
+#define XFEATURE_XTILEDATA 18
+#endif
+
+int vkl_cpu_has_amx(void) {
+    unsigned a, b, c, d;
+    if (!vkl_cpu_has_avx2() || __get_cpuid_max(0, NULL) < 7) return 0;
+    __cpuid_count(7, 0, a, b, c, d);
+    const int avx512 = (b >> 16 & 1) && (b >> 30 & 1) && (b >> 31 & 1), tile = d >> 24 & 1, int8 = d >> 25 & 1;
+    if (!avx512 || !tile || !int8) return 0;
+    unsigned lo, hi;
+    __asm__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    if ((lo & 0xE6) != 0xE6 || (lo & 0x60000) != 0x60000) return 0;
+#if defined(__linux__)
+    return syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0; /* granted again: a no-op */
+#else
+    return 0;
+#endif
+}
 #else
 int vkl_cpu_has_avx2(void) { return 0; }
+int vkl_cpu_has_amx(void) { return 0; }
 #endif
 
 #if defined(VKL_CPU_HAVE_NEON) && defined(__linux__)

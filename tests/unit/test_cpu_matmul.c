@@ -2,20 +2,25 @@
  * writes them (engine/quant: E0M4 with n = 1 and 2, int4, int8 per group
  * and per channel) and float W, at decode (M = 1) and prefill-like M, with
  * N not a multiple of the 4-row tiles and a bias:
- *  - the kernels chosen here (AVX2; NEON i8mm), those left with i8mm
- *    masked off (NEON sdot) and the portable ones give the same bits (the
+ *  - the kernels chosen here (AVX2 and AMX; NEON i8mm), those left with
+ *    i8mm and amx masked off (AVX2, NEON sdot) and the portable ones give the same bits (the
  *    int32 sums are exact and the f32 epilogue is shared);
  *  - both stay within the A8 tolerance of ref (run_op_cases' A8_RTOL):
  *    activations are quantized to int8 per weight group;
  *  - with the int8-dot feature masked off, quantized W gives ref's bits;
  *  - the kill switches choose the kernels they say: dotprod off is the
- *    portable code, the cooperative-matrix feature off is i8mm off;
+ *    portable code, the cooperative-matrix feature off is i8mm and amx off;
  *  - the prefill GEMM (4-bit W, M >= VKL_CPU_GEMM_MR: panels of rows, the
  *    rest by the row kernel) gives every row the bits it gets alone
  *    (M = 1), at M 4..37: below one panel, exactly one and two panels (6,
  *    12) and odd tails, groups of 1, 2, 4 and 8 tiles, K in one slice and
  *    cut into two (even and not), on AVX2 with 1 and 2 threads and on
- *    portable C with 3. */
+ *    portable C with 3;
+ *  - where the CPU has AMX, its GEMM (M >= 32, groups of 64 codes and more)
+ *    the same at M 32..100: one pair of 16-row panels and partial ones, N
+ *    not a multiple of its 32-row blocks, a short last group, K cut into
+ *    slices (cpu_gemm_amx.c's SLICE_BYTES). Without AMX that part is
+ *    skipped, saying so. */
 #include <math.h>
 
 #include "backend.h"
@@ -132,7 +137,7 @@ static const char *kernels(const vkl_backend_vtable *cpu, vkl_backend_device *de
 }
 
 /* dotprod off leaves the portable code (i8mm's table needs sdot), the
- * cooperative-matrix feature off is i8mm off; every device says which. */
+ * cooperative-matrix feature off is i8mm and amx off; every device says which. */
 static void test_switches(vkl_context *ctx, const vkl_backend_vtable *cpu, vkl_backend_device *const *dcpu) {
     const vkl_backend_options no_sdot = {.threads = 2, .disable_isa = VKL_ISA_DOTPROD | VKL_ISA_AVX2};
     const vkl_backend_options no_coopmat = {.threads = 2, .disable_features = VKL_FEATURE_COOPMAT};
@@ -142,7 +147,7 @@ static void test_switches(vkl_context *ctx, const vkl_backend_vtable *cpu, vkl_b
     CHECK_OK(ctx, cpu->open(ctx, &no_coopmat, &d2));
     const char *chosen = kernels(cpu, dcpu[0], &c[0]), *sdot = kernels(cpu, dcpu[3], &c[1]),
                *plain = kernels(cpu, dcpu[1], &c[2]);
-    printf("kernels: default %s, i8mm off %s, all off %s\n", chosen, sdot, plain);
+    printf("kernels: default %s, i8mm and amx off %s, all off %s\n", chosen, sdot, plain);
     CHECKF(!strcmp(plain, "portable kernels"), "all off: %s", c[2].device_name);
     CHECKF(!strcmp(kernels(cpu, d1, &c[3]), plain), "dotprod and avx2 off: %s", c[3].device_name);
     CHECKF(!strcmp(kernels(cpu, d2, &c[4]), sdot), "coopmat off: %s", c[4].device_name);
@@ -199,7 +204,8 @@ int main(void) {
     vkl_backend_device *dref, *dcpu[4];
     const vkl_backend_options portable = {.threads = 3, .disable_isa = ~0u};
     const vkl_backend_options no_dot = {.disable_features = VKL_FEATURE_INT8_DOT};
-    const vkl_backend_options no_mmla = {.threads = 2, .disable_isa = VKL_ISA_I8MM};
+    /* the matrix instructions off (smmla, AMX tiles) */
+    const vkl_backend_options no_mmla = {.threads = 2, .disable_isa = VKL_ISA_I8MM | VKL_ISA_AMX};
     CHECK_OK(ctx, ref->open(ctx, NULL, &dref));
     CHECK_OK(ctx, cpu->open(ctx, NULL, &dcpu[0]));
     CHECK_OK(ctx, cpu->open(ctx, &portable, &dcpu[1]));
@@ -233,6 +239,18 @@ int main(void) {
         {VKL_DTYPE_Q_E0M4, 128, 1, 9, 21, 688}, {VKL_DTYPE_Q_INT4, 32, 0, 37, 9, 688}, /* short last groups */
     };
     for (size_t i = 0; i < sizeof(gemm) / sizeof(gemm[0]); i++) test_gemm_rows(ctx, cpu, gemm_devs, 3, &gemm[i]);
+    vkl_backend_caps caps;
+    if (strstr(kernels(cpu, gemm_devs[2], &caps), "amx")) {
+        const mm_case amx[] = {
+            {VKL_DTYPE_Q_E0M4, 128, 1, 32, 13, 256}, {VKL_DTYPE_Q_INT4, 64, 0, 33, 40, 192},
+            {VKL_DTYPE_Q_E0M4, 128, 2, 69, 70, 688}, {VKL_DTYPE_Q_INT4, 256, 0, 47, 33, 512},
+            /* 100 rows pad to 128: 96 groups of 64 a slice, so K 6400 is two */
+            {VKL_DTYPE_Q_E0M4, 64, 1, 100, 5, 6400},
+        };
+        for (size_t i = 0; i < sizeof(amx) / sizeof(amx[0]); i++) test_gemm_rows(ctx, cpu, gemm_devs, 3, &amx[i]);
+    } else {
+        printf("AMX GEMM: skipped, this CPU (or its OS) has no AMX-INT8 (%s)\n", caps.device_name);
+    }
     cpu->close(gemm_devs[1]);
     cpu->close(gemm_devs[2]);
     ref->close(dref);
