@@ -79,14 +79,14 @@ vkl_status vkl_cpu_rope(const vkl_ref_args *a);
 vkl_status vkl_cpu_gemm(const vkl_ref_args *a, const vkl_cpu_weight *w, const float *X, int64_t M, const float *bias,
                         float *Y);
 /* x86/cpu_gemm_amx.c: prefill's GEMM on AMX tiles (VKL_ISA_AMX) for a 4-bit
- * W whose group is whole 64-code tile steps, at least VKL_CPU_AMX_MIN_ROWS
- * rows of X, which vkl_cpu_gemm has quantized (xq: M rows of Kq codes; xd,
- * xs: per row and group the scale and code sum); the bits of the other
+ * W whose group is whole 64-code tile steps (up to 4096), at least
+ * VKL_CPU_AMX_MIN_ROWS rows of X, which vkl_cpu_gemm has quantized (xq: M
+ * rows of Kq codes; xd: per row and group the scale); the bits of the other
  * kernels. scratch: vkl_cpu_amx_scratch bytes, 64-byte aligned. */
 #define VKL_CPU_AMX_MIN_ROWS 32
 bool vkl_cpu_amx_takes(const vkl_cpu_weight *w, int64_t M);
 size_t vkl_cpu_amx_scratch(const vkl_cpu_weight *w, int64_t M, unsigned threads);
 void vkl_cpu_gemm_amx(vkl_pool *pool, const vkl_cpu_weight *w, int64_t M, const int8_t *xq, const float *xd,
-                      const int32_t *xs, const float *bias, float *Y, void *scratch);
+                      const float *bias, float *Y, void *scratch);
 
 #endif

@@ -251,7 +251,7 @@ vkl_status vkl_cpu_gemm(const vkl_ref_args *a, const vkl_cpu_weight *w, const fl
         vkl_pool_run(M > 1 ? dev->pool : NULL, (size_t)M, quantize_task, &j);
 #ifdef VKL_CPU_HAVE_AVX2
         if (amx) {
-            vkl_cpu_gemm_amx(dev->pool, w, M, j.xq, j.xd, j.xs, bias, Y, j.px);
+            vkl_cpu_gemm_amx(dev->pool, w, M, j.xq, j.xd, bias, Y, j.px);
             return VKL_OK;
         }
 #endif

@@ -2,7 +2,7 @@
  * the work it declares, checked by redoing its sums here in C (vpmaddubsw
  * with its int16 saturation, vpaddw wrapping, vpmaddwd by ones, vpaddd), and
  * the vtable's int8_peak gives a positive rate on AVX2 and a clear error on
- * portable C, which has no loop; the same for the AMX loop (tdpbusd's sums
+ * portable C, which has no loop; the same for the AMX loop (tdpbssd's sums
  * redone in C), the default where the CPU has AMX. Without AVX2 (AMX) here,
  * that half is skipped. */
 #include <math.h>
@@ -35,14 +35,14 @@ static uint32_t want_loop(uint64_t rounds, const int8_t seed[128]) {
 }
 
 /* The AMX loop's result: each round adds A x B into C tile 0 (A, B: the
- * seed repeated over a 16 x 64 tile, A's bytes unsigned, B's signed, B's
+ * seed repeated over a 16 x 64 tile, signed bytes (tdpbssd), B's
  * row k / 4 holding codes k of its 16 columns in fours); lane 0 (row 0,
  * column 0) ^ lane 255 (row 15, column 15). */
 static uint32_t want_amx(uint64_t rounds, const int8_t seed[128]) {
     uint32_t first = 0, last = 0;
     for (int k = 0; k < 64; k++) {
-        first += (uint32_t)((uint8_t)seed[k % 128] * seed[(k / 4 * 64 + k % 4) % 128]);
-        last += (uint32_t)((uint8_t)seed[(15 * 64 + k) % 128] * seed[(k / 4 * 64 + 60 + k % 4) % 128]);
+        first += (uint32_t)(seed[k % 128] * seed[(k / 4 * 64 + k % 4) % 128]);
+        last += (uint32_t)(seed[(15 * 64 + k) % 128] * seed[(k / 4 * 64 + 60 + k % 4) % 128]);
     }
     return (uint32_t)(first * rounds) ^ (uint32_t)(last * rounds);
 }
@@ -88,7 +88,7 @@ int main(void) {
         const vkl_backend_options two = {.threads = 2};
         CHECK_OK(ctx, cpu->open(ctx, &two, &dev));
         CHECK_OK(ctx, cpu->int8_peak(dev, ctx, &rate, &sequence));
-        CHECK(rate > 0 && isfinite(rate) && sequence && strstr(sequence, "tdpbusd"));
+        CHECK(rate > 0 && isfinite(rate) && sequence && strstr(sequence, "tdpbssd"));
         printf("amx: loop sums exact; int8 peak %.1f GOP/s on 2 threads (%s)\n", rate / 1e9, sequence ? sequence : "");
         cpu->close(dev);
     } else {

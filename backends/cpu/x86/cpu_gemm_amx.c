@@ -1,20 +1,26 @@
 /* Prefill's GEMM on Intel AMX (docs/cpu.md, "AMX"): a 4-bit weight against
- * M >= VKL_CPU_AMX_MIN_ROWS quantized activation rows with tdpbusd, which
- * multiplies a 16 x 64 tile of unsigned bytes (16 weight rows, 64 codes of
- * K, 0..15) by a 64 x 16 tile of signed ones (16 activation rows) into 16 x
- * 16 exact int32 sums. Per weight group the sums go through the f32 step of
- * cpu_dot.h, each product and difference rounded once, on AVX-512, so the
- * output has the bits of every other kernel of this backend
- * (tests/unit/test_cpu_amx.c).
+ * M >= VKL_CPU_AMX_MIN_ROWS quantized activation rows with tdpbssd, which
+ * multiplies a 16 x 64 tile of signed bytes (16 weight rows, 64 codes of K)
+ * by a 64 x 16 one (16 activation rows) into 16 x 16 exact int32 sums.
+ *
+ * The same bits as every other kernel of this backend (cpu_dot.h's f32
+ * step, tests/unit/test_cpu_matmul.c): the step's t = (float)isum - zero * s
+ * works on integers whose size is below 15 * 127 * group < 2^24 for groups
+ * up to MAX_GROUP, so f32 holds isum, zero * s and their difference exactly
+ * and t is (float) of sum((q - zero) * a). The zero point (an integer 0..15
+ * in both formats, engine/quant) therefore goes into the weight bytes when
+ * they are unpacked, q - zero in -15..15, and a group's f32 step is
+ * u = scale * d, acc += u * t on AVX-512: no code sums, no zero products.
  *
  * A worker takes blocks of 32 weight rows: it unpacks the block's codes
- * (the CPU layout's 4-row tiles) into bytes, 32 rows of Kq, once, and then
- * runs every pair of 16-row activation panels past them, two A tiles x two
- * B tiles into four C tiles per 64 codes of K. The f32 sums of the block's
- * outputs stay in the worker's scratch ([32][M rounded up]) until the last
- * group, and go to Y transposed. K is walked in slices (whole groups) whose
- * panels fit SLICE_BYTES, so the panels' slice stays in L2 while the
- * unpacked block (at most 32 x 8192 bytes) does too.
+ * (the CPU layout's 4-row tiles) into bytes once, then runs every pair of
+ * 16-row activation panels past them, two A tiles x two B tiles into four C
+ * tiles per 64 codes of K. K is walked in slices of SLICE_A_BYTES of the
+ * block, so a slice's A tiles stay in L1 while the panels pass (A from L2
+ * each time, at 2 or 12 groups a slice, ran the 1B model's GEMMs at
+ * 0.63-0.84 TOP/s on 2 cores; from L1, 0.98). The block's f32 sums
+ * ([32][M rounded up]) stay in the worker's scratch until the last group
+ * and go to Y transposed, 16 x 16 at a time.
  *
  * Compiled with -mamx-tile -mamx-int8 -mavx512f -mavx512bw -mavx512vl and
  * called only after vkl_cpu_has_amx() (which also asked Linux for the tile
@@ -27,7 +33,9 @@
 #define ROWS 32   /* weight rows a block: two A tiles */
 #define TOKENS 16 /* activation rows a panel: one B tile */
 #define STEP 64   /* codes of K a tile product */
-#define SLICE_BYTES (768u << 10)
+#define SLICE_A_BYTES (8u << 10)
+/* 15 * 127 * group < 2^24: every integer of the f32 step exact in f32 */
+#define MAX_GROUP 4096
 
 /* ldtilecfg's operand, palette 1. */
 typedef struct tile_config {
@@ -54,25 +62,31 @@ typedef struct amx_job {
     size_t Kq, ng, G, slice_groups, panels, panel_bytes, work_bytes;
     const int8_t *xq;
     const float *xd;
-    const int32_t *xs;
     const float *bias;
     float *Y;
     /* panels: per panel the codes [Kq / 4][16][4], then per group the 16
-     * rows' scales, then their code sums as floats; past M: codes 0, scale 0 */
+     * rows' scales; past M: codes 0, scale 0 */
     uint8_t *panel;
-    /* per worker: the unpacked block [32][Kq], per group the 32 rows' scale
-     * then zero, the f32 sums [32][Mpad] */
+    /* per worker: the unpacked block [32][Kq] (rows wu_stride apart), per
+     * group the 32 rows' scales, the f32 sums [32][Mpad] (acc_stride) */
     uint8_t *work;
 } amx_job;
 
-static size_t panel_bytes(size_t Kq, size_t ng) { return TOKENS * Kq + 2 * TOKENS * ng * sizeof(float); }
+static size_t panel_bytes(size_t Kq, size_t ng) { return TOKENS * Kq + TOKENS * ng * sizeof(float); }
+/* Row strides of a worker's unpacked block and f32 sums: a line more than
+ * the row, so the 16 rows of a tile fall in 16 different sets of the L1
+ * (at a power-of-two stride -- K 2048 or 8192, 512 rows -- they shared one
+ * or two, more rows than the cache has ways, and each tile load missed). */
+static size_t wu_stride(size_t Kq) { return Kq + 64; }
+static size_t acc_stride(int64_t Mpad) { return (size_t)Mpad + 16; }
 static size_t work_bytes(size_t Kq, size_t ng, int64_t Mpad) {
-    return ROWS * Kq + 2 * ROWS * ng * sizeof(float) + ROWS * (size_t)Mpad * sizeof(float);
+    return ROWS * wu_stride(Kq) + ROWS * ng * sizeof(float) + ROWS * acc_stride(Mpad) * sizeof(float);
 }
 static int64_t rows_padded(int64_t M) { return (M + 2 * TOKENS - 1) / (2 * TOKENS) * (2 * TOKENS); }
 
 bool vkl_cpu_amx_takes(const vkl_cpu_weight *w, int64_t M) {
-    return M >= VKL_CPU_AMX_MIN_ROWS && w->dtype != VKL_DTYPE_Q_INT8 && w->lay.group % STEP == 0;
+    return M >= VKL_CPU_AMX_MIN_ROWS && w->dtype != VKL_DTYPE_Q_INT8 && w->lay.group % STEP == 0 &&
+           w->lay.group <= MAX_GROUP;
 }
 
 size_t vkl_cpu_amx_scratch(const vkl_cpu_weight *w, int64_t M, unsigned threads) {
@@ -82,82 +96,106 @@ size_t vkl_cpu_amx_scratch(const vkl_cpu_weight *w, int64_t M, unsigned threads)
 }
 
 /* Panel p: its 16 rows' codes in B's order (quad k / 4 of row m at byte
- * 64 * (k / 4) + 4m), their scales and sums per group. */
+ * 64 * (k / 4) + 4m) and their scales per group. */
 static void panel_task(void *user, size_t p, unsigned worker) {
     (void)worker;
     const amx_job *j = user;
     const size_t Kq = j->Kq, ng = j->ng;
     uint8_t *q = j->panel + p * j->panel_bytes;
-    float *d = (float *)(void *)(q + TOKENS * Kq), *s = d + TOKENS * ng;
+    float *d = (float *)(void *)(q + TOKENS * Kq);
     if ((int64_t)((p + 1) * TOKENS) > j->M) memset(q, 0, j->panel_bytes);
     for (size_t m = 0; m < TOKENS && (int64_t)(p * TOKENS + m) < j->M; m++) {
         const size_t row = p * TOKENS + m;
         const int8_t *x = j->xq + row * Kq;
         for (size_t k = 0; k < Kq; k += 4) memcpy(q + k * TOKENS + 4 * m, x + k, 4);
-        for (size_t g = 0; g < ng; g++) {
-            d[g * TOKENS + m] = j->xd[row * ng + g];
-            s[g * TOKENS + m] = (float)j->xs[row * ng + g];
-        }
+        for (size_t g = 0; g < ng; g++) d[g * TOKENS + m] = j->xd[row * ng + g];
     }
 }
 
-/* Block b's 32 rows as bytes (rows past the layout's padding: 0) and their
- * scale and zero per group (past the padding: 0, so those sums are 0). */
-static void unpack_block(const amx_job *j, int64_t b, uint8_t *wu, float *sz) {
+/* Block b's 32 rows as signed bytes, each code less its group's zero point
+ * (-15..15; rows past the layout's padding: 0), and their scale per group
+ * (past the padding: 0, so those sums are 0). */
+static void unpack_block(const amx_job *j, int64_t b, uint8_t *wu, float *sc) {
     const vkl_cpu_weight *w = j->w;
-    const size_t Kq = j->Kq, ng = j->ng, tiles = Kq / VKL_CPU_LP;
+    const size_t Kq = j->Kq, ng = j->ng, tiles = Kq / VKL_CPU_LP, per_group = j->G / VKL_CPU_LP, ld = wu_stride(Kq);
     const float *params = (const float *)(const void *)(w->data + w->lay.params_offset);
     const __m128i m4 = _mm_set1_epi8(15);
     for (int hb = 0; hb < ROWS / VKL_CPU_HP; hb++) {
         const int64_t blk = b * (ROWS / VKL_CPU_HP) + hb;
-        uint8_t *dst = wu + (size_t)hb * VKL_CPU_HP * Kq;
+        uint8_t *dst = wu + (size_t)hb * VKL_CPU_HP * ld;
         const bool real = blk * VKL_CPU_HP < w->lay.rows_pad;
-        const float *rec = params + (size_t)blk * ng * 2 * VKL_CPU_HP;
+        const float *rec = params + (size_t)blk * ng * 2 * VKL_CPU_HP; /* per group scale[4], zero[4] */
         for (size_t g = 0; g < ng; g++)
-            for (int i = 0; i < VKL_CPU_HP; i++) {
-                sz[g * 2 * ROWS + hb * VKL_CPU_HP + i] = real ? rec[g * 2 * VKL_CPU_HP + i] : 0.0f;
-                sz[g * 2 * ROWS + ROWS + hb * VKL_CPU_HP + i] = real ? rec[g * 2 * VKL_CPU_HP + VKL_CPU_HP + i] : 0.0f;
-            }
+            for (int i = 0; i < VKL_CPU_HP; i++) sc[g * ROWS + hb * VKL_CPU_HP + i] = real ? rec[g * 2 * VKL_CPU_HP + i] : 0.0f;
         if (!real) {
-            memset(dst, 0, VKL_CPU_HP * Kq);
+            memset(dst, 0, VKL_CPU_HP * ld);
             continue;
         }
         /* a tile: row i's codes 0..15 in the low nibbles of bytes 16i.., 16..31 in the high ones */
         const uint8_t *src = w->data + (size_t)blk * tiles * (VKL_CPU_HP * VKL_CPU_LP / 2);
         for (size_t c = 0; c < tiles; c++, src += VKL_CPU_HP * VKL_CPU_LP / 2)
             for (int i = 0; i < VKL_CPU_HP; i++) {
+                const float zero = rec[c / per_group * 2 * VKL_CPU_HP + VKL_CPU_HP + i]; /* an integer 0..15 */
+                const __m128i z = _mm_set1_epi8((char)(int)zero);
                 const __m128i x = _mm_loadu_si128((const __m128i *)(const void *)(src + 16 * i));
-                uint8_t *row = dst + i * Kq + VKL_CPU_LP * c;
-                _mm_storeu_si128((__m128i *)(void *)row, _mm_and_si128(x, m4));
-                _mm_storeu_si128((__m128i *)(void *)(row + 16), _mm_and_si128(_mm_srli_epi16(x, 4), m4));
+                uint8_t *row = dst + i * ld + VKL_CPU_LP * c;
+                _mm_storeu_si128((__m128i *)(void *)row, _mm_sub_epi8(_mm_and_si128(x, m4), z));
+                _mm_storeu_si128((__m128i *)(void *)(row + 16), _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(x, 4), m4), z));
             }
     }
 }
 
 /* One C tile's group into the f32 sums (cpu_dot.h's step, none fused):
- * rows r of 16 weight rows (scale, zero), columns 16 activation rows (d, s). */
-static inline __attribute__((always_inline)) void apply(const int32_t *c, const float *scale, const float *zero,
-                                                        const float *d, const float *s, float *acc, size_t ld) {
-    const __m512 dv = _mm512_loadu_ps(d), sv = _mm512_loadu_ps(s);
+ * rows r of 16 weight rows (scale), columns 16 activation rows (d). The
+ * step's t = (float)isum - zero * s is (float) of C's sum as it is: the
+ * zero went into the weights' bytes (see the top of this file). */
+static inline __attribute__((always_inline)) void apply(const int32_t *c, const float *scale, const float *d,
+                                                        float *acc, size_t ld) {
+    const __m512 dv = _mm512_loadu_ps(d);
     for (int r = 0; r < 16; r++) {
-        const __m512 t = _mm512_sub_ps(_mm512_cvtepi32_ps(_mm512_load_si512(c + 16 * r)),
-                                       _mm512_mul_ps(_mm512_set1_ps(zero[r]), sv));
+        const __m512 t = _mm512_cvtepi32_ps(_mm512_load_si512(c + 16 * r));
         const __m512 u = _mm512_mul_ps(_mm512_set1_ps(scale[r]), dv);
         float *a = acc + (size_t)r * ld;
         _mm512_storeu_ps(a, _mm512_add_ps(_mm512_loadu_ps(a), _mm512_mul_ps(u, t)));
     }
 }
 
+/* out[16 x 16] = the transpose of the 16 x 16 floats at in (rows ld apart). */
+static inline void transpose16(const float *in, size_t ld, float *out) {
+    __m512 r[16], t[16];
+    for (int i = 0; i < 16; i++) r[i] = _mm512_loadu_ps(in + (size_t)i * ld);
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 16; i += 4) {
+        r[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[i]), _mm512_castps_pd(t[i + 2])));
+        r[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[i]), _mm512_castps_pd(t[i + 2])));
+        r[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[i + 1]), _mm512_castps_pd(t[i + 3])));
+        r[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[i + 1]), _mm512_castps_pd(t[i + 3])));
+    }
+    /* r[4q + c]: column c of each 4-row group q's lanes; gather the groups' 128-bit lanes */
+    for (int c = 0; c < 4; c++) {
+        const __m512 a = _mm512_shuffle_f32x4(r[c], r[4 + c], 0x88), b = _mm512_shuffle_f32x4(r[c], r[4 + c], 0xDD);
+        const __m512 e = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0x88), f = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0xDD);
+        t[c] = _mm512_shuffle_f32x4(a, e, 0x88);
+        t[c + 8] = _mm512_shuffle_f32x4(a, e, 0xDD);
+        t[c + 4] = _mm512_shuffle_f32x4(b, f, 0x88);
+        t[c + 12] = _mm512_shuffle_f32x4(b, f, 0xDD);
+    }
+    for (int i = 0; i < 16; i++) _mm512_store_ps(out + 16 * i, t[i]);
+}
+
 static void blocks(void *user, size_t begin, size_t end, unsigned worker) {
     const amx_job *j = user;
-    const size_t Kq = j->Kq, ng = j->ng, G = j->G, Mpad = (size_t)j->Mpad;
+    const size_t Kq = j->Kq, ng = j->ng, G = j->G, ldw = wu_stride(Kq), lda = acc_stride(j->Mpad);
     uint8_t *wu = j->work + worker * j->work_bytes;
-    float *sz = (float *)(void *)(wu + ROWS * Kq), *acc = sz + ng * 2 * ROWS;
+    float *sc = (float *)(void *)(wu + ROWS * ldw), *acc = sc + ng * ROWS;
     _Alignas(64) int32_t c[4][16 * 16];
     tiles_on();
     for (size_t b = begin; b < end; b++) {
-        unpack_block(j, (int64_t)b, wu, sz);
-        memset(acc, 0, ROWS * Mpad * sizeof(float));
+        unpack_block(j, (int64_t)b, wu, sc);
+        memset(acc, 0, ROWS * lda * sizeof(float));
         for (size_t g0 = 0; g0 < ng; g0 += j->slice_groups) {
             const size_t g1 = g0 + j->slice_groups < ng ? g0 + j->slice_groups : ng;
             for (size_t pp = 0; pp < j->panels / 2; pp++) {
@@ -168,14 +206,14 @@ static void blocks(void *user, size_t begin, size_t end, unsigned worker) {
                     _tile_zero(2);
                     _tile_zero(3);
                     for (size_t k = g * G; k < (g + 1) * G; k += STEP) {
-                        _tile_loadd(4, wu + k, Kq);
-                        _tile_loadd(5, wu + 16 * Kq + k, Kq);
+                        _tile_loadd(4, wu + k, ldw);
+                        _tile_loadd(5, wu + 16 * ldw + k, ldw);
                         _tile_loadd(6, p0 + k * TOKENS, 64);
                         _tile_loadd(7, p1 + k * TOKENS, 64);
-                        _tile_dpbusd(0, 4, 6);
-                        _tile_dpbusd(1, 4, 7);
-                        _tile_dpbusd(2, 5, 6);
-                        _tile_dpbusd(3, 5, 7);
+                        _tile_dpbssd(0, 4, 6);
+                        _tile_dpbssd(1, 4, 7);
+                        _tile_dpbssd(2, 5, 6);
+                        _tile_dpbssd(3, 5, 7);
                     }
                     _tile_stored(0, c[0], 64);
                     _tile_stored(1, c[1], 64);
@@ -184,31 +222,45 @@ static void blocks(void *user, size_t begin, size_t end, unsigned worker) {
                     for (int h = 0; h < 2; h++)
                         for (int t = 0; t < 2; t++) {
                             const float *d = (const float *)(const void *)((t ? p1 : p0) + TOKENS * Kq) + g * TOKENS;
-                            apply(c[2 * h + t], sz + g * 2 * ROWS + 16 * h, sz + g * 2 * ROWS + ROWS + 16 * h, d,
-                                  d + TOKENS * ng, acc + 16 * h * Mpad + 2 * TOKENS * pp + TOKENS * t, Mpad);
+                            apply(c[2 * h + t], sc + g * ROWS + 16 * h, d, acc + 16 * h * lda + 2 * TOKENS * pp + TOKENS * t,
+                                  lda);
                         }
                 }
             }
         }
-        /* the block's rows of Y (transposed), the bias added as the other kernels add it: once, at the end */
-        const int64_t N = j->w->N;
-        for (size_t r = 0; r < ROWS && (int64_t)(b * ROWS + r) < N; r++) {
-            const size_t n = b * ROWS + r;
-            const float *a = acc + r * Mpad;
-            for (int64_t m = 0; m < j->M; m++) j->Y[(size_t)m * (size_t)N + n] = j->bias ? a[m] + j->bias[n] : a[m];
-        }
+        /* the block's columns of Y, a row of Y at a time (a column at a
+         * time, every store on another line of Y, was a third of this
+         * function), the bias added as the other kernels add it: once, at
+         * the end */
+        const size_t N = (size_t)j->w->N, n0 = b * ROWS, cols = N - n0 < ROWS ? N - n0 : ROWS;
+        for (size_t m0 = 0; m0 < (size_t)j->M; m0 += 16)
+            for (size_t r0 = 0; r0 < cols; r0 += 16) {
+                _Alignas(64) float t[16][16];
+                transpose16(acc + r0 * lda + m0, lda, t[0]);
+                for (size_t m = m0; m < m0 + 16 && m < (size_t)j->M; m++) {
+                    float *y = j->Y + m * N + n0 + r0;
+                    const float *v = t[m - m0];
+                    if (r0 + 16 <= cols) {
+                        __m512 x = _mm512_load_ps(v);
+                        if (j->bias) x = _mm512_add_ps(x, _mm512_loadu_ps(j->bias + n0 + r0));
+                        _mm512_storeu_ps(y, x);
+                        continue;
+                    }
+                    for (size_t r = 0; r < 16 && r0 + r < cols; r++) y[r] = j->bias ? v[r] + j->bias[n0 + r0 + r] : v[r];
+                }
+            }
     }
     _tile_release();
 }
 
 void vkl_cpu_gemm_amx(vkl_pool *pool, const vkl_cpu_weight *w, int64_t M, const int8_t *xq, const float *xd,
-                      const int32_t *xs, const float *bias, float *Y, void *scratch) {
+                      const float *bias, float *Y, void *scratch) {
     const size_t Kq = (size_t)w->lay.cols, ng = Kq / w->lay.group;
     const int64_t Mpad = rows_padded(M);
     amx_job j = {.w = w, .M = M, .Mpad = Mpad, .Kq = Kq, .ng = ng, .G = w->lay.group,
                  .panels = (size_t)(Mpad / TOKENS), .panel_bytes = panel_bytes(Kq, ng),
-                 .work_bytes = work_bytes(Kq, ng, Mpad), .xq = xq, .xd = xd, .xs = xs, .bias = bias, .Y = Y};
-    const size_t by_slice = SLICE_BYTES / ((size_t)Mpad * w->lay.group);
+                 .work_bytes = work_bytes(Kq, ng, Mpad), .xq = xq, .xd = xd, .bias = bias, .Y = Y};
+    const size_t by_slice = SLICE_A_BYTES / (ROWS * w->lay.group);
     j.slice_groups = by_slice ? by_slice : 1;
     j.panel = scratch;
     j.work = j.panel + j.panels * j.panel_bytes;
@@ -216,8 +268,9 @@ void vkl_cpu_gemm_amx(vkl_pool *pool, const vkl_cpu_weight *w, int64_t M, const 
     vkl_pool_run_shares(pool, (size_t)((w->N + ROWS - 1) / ROWS), 1, blocks, &j);
 }
 
-/* The peak of tdpbusd on this core: four C tiles (tdpbusd's latency is
- * hidden behind the three others), nothing loaded in the loop. */
+/* The peak of tdpbssd (the GEMM's instruction) on this core: four C tiles
+ * (each product's latency hidden behind the three others), nothing loaded
+ * in the loop. */
 static uint32_t int8_loop(uint64_t rounds, const int8_t seed[128]) {
     _Alignas(64) int8_t src[1024];
     _Alignas(64) int32_t out[256];
@@ -232,14 +285,14 @@ static uint32_t int8_loop(uint64_t rounds, const int8_t seed[128]) {
     _tile_zero(2);
     _tile_zero(3);
     for (uint64_t r = 0; r < rounds; r++) {
-        _tile_dpbusd(0, 4, 6);
-        _tile_dpbusd(1, 4, 7);
-        _tile_dpbusd(2, 5, 6);
-        _tile_dpbusd(3, 5, 7);
+        _tile_dpbssd(0, 4, 6);
+        _tile_dpbssd(1, 4, 7);
+        _tile_dpbssd(2, 5, 6);
+        _tile_dpbssd(3, 5, 7);
     }
     _tile_stored(0, out, 64);
     _tile_release();
     return (uint32_t)out[0] ^ (uint32_t)out[255];
 }
 
-const vkl_cpu_int8_loop vkl_cpu_int8_loop_amx = {"tdpbusd, 4 accumulator tiles", 4 * 16 * 16 * 64 * 2, int8_loop};
+const vkl_cpu_int8_loop vkl_cpu_int8_loop_amx = {"tdpbssd, 4 accumulator tiles", 4 * 16 * 16 * 64 * 2, int8_loop};
