@@ -20,6 +20,28 @@
  *   y[i1] = x[i1] * cos[i1] - x[i2] * sin[i1]
  *   y[i2] = x[i2] * cos[i2] + x[i1] * sin[i2]
  * dims >= R are copied. */
+/* One row of RoPE on f32 data: each value as the element path computes it
+ * (double products and sum, rounded once to f32). */
+static void rope_row_f32(const float *x, const float *c, const float *sn, int64_t R, int64_t D, bool interleaved,
+                         float *y) {
+    if (interleaved) {
+        for (int64_t i = 0; i < R / 2; i++) {
+            const double x1 = x[2 * i], x2 = x[2 * i + 1];
+            y[2 * i] = (float)(x1 * c[2 * i] - x2 * sn[2 * i]);
+            y[2 * i + 1] = (float)(x2 * c[2 * i + 1] + x1 * sn[2 * i + 1]);
+        }
+    } else {
+        const int64_t h = R / 2;
+        for (int64_t i = 0; i < h; i++) {
+            const double x1 = x[i], x2 = x[i + h];
+            y[i] = (float)(x1 * c[i] - x2 * sn[i]);
+            y[i + h] = (float)(x2 * c[i + h] + x1 * sn[i + h]);
+        }
+    }
+    if (y != x)
+        for (int64_t d = R; d < D; d++) y[d] = x[d];
+}
+
 vkl_status vkl_ref_rope(const vkl_ref_args *a) {
     const vkl_ref_tensor *x = &a->in[0], *cs = &a->in[1], *sn = &a->in[2];
     vkl_ref_tensor *y = &a->out[0];
@@ -38,10 +60,19 @@ vkl_status vkl_ref_rope(const vkl_ref_args *a) {
                       (long long)D);
     if (!st) st = vkl_ref_nn_attr(a, "interleaved", &interleaved);
     if (st) return st;
+    /* all f32: the same double arithmetic read and written in place (the
+     * element accessors were most of a prefill's RoPE time on the cpu
+     * backend, which runs this kernel on slices) */
+    const bool f32 = x->dtype == VKL_DTYPE_F32 && cs->dtype == VKL_DTYPE_F32 && y->dtype == VKL_DTYPE_F32;
     for (int64_t b = 0; b < B; b++) {
         for (int64_t h = 0; h < H; h++) {
             for (int64_t s = 0; s < S; s++) {
                 int64_t xo = ((b * H + h) * S + s) * D, co = ((cb == 1 ? 0 : b) * S + s) * R;
+                if (f32) {
+                    rope_row_f32((const float *)x->data + xo, (const float *)cs->data + co,
+                                 (const float *)sn->data + co, R, D, interleaved != 0, (float *)y->data + xo);
+                    continue;
+                }
                 for (int64_t i = 0; i < R / 2; i++) {
                     int64_t i1 = interleaved ? 2 * i : i, i2 = interleaved ? 2 * i + 1 : i + R / 2;
                     double x1 = vkl_ref_get_f(x, xo + i1), x2 = vkl_ref_get_f(x, xo + i2);
