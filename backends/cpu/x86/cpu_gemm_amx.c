@@ -186,16 +186,38 @@ static inline void transpose16(const float *in, size_t ld, float *out) {
     for (int i = 0; i < 16; i++) _mm512_store_ps(out + 16 * i, t[i]);
 }
 
+/* One (panel pair, group) of a block: its four C tiles, stored, into the
+ * f32 sums. */
+typedef struct unit {
+    const uint8_t *p0, *p1; /* the pair's panels */
+    size_t pp, g;
+} unit;
+
+static void apply_unit(const amx_job *j, int32_t (*c)[16 * 16], unit u, const float *sc, float *acc, size_t lda) {
+    for (int h = 0; h < 2; h++)
+        for (int t = 0; t < 2; t++) {
+            const float *d = (const float *)(const void *)((t ? u.p1 : u.p0) + TOKENS * j->Kq) + u.g * TOKENS;
+            apply(c[2 * h + t], sc + u.g * ROWS + 16 * h, d, acc + 16 * h * lda + 2 * TOKENS * u.pp + TOKENS * t, lda);
+        }
+}
+
+/* Blocks begin..end-1. The tile products of a unit run while the vector
+ * units take the previous unit's f32 steps (C stored into two buffers in
+ * turn): the products do not wait for the steps, nor the steps for them
+ * (done one after the other, each waited for the other's end). */
 static void blocks(void *user, size_t begin, size_t end, unsigned worker) {
     const amx_job *j = user;
     const size_t Kq = j->Kq, ng = j->ng, G = j->G, ldw = wu_stride(Kq), lda = acc_stride(j->Mpad);
     uint8_t *wu = j->work + worker * j->work_bytes;
     float *sc = (float *)(void *)(wu + ROWS * ldw), *acc = sc + ng * ROWS;
-    _Alignas(64) int32_t c[4][16 * 16];
+    _Alignas(64) int32_t c[2][4][16 * 16];
     tiles_on();
     for (size_t b = begin; b < end; b++) {
         unpack_block(j, (int64_t)b, wu, sc);
         memset(acc, 0, ROWS * lda * sizeof(float));
+        unit prev = {0};
+        bool pending = false;
+        int buf = 0;
         for (size_t g0 = 0; g0 < ng; g0 += j->slice_groups) {
             const size_t g1 = g0 + j->slice_groups < ng ? g0 + j->slice_groups : ng;
             for (size_t pp = 0; pp < j->panels / 2; pp++) {
@@ -215,19 +237,18 @@ static void blocks(void *user, size_t begin, size_t end, unsigned worker) {
                         _tile_dpbssd(2, 5, 6);
                         _tile_dpbssd(3, 5, 7);
                     }
-                    _tile_stored(0, c[0], 64);
-                    _tile_stored(1, c[1], 64);
-                    _tile_stored(2, c[2], 64);
-                    _tile_stored(3, c[3], 64);
-                    for (int h = 0; h < 2; h++)
-                        for (int t = 0; t < 2; t++) {
-                            const float *d = (const float *)(const void *)((t ? p1 : p0) + TOKENS * Kq) + g * TOKENS;
-                            apply(c[2 * h + t], sc + g * ROWS + 16 * h, d, acc + 16 * h * lda + 2 * TOKENS * pp + TOKENS * t,
-                                  lda);
-                        }
+                    if (pending) apply_unit(j, c[buf ^ 1], prev, sc, acc, lda);
+                    _tile_stored(0, c[buf][0], 64);
+                    _tile_stored(1, c[buf][1], 64);
+                    _tile_stored(2, c[buf][2], 64);
+                    _tile_stored(3, c[buf][3], 64);
+                    prev = (unit){p0, p1, pp, g};
+                    pending = true;
+                    buf ^= 1;
                 }
             }
         }
+        if (pending) apply_unit(j, c[buf ^ 1], prev, sc, acc, lda);
         /* the block's columns of Y, a row of Y at a time (a column at a
          * time, every store on another line of Y, was a third of this
          * function), the bias added as the other kernels add it: once, at
