@@ -201,76 +201,74 @@ static void apply_unit(const amx_job *j, int32_t (*c)[16 * 16], unit u, const fl
         }
 }
 
-/* Blocks begin..end-1. The tile products of a unit run while the vector
- * units take the previous unit's f32 steps (C stored into two buffers in
- * turn): the products do not wait for the steps, nor the steps for them
- * (done one after the other, each waited for the other's end). */
-static void blocks(void *user, size_t begin, size_t end, unsigned worker) {
+/* Block b. The tile products of a unit run while the vector units take
+ * the previous unit's f32 steps (C stored into two buffers in turn): the
+ * products do not wait for the steps, nor the steps for them (done one
+ * after the other, each waited for the other's end). */
+static void block_task(void *user, size_t b, unsigned worker) {
     const amx_job *j = user;
     const size_t Kq = j->Kq, ng = j->ng, G = j->G, ldw = wu_stride(Kq), lda = acc_stride(j->Mpad);
     uint8_t *wu = j->work + worker * j->work_bytes;
     float *sc = (float *)(void *)(wu + ROWS * ldw), *acc = sc + ng * ROWS;
     _Alignas(64) int32_t c[2][4][16 * 16];
     tiles_on();
-    for (size_t b = begin; b < end; b++) {
-        unpack_block(j, (int64_t)b, wu, sc);
-        memset(acc, 0, ROWS * lda * sizeof(float));
-        unit prev = {0};
-        bool pending = false;
-        int buf = 0;
-        for (size_t g0 = 0; g0 < ng; g0 += j->slice_groups) {
-            const size_t g1 = g0 + j->slice_groups < ng ? g0 + j->slice_groups : ng;
-            for (size_t pp = 0; pp < j->panels / 2; pp++) {
-                const uint8_t *p0 = j->panel + 2 * pp * j->panel_bytes, *p1 = p0 + j->panel_bytes;
-                for (size_t g = g0; g < g1; g++) {
-                    _tile_zero(0);
-                    _tile_zero(1);
-                    _tile_zero(2);
-                    _tile_zero(3);
-                    for (size_t k = g * G; k < (g + 1) * G; k += STEP) {
-                        _tile_loadd(4, wu + k, ldw);
-                        _tile_loadd(5, wu + 16 * ldw + k, ldw);
-                        _tile_loadd(6, p0 + k * TOKENS, 64);
-                        _tile_loadd(7, p1 + k * TOKENS, 64);
-                        _tile_dpbssd(0, 4, 6);
-                        _tile_dpbssd(1, 4, 7);
-                        _tile_dpbssd(2, 5, 6);
-                        _tile_dpbssd(3, 5, 7);
-                    }
-                    if (pending) apply_unit(j, c[buf ^ 1], prev, sc, acc, lda);
-                    _tile_stored(0, c[buf][0], 64);
-                    _tile_stored(1, c[buf][1], 64);
-                    _tile_stored(2, c[buf][2], 64);
-                    _tile_stored(3, c[buf][3], 64);
-                    prev = (unit){p0, p1, pp, g};
-                    pending = true;
-                    buf ^= 1;
+    unpack_block(j, (int64_t)b, wu, sc);
+    memset(acc, 0, ROWS * lda * sizeof(float));
+    unit prev = {0};
+    bool pending = false;
+    int buf = 0;
+    for (size_t g0 = 0; g0 < ng; g0 += j->slice_groups) {
+        const size_t g1 = g0 + j->slice_groups < ng ? g0 + j->slice_groups : ng;
+        for (size_t pp = 0; pp < j->panels / 2; pp++) {
+            const uint8_t *p0 = j->panel + 2 * pp * j->panel_bytes, *p1 = p0 + j->panel_bytes;
+            for (size_t g = g0; g < g1; g++) {
+                _tile_zero(0);
+                _tile_zero(1);
+                _tile_zero(2);
+                _tile_zero(3);
+                for (size_t k = g * G; k < (g + 1) * G; k += STEP) {
+                    _tile_loadd(4, wu + k, ldw);
+                    _tile_loadd(5, wu + 16 * ldw + k, ldw);
+                    _tile_loadd(6, p0 + k * TOKENS, 64);
+                    _tile_loadd(7, p1 + k * TOKENS, 64);
+                    _tile_dpbssd(0, 4, 6);
+                    _tile_dpbssd(1, 4, 7);
+                    _tile_dpbssd(2, 5, 6);
+                    _tile_dpbssd(3, 5, 7);
                 }
+                if (pending) apply_unit(j, c[buf ^ 1], prev, sc, acc, lda);
+                _tile_stored(0, c[buf][0], 64);
+                _tile_stored(1, c[buf][1], 64);
+                _tile_stored(2, c[buf][2], 64);
+                _tile_stored(3, c[buf][3], 64);
+                prev = (unit){p0, p1, pp, g};
+                pending = true;
+                buf ^= 1;
             }
         }
-        if (pending) apply_unit(j, c[buf ^ 1], prev, sc, acc, lda);
-        /* the block's columns of Y, a row of Y at a time (a column at a
-         * time, every store on another line of Y, was a third of this
-         * function), the bias added as the other kernels add it: once, at
-         * the end */
-        const size_t N = (size_t)j->w->N, n0 = b * ROWS, cols = N - n0 < ROWS ? N - n0 : ROWS;
-        for (size_t m0 = 0; m0 < (size_t)j->M; m0 += 16)
-            for (size_t r0 = 0; r0 < cols; r0 += 16) {
-                _Alignas(64) float t[16][16];
-                transpose16(acc + r0 * lda + m0, lda, t[0]);
-                for (size_t m = m0; m < m0 + 16 && m < (size_t)j->M; m++) {
-                    float *y = j->Y + m * N + n0 + r0;
-                    const float *v = t[m - m0];
-                    if (r0 + 16 <= cols) {
-                        __m512 x = _mm512_load_ps(v);
-                        if (j->bias) x = _mm512_add_ps(x, _mm512_loadu_ps(j->bias + n0 + r0));
-                        _mm512_storeu_ps(y, x);
-                        continue;
-                    }
-                    for (size_t r = 0; r < 16 && r0 + r < cols; r++) y[r] = j->bias ? v[r] + j->bias[n0 + r0 + r] : v[r];
-                }
-            }
     }
+    if (pending) apply_unit(j, c[buf ^ 1], prev, sc, acc, lda);
+    /* the block's columns of Y, a row of Y at a time (a column at a
+     * time, every store on another line of Y, was a third of this
+     * function), the bias added as the other kernels add it: once, at
+     * the end */
+    const size_t N = (size_t)j->w->N, n0 = b * ROWS, cols = N - n0 < ROWS ? N - n0 : ROWS;
+    for (size_t m0 = 0; m0 < (size_t)j->M; m0 += 16)
+        for (size_t r0 = 0; r0 < cols; r0 += 16) {
+            _Alignas(64) float t[16][16];
+            transpose16(acc + r0 * lda + m0, lda, t[0]);
+            for (size_t m = m0; m < m0 + 16 && m < (size_t)j->M; m++) {
+                float *y = j->Y + m * N + n0 + r0;
+                const float *v = t[m - m0];
+                if (r0 + 16 <= cols) {
+                    __m512 x = _mm512_load_ps(v);
+                    if (j->bias) x = _mm512_add_ps(x, _mm512_loadu_ps(j->bias + n0 + r0));
+                    _mm512_storeu_ps(y, x);
+                    continue;
+                }
+                for (size_t r = 0; r < 16 && r0 + r < cols; r++) y[r] = j->bias ? v[r] + j->bias[n0 + r0 + r] : v[r];
+            }
+        }
     _tile_release();
 }
 
@@ -286,7 +284,13 @@ void vkl_cpu_gemm_amx(vkl_pool *pool, const vkl_cpu_weight *w, int64_t M, const 
     j.panel = scratch;
     j.work = j.panel + j.panels * j.panel_bytes;
     vkl_pool_run(pool, j.panels, panel_task, &j);
-    vkl_pool_run_shares(pool, (size_t)((w->N + ROWS - 1) / ROWS), 1, blocks, &j);
+    /* blocks handed out one at a time to whoever is free, not in shares
+     * sized by the workers' speeds at open: a block is long enough (0.3 ms
+     * at M 512, K 2048) for the hand-out not to count, and on a VM whose
+     * cores' speeds change from minute to minute (a neighbour on the same
+     * physical core) shares measured earlier left one worker idle while
+     * the other finished */
+    vkl_pool_run(pool, (size_t)((w->N + ROWS - 1) / ROWS), block_task, &j);
 }
 
 /* The peak of tdpbssd (the GEMM's instruction) on this core: four C tiles
