@@ -11,7 +11,9 @@
  * groups (Kq = lay.cols, the short last group's tail as zero-weight codes),
  * and the quantized rows of X are Kq codes long, the tail's codes 0 — the
  * last group's activation scale comes from its K % group real values only,
- * and X is never read past K. The dot kernels see whole groups only. */
+ * and X is never read past K. The dot kernels see whole groups only.
+ * Where the CPU has AMX, a 4-bit W against 32 rows of X or more goes to
+ * x86/cpu_gemm_amx.c once X is quantized (the same bits). */
 #include <string.h>
 
 #include "cpu_backend.h"
