@@ -84,9 +84,20 @@ vkl_status vkl_cpu_gemm(const vkl_ref_args *a, const vkl_cpu_weight *w, const fl
  * rows of Kq codes; xd: per row and group the scale); the bits of the other
  * kernels. scratch: vkl_cpu_amx_scratch bytes, 64-byte aligned. */
 #define VKL_CPU_AMX_MIN_ROWS 32
+#ifdef VKL_CPU_HAVE_AVX2
 bool vkl_cpu_amx_takes(const vkl_cpu_weight *w, int64_t M);
 size_t vkl_cpu_amx_scratch(const vkl_cpu_weight *w, int64_t M, unsigned threads);
 void vkl_cpu_gemm_amx(vkl_pool *pool, const vkl_cpu_weight *w, int64_t M, const int8_t *xq, const float *xd,
                       const float *bias, float *Y, void *scratch);
+#else /* not x86: never taken, so cpu_gemm.c needs no #ifdef */
+static inline bool vkl_cpu_amx_takes(const vkl_cpu_weight *w, int64_t M) { return (void)w, (void)M, false; }
+static inline size_t vkl_cpu_amx_scratch(const vkl_cpu_weight *w, int64_t M, unsigned threads) {
+    return (void)w, (void)M, (void)threads, 0;
+}
+static inline void vkl_cpu_gemm_amx(vkl_pool *pool, const vkl_cpu_weight *w, int64_t M, const int8_t *xq,
+                                    const float *xd, const float *bias, float *Y, void *scratch) {
+    (void)pool, (void)w, (void)M, (void)xq, (void)xd, (void)bias, (void)Y, (void)scratch;
+}
+#endif
 
 #endif

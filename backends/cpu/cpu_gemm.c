@@ -227,20 +227,14 @@ vkl_status vkl_cpu_gemm(const vkl_ref_args *a, const vkl_cpu_weight *w, const fl
         const size_t tail_row = (size_t)w->K < Kq ? (size_t)w->lay.group * sizeof(float) : 0;
         const bool q4 = w->dtype != VKL_DTYPE_Q_INT8;
         /* AMX's scratch (its own panels) takes the place of the AVX2 tile's */
-#ifdef VKL_CPU_HAVE_AVX2
         const bool amx = (dev->isa & VKL_ISA_AMX) && vkl_cpu_amx_takes(w, M);
-#else
-        const bool amx = false; /* x86 only */
-#endif
         j.panels = q4 && dev->dot->q4_tile && !amx ? M / VKL_CPU_GEMM_MR : 0; /* no tile (NEON): row kernels */
         size_t bytes, panel_bytes, tail_bytes;
         if (!vkl_mul_size(row, (size_t)M, &bytes) ||
             !vkl_mul_size(panel_row, (size_t)(j.panels * VKL_CPU_GEMM_MR), &panel_bytes) ||
             !vkl_mul_size(tail_row, (size_t)M, &tail_bytes) || !vkl_add_size(bytes, tail_bytes, &bytes))
             return vkl_fail(a->ctx, VKL_ERR_OVERFLOW, "cpu: QuantMatMul scratch");
-#ifdef VKL_CPU_HAVE_AVX2
         if (amx) panel_bytes = (vkl_cpu_amx_scratch(w, M, vkl_pool_threads(dev->pool)) + 63) / 64 * 64;
-#endif
         bytes = (bytes + 63) / 64 * 64; /* the panels 64-byte aligned */
         if (!vkl_add_size(bytes, panel_bytes, &bytes)) return vkl_fail(a->ctx, VKL_ERR_OVERFLOW, "cpu: QuantMatMul scratch");
         uint8_t *s = vkl_ref_scratch_get(a, bytes);
@@ -251,12 +245,10 @@ vkl_status vkl_cpu_gemm(const vkl_ref_args *a, const vkl_cpu_weight *w, const fl
         j.tail = tail_row ? (float *)(void *)(s + (size_t)M * row) : NULL;
         j.px = s + bytes - panel_bytes;
         vkl_pool_run(M > 1 ? dev->pool : NULL, (size_t)M, quantize_task, &j);
-#ifdef VKL_CPU_HAVE_AVX2
         if (amx) {
             vkl_cpu_gemm_amx(dev->pool, w, M, j.xq, j.xd, bias, Y, j.px);
             return VKL_OK;
         }
-#endif
         if (j.panels) {
             vkl_pool_run(dev->pool, (size_t)j.panels, panel_task, &j);
             /* enough tasks to keep each one's blocks within TASK_WEIGHT_BYTES */

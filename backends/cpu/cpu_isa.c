@@ -9,14 +9,19 @@
 #ifdef VKL_CPU_HAVE_AVX2
 #include <cpuid.h>
 
+/* XCR0: the register states the OS saves on a context switch. */
+static unsigned xcr0(void) {
+    unsigned lo, hi;
+    __asm__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return lo;
+}
+
 int vkl_cpu_has_avx2(void) {
     unsigned a, b, c, d;
     if (!__get_cpuid(1, &a, &b, &c, &d)) return 0;
     const int fma = (c >> 12) & 1, osxsave = (c >> 27) & 1, avx = (c >> 28) & 1, f16c = (c >> 29) & 1;
     if (!fma || !osxsave || !avx || !f16c) return 0;
-    unsigned lo, hi;
-    __asm__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-    if ((lo & 6) != 6) return 0; /* xmm and ymm state */
+    if ((xcr0() & 6) != 6) return 0; /* xmm and ymm state */
     if (__get_cpuid_max(0, NULL) < 7) return 0;
     __cpuid_count(7, 0, a, b, c, d);
     return (b >> 5) & 1;
@@ -41,9 +46,8 @@ int vkl_cpu_has_amx(void) {
     __cpuid_count(7, 0, a, b, c, d);
     const int avx512 = (b >> 16 & 1) && (b >> 30 & 1) && (b >> 31 & 1), tile = d >> 24 & 1, int8 = d >> 25 & 1;
     if (!avx512 || !tile || !int8) return 0;
-    unsigned lo, hi;
-    __asm__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-    if ((lo & 0xE6) != 0xE6 || (lo & 0x60000) != 0x60000) return 0;
+    const unsigned saved = xcr0();
+    if ((saved & 0xE6) != 0xE6 || (saved & 0x60000) != 0x60000) return 0;
 #if defined(__linux__)
     return syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0; /* granted again: a no-op */
 #else

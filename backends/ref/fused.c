@@ -13,13 +13,6 @@
 #include "nn_util.h"
 #include "ref_ops.h"
 
-/* RoPE: X [B, H, S, D], cos/sin [S, R] or [B or 1, S, R]. Rotates pairs
- * (i1, i2) of the first R dims of each head, i < R/2:
- *   rotate_half (interleaved = 0): (i1, i2) = (i, i + R/2)
- *   GPT-J pairs (interleaved = 1): (i1, i2) = (2i, 2i + 1)
- *   y[i1] = x[i1] * cos[i1] - x[i2] * sin[i1]
- *   y[i2] = x[i2] * cos[i2] + x[i1] * sin[i2]
- * dims >= R are copied. */
 /* One row of RoPE on f32 data: each value as the element path computes it
  * (double products and sum, rounded once to f32). */
 static void rope_row_f32(const float *x, const float *c, const float *sn, int64_t R, int64_t D, bool interleaved,
@@ -42,6 +35,13 @@ static void rope_row_f32(const float *x, const float *c, const float *sn, int64_
         for (int64_t d = R; d < D; d++) y[d] = x[d];
 }
 
+/* RoPE: X [B, H, S, D], cos/sin [S, R] or [B or 1, S, R]. Rotates pairs
+ * (i1, i2) of the first R dims of each head, i < R/2:
+ *   rotate_half (interleaved = 0): (i1, i2) = (i, i + R/2)
+ *   GPT-J pairs (interleaved = 1): (i1, i2) = (2i, 2i + 1)
+ *   y[i1] = x[i1] * cos[i1] - x[i2] * sin[i1]
+ *   y[i2] = x[i2] * cos[i2] + x[i1] * sin[i2]
+ * dims >= R are copied. */
 vkl_status vkl_ref_rope(const vkl_ref_args *a) {
     const vkl_ref_tensor *x = &a->in[0], *cs = &a->in[1], *sn = &a->in[2];
     vkl_ref_tensor *y = &a->out[0];

@@ -686,10 +686,6 @@ static void try_qkv(fuse_ctx *c, uint32_t k) {
     kept_apart(c, head, why);
 }
 
-/* Whether y, written at position k, is an activation (no graph output)
- * that only later QuantMatMuls on the integer-dot matvec read, each once
- * and as A, all with codes of one shape: their steps per row and elements
- * per step, and y's row length (cols). */
 /* Whether node ri is a QuantMatMul on the integer-dot matvec reading t as
  * A (its one use of t), with codes of *steps x *chunk where `first` is
  * false (else it sets them), and A's row length into *cols. */
@@ -710,6 +706,10 @@ static bool codes_reader(const fuse_ctx *c, uint32_t ri, uint32_t t, bool first,
     return true;
 }
 
+/* Whether y, written at position k, is an activation (no graph output)
+ * that only later QuantMatMuls on the integer-dot matvec read, each once
+ * and as A, all with codes of one shape: their steps per row and elements
+ * per step, and y's row length (cols). */
 static bool dot_readers(const fuse_ctx *c, uint32_t k, uint32_t y, uint32_t *steps, uint32_t *chunk, int64_t *cols) {
     if (c->g->tensors[y].kind != VKL_TENSOR_ACTIVATION || c->g->tensors[y].is_output) return false;
     uint32_t readers = 0;
