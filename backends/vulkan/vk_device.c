@@ -502,6 +502,12 @@ static vkl_status tuning(vkl_backend_device *dev, const vkl_vulkan_options *o) {
     if (dev->matvec_dot) {
         dev->qmv_rows = dev->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ? 4 : 1;
         dev->qmv_unroll = 2;
+        /* 4 teams a workgroup on a discrete GPU: an H100's 1B decode
+         * (2026-11-27, three alternations, ms a step) took 1.222-1.246 at
+         * 128 invocations, 1.236-1.244 at 256 and 1.267-1.315 at 64, as
+         * 256 had led 64 by 1-2% in each earlier session; elsewhere
+         * unmeasured, so 64 */
+        if (sg_teams && dev->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU) dev->qmv_wg = 128;
     }
     dev->qmv_e0m4_f32 = 0;
     dev->qmv_f16_center = 1; /* fp16 math: as fast as the fold on the H100, 3-7x smaller error */

@@ -143,7 +143,7 @@ vkl_status vkl_vk_gemm_tuning(vkl_backend_device *dev, const vkl_vulkan_options 
     /* Cooperative-matrix build, where the device can (has_coopmat_nv) and
      * neither the options nor a quirk turned coopmat or fp16 off, unless
      * math = F32 asks for exact f32 products (its operands are fp16: A and
-     * d * w rounded once each). 2 x 4 subgroups of 2 x 1 fragments (64 x 64
+     * d * w rounded once each). At first 2 x 4 subgroups of 2 x 1 fragments (64 x 64
      * tiles at 16 x 16 fragments, 256 invocations), K steps of 64 codes:
      * with 16-byte loads, packed fp16 stores and double-buffered steps (one
      * barrier each), an H200's 1B prefill of 512 tokens (2026-11-26, median
@@ -154,18 +154,26 @@ vkl_status vkl_vk_gemm_tuning(vkl_backend_device *dev, const vkl_vulkan_options 
      * subgroups a workgroup (each loading less) won over more fragments a
      * subgroup. The first form (one f32 of A and one word of W per
      * invocation, two barriers per 32-code step) took 25.1 ms at its best.
-     * gemm_tile_m / gemm_tile_n set the fragments per subgroup (1..8),
+     * Those larger fragment counts were slow because the fragment loops
+     * were not unrolled (the fragments lived in arrays indexed at run
+     * time); unrolled (quant_gemm_coopmat.glsl's CM_UNROLL), an H100's 1B
+     * prefill (2026-11-27, three alternations) took 17.28-17.43 ms at 4 x 2
+     * subgroups of 2 x 2 fragments with K steps of 32 (128 x 64 tiles, the
+     * default now), 17.33-17.57 at 2 x 4 of 2 x 2, 17.68-17.97 at the old
+     * 2 x 4 of 2 x 1 with steps of 64 (17.97-18.15 before the unrolling),
+     * 19.1 at 2 x 2 of 4 x 4; shapes whose shared memory passes 48 KiB fall
+     * back to the tiled build (84-121 ms). gemm_tile_m / gemm_tile_n set the fragments per subgroup (1..8),
      * gemm_subgroups_m / _n the subgroups (1..8, at most the device's
      * workgroup size), gemm_step_k the step (32, 64, 128; K must be a
      * multiple of it, else the node runs the tiled build). */
     const uint32_t need = VKL_FEATURE_COOPMAT | VKL_FEATURE_FP16;
     dev->gemm_coopmat = dev->has_coopmat_nv && (dev->caps.features & need) == need && dev->subgroup_size &&
                         o->math != VKL_VULKAN_MATH_F32;
-    dev->cm_sg_m = 2;
-    dev->cm_sg_n = 4;
+    dev->cm_sg_m = 4;
+    dev->cm_sg_n = 2;
     dev->cm_fm = 2;
-    dev->cm_fn = 1;
-    dev->cm_bk = 64;
+    dev->cm_fn = 2;
+    dev->cm_bk = 32;
     if (o->gemm_step_k && o->gemm_step_k != 32 && o->gemm_step_k != 64 && o->gemm_step_k != 128)
         return vkl_fail(ctx, VKL_ERR_INVALID_ARGUMENT, "vulkan: option gemm_step_k = %u: want 32, 64 or 128",
                         o->gemm_step_k);

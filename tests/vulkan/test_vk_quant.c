@@ -483,9 +483,10 @@ static void test_gemm(vkl_context *ctx, rng *r, bool f16_ok, bool emulated) {
         {"", "", "", "1", "32", "", "", ""},        {"", "", "", "1", "128", "", "", ""},
         {"", "4", "4", "1", "32", "2", "2", ""},    {"", "2", "2", "1", "32", "4", "2", ""},
         {"", "1", "1", "1", "64", "1", "1", ""},    {"", "1", "1", "1", "128", "1", "3", ""},
-        /* emulated: the default 2 x 4 subgroups at BK 64 need 44 KiB of shared memory (lavapipe has 32), so
-         * the default shape runs at BK 32 and BK 64 runs on 2 x 2 subgroups */
-        {"f16", "", "", "1", "", "", "2", "1"},     {"f16", "", "", "1", "32", "", "", "1"},
+        /* emulated: the default 4 x 2 subgroups of 2 x 2 at BK 32 need 38 KiB of shared memory (lavapipe has
+         * 32), so the shapes are given whole: BK 64 on 2 x 2 subgroups of 2 x 1, 2 x 4 of 2 x 1 at BK 32, the
+         * default's 2 x 2 fragments on 2 x 2 subgroups at BK 32 (below) */
+        {"f16", "2", "1", "1", "64", "2", "2", "1"}, {"f16", "2", "1", "1", "32", "2", "4", "1"},
         {"f16", "1", "1", "1", "128", "1", "2", "1"}, {"f16", "2", "2", "1", "32", "2", "2", "1"},
         {"f16", "1", "1", "1", "64", "1", "1", "1"},  {"f16", "1", "1", "1", "32", "1", "3", "1"},
     };
