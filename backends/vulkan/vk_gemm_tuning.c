@@ -143,29 +143,28 @@ vkl_status vkl_vk_gemm_tuning(vkl_backend_device *dev, const vkl_vulkan_options 
     /* Cooperative-matrix build, where the device can (has_coopmat_nv) and
      * neither the options nor a quirk turned coopmat or fp16 off, unless
      * math = F32 asks for exact f32 products (its operands are fp16: A and
-     * d * w rounded once each). At first 2 x 4 subgroups of 2 x 1 fragments (64 x 64
-     * tiles at 16 x 16 fragments, 256 invocations), K steps of 64 codes:
-     * with 16-byte loads, packed fp16 stores and double-buffered steps (one
-     * barrier each), an H200's 1B prefill of 512 tokens (2026-11-26, median
-     * of 5, one run per setting) took 20.8 ms at this shape, 25.5 at 2 x 2
-     * subgroups of 1 x 2, 28.6 at 2 x 2 of 2 x 1 with BK 32, 29.1 at 1 x 1
-     * with BK 128, 31.2 at 2 x 2 of 2 x 1 (the old shape), 39.7-42.2 at
-     * 2 x 2 or 4 x 2 fragments, 49.7 at 4 x 4: still latency-bound, so more
-     * subgroups a workgroup (each loading less) won over more fragments a
-     * subgroup. The first form (one f32 of A and one word of W per
-     * invocation, two barriers per 32-code step) took 25.1 ms at its best.
-     * Those larger fragment counts were slow because the fragment loops
-     * were not unrolled (the fragments lived in arrays indexed at run
-     * time); unrolled (quant_gemm_coopmat.glsl's CM_UNROLL), an H100's 1B
-     * prefill (2026-11-27, three alternations) took 17.28-17.43 ms at 4 x 2
-     * subgroups of 2 x 2 fragments with K steps of 32 (128 x 64 tiles, the
-     * default now), 17.33-17.57 at 2 x 4 of 2 x 2, 17.68-17.97 at the old
-     * 2 x 4 of 2 x 1 with steps of 64 (17.97-18.15 before the unrolling),
-     * 19.1 at 2 x 2 of 4 x 4; shapes whose shared memory passes 48 KiB fall
-     * back to the tiled build (84-121 ms). gemm_tile_m / gemm_tile_n set the fragments per subgroup (1..8),
-     * gemm_subgroups_m / _n the subgroups (1..8, at most the device's
-     * workgroup size), gemm_step_k the step (32, 64, 128; K must be a
-     * multiple of it, else the node runs the tiled build). */
+     * d * w rounded once each). The first default was 2 x 4 subgroups of
+     * 2 x 1 fragments (64 x 64 tiles at 16 x 16 fragments, 256
+     * invocations), K steps of 64 codes: with 16-byte loads, packed fp16
+     * stores and double-buffered steps (one barrier each), an H200's 1B
+     * prefill of 512 tokens (2026-11-26, median of 5, one run per setting)
+     * took 20.8 ms at that shape, 25.5 at 2 x 2 subgroups of 1 x 2, 28.6 at
+     * 2 x 2 of 2 x 1 with BK 32, 29.1 at 1 x 1 with BK 128, 31.2 at 2 x 2
+     * of 2 x 1, 39.7-42.2 at 2 x 2 or 4 x 2 fragments, 49.7 at 4 x 4. The
+     * first form (one f32 of A and one word of W per invocation, two
+     * barriers per 32-code step) took 25.1 ms at its best. The larger
+     * fragment counts were slow only because the fragment loops were not
+     * unrolled (the fragments lived in arrays indexed at run time);
+     * unrolled (quant_gemm_coopmat.glsl's CM_UNROLL), an H100's 1B prefill
+     * (2026-11-27, three alternations) took 17.28-17.43 ms at 4 x 2
+     * subgroups of 2 x 2 fragments with K steps of 32 (128 x 64 tiles: the
+     * default now), 17.33-17.57 at 2 x 4 of 2 x 2, 17.68-17.97 at the first
+     * default (17.97-18.15 before the unrolling), 19.1 at 2 x 2 of 4 x 4;
+     * shapes whose shared memory passes 48 KiB fall back to the tiled
+     * build (84-121 ms). gemm_tile_m / gemm_tile_n set the fragments per
+     * subgroup (1..8), gemm_subgroups_m / _n the subgroups (1..8, at most
+     * the device's workgroup size), gemm_step_k the step (32, 64, 128; K
+     * must be a multiple of it, else the node runs the tiled build). */
     const uint32_t need = VKL_FEATURE_COOPMAT | VKL_FEATURE_FP16;
     dev->gemm_coopmat = dev->has_coopmat_nv && (dev->caps.features & need) == need && dev->subgroup_size &&
                         o->math != VKL_VULKAN_MATH_F32;

@@ -45,7 +45,7 @@
 // device without cooperative matrices (lavapipe) checks everything else
 // this kernel does: loads, decode, double buffering, epilogue.
 //
-// The fragment loops are unrolled ([[unroll]]: CM_UNROLL), so each
+// The fragment loops are unrolled (CM_UNROLL: [[unroll]]), so each
 // fragment is a register of its own, never an array element indexed at run
 // time; the emulated build keeps them loops (unrolled, its per-element
 // products made lavapipe's compile and run outlast the test's limit).
@@ -179,8 +179,8 @@ void main() {
             for (uint q = 0u; q < EL; q++) c[i][j][q] = 0.0;
 #else
     fcoopmatNV<32, gl_ScopeSubgroup, CM_M, CM_N> c[FM][FN];
-    [[unroll]] for (uint i = 0u; i < FM; i++)
-        [[unroll]] for (uint j = 0u; j < FN; j++) c[i][j] = fcoopmatNV<32, gl_ScopeSubgroup, CM_M, CM_N>(0.0);
+    CM_UNROLL for (uint i = 0u; i < FM; i++)
+        CM_UNROLL for (uint j = 0u; j < FN; j++) c[i][j] = fcoopmatNV<32, gl_ScopeSubgroup, CM_M, CM_N>(0.0);
 #endif
 
     vec4 ra[A_REGS];
@@ -198,18 +198,18 @@ void main() {
         CM_UNROLL for (uint kk = 0u; kk < BK; kk += CM_K) {
             // Offsets and strides in uvec4s (8 halves; CM_K % 8 == 0).
             uint a_at[FM], b_at[FN];
-            [[unroll]] for (uint i = 0u; i < FM; i++) a_at[i] = (b * BM + (sm * FM + i) * CM_M) * SK + kk / 8u;
-            [[unroll]] for (uint j = 0u; j < FN; j++) b_at[j] = (b * BN + (sn * FN + j) * CM_N) * SK + kk / 8u;
+            CM_UNROLL for (uint i = 0u; i < FM; i++) a_at[i] = (b * BM + (sm * FM + i) * CM_M) * SK + kk / 8u;
+            CM_UNROLL for (uint j = 0u; j < FN; j++) b_at[j] = (b * BN + (sn * FN + j) * CM_N) * SK + kk / 8u;
 #ifdef VKL_COOPMAT_EMULATED
             for (uint i = 0u; i < FM; i++)
                 for (uint j = 0u; j < FN; j++) fragment_mul_add(c[i][j], a_at[i], b_at[j], lane);
 #else
             fcoopmatNV<16, gl_ScopeSubgroup, CM_M, CM_K> fa[FM];
             fcoopmatNV<16, gl_ScopeSubgroup, CM_K, CM_N> fb[FN];
-            [[unroll]] for (uint i = 0u; i < FM; i++) coopMatLoadNV(fa[i], As, a_at[i], SK, false);
-            [[unroll]] for (uint j = 0u; j < FN; j++) coopMatLoadNV(fb[j], Ws, b_at[j], SK, true);
-            [[unroll]] for (uint i = 0u; i < FM; i++)
-                [[unroll]] for (uint j = 0u; j < FN; j++) c[i][j] = coopMatMulAddNV(fa[i], fb[j], c[i][j]);
+            CM_UNROLL for (uint i = 0u; i < FM; i++) coopMatLoadNV(fa[i], As, a_at[i], SK, false);
+            CM_UNROLL for (uint j = 0u; j < FN; j++) coopMatLoadNV(fb[j], Ws, b_at[j], SK, true);
+            CM_UNROLL for (uint i = 0u; i < FM; i++)
+                CM_UNROLL for (uint j = 0u; j < FN; j++) c[i][j] = coopMatMulAddNV(fa[i], fb[j], c[i][j]);
 #endif
         }
         if (s + 1u < steps) store_step(1u - b, tid, ra, rq, rp);
