@@ -319,12 +319,23 @@ static vkl_compute_peaks measure_peaks(vkl_context *ctx, const vkl_backend_vtabl
  * matrix units exactly when the backend measures them; else this setting's
  * fp16 or f32 FMA peak). 4 weight copies: at this M a GEMM is compute-bound
  * and rereads each weight from cache, so rotating them through memory
- * changes little. Device-timed backends only. */
+ * changes little. Device-timed backends, and host backends with an int8
+ * peak (cpu: the host clock around each execute, beside that peak). */
 static int bench_gemm(vkl_context *ctx, const vkl_backend_vtable *be, vkl_backend_device *dev,
                       const vkl_backend_caps *caps, const vkl_bench_quant_options *o, const char *math) {
-    const vkl_compute_peaks p = measure_peaks(ctx, be, dev, caps, math);
-    const char *kind;
-    const double peak = vkl_bench_gemm_peak(&p, &kind);
+    const char *kind = "int8";
+    double peak = 0;
+    if (be->node_times) {
+        const vkl_compute_peaks p = measure_peaks(ctx, be, dev, caps, math);
+        peak = vkl_bench_gemm_peak(&p, &kind);
+    } else if (be->int8_peak(dev, ctx, &peak, &kind)) {
+        fprintf(stderr, "vkbench: %s int8 peak: %s\n", be->name, vkl_context_error(ctx));
+        peak = 0;
+    } else {
+        printf("%-8s %-28.28s %-4s compute peak: int8 %.3f TOP/s (%s)\n", be->name, caps->device_name, math,
+               peak / 1e12, kind);
+        kind = "int8";
+    }
     const int64_t M = (int64_t)o->gemm_rows;
     printf("%-8s %-28s %6s %6s %6s %-6s %-4s %11s %9s %9s %-8s %8s %8s\n", "backend", "device", "M", "K", "N",
            "format", "math", "latency ms", "TFLOP/s", "peak", "(kind)", "of peak", "vs int4");
@@ -427,7 +438,9 @@ static int bench_device(vkl_context *ctx, const vkl_backend_vtable *be, vkl_back
             fflush(stdout);
         }
     }
-    if (o->gemm_rows && timed && strncmp(math, "dot", 3)) failed |= bench_gemm(ctx, be, dev, caps, o, math);
+    /* host backends with int8 kernels too (cpu; ref would take minutes a GEMM) */
+    if (o->gemm_rows && (timed || be->int8_peak) && strncmp(math, "dot", 3))
+        failed |= bench_gemm(ctx, be, dev, caps, o, math);
     return failed;
 }
 

@@ -18,9 +18,9 @@
  * tiles per 64 codes of K. K is walked in slices of SLICE_A_BYTES of the
  * block, so a slice's A tiles stay in L1 while the panels pass (A from L2
  * each time, at 2 or 12 groups a slice, ran the 1B model's GEMMs at
- * 0.63-0.84 TOP/s on 2 cores; from L1, 0.98). The block's f32 sums
- * ([32][M rounded up]) stay in the worker's scratch until the last group
- * and go to Y transposed, 16 x 16 at a time.
+ * 0.63-0.84 TOP/s on 2 cores; from L1, 0.98), and the panels in chunks of
+ * CHUNK_PAIRS pairs whose f32 sums stay in L1 too until the last group,
+ * then go to Y transposed, 16 x 16 at a time.
  *
  * Compiled with -mamx-tile -mamx-int8 -mavx512f -mavx512bw -mavx512vl and
  * called only after vkl_cpu_has_amx() (which also asked Linux for the tile
@@ -34,6 +34,10 @@
 #define TOKENS 16 /* activation rows a panel: one B tile */
 #define STEP 64   /* codes of K a tile product */
 #define SLICE_A_BYTES (8u << 10)
+#define CHUNK_PAIRS 4 /* panel pairs whose f32 sums a block keeps at once */
+/* their sums' row stride, floats: 16 more than the chunk's columns so the
+ * 16 rows a step touches fall in different L1 sets */
+#define CHUNK_STRIDE (CHUNK_PAIRS * 2 * TOKENS + 16)
 /* 15 * 127 * group < 2^24: every integer of the f32 step exact in f32 */
 #define MAX_GROUP 4096
 
@@ -68,7 +72,7 @@ typedef struct amx_job {
      * rows' scales; past M: codes 0, scale 0 */
     uint8_t *panel;
     /* per worker: the unpacked block [32][Kq] (rows wu_stride apart), per
-     * group the 32 rows' scales, the f32 sums [32][Mpad] (acc_stride) */
+     * group the 32 rows' scales, a chunk's f32 sums [32][CHUNK_STRIDE] */
     uint8_t *work;
 } amx_job;
 
@@ -78,9 +82,8 @@ static size_t panel_bytes(size_t Kq, size_t ng) { return TOKENS * Kq + TOKENS * 
  * (at a power-of-two stride -- K 2048 or 8192, 512 rows -- they shared one
  * or two, more rows than the cache has ways, and each tile load missed). */
 static size_t wu_stride(size_t Kq) { return Kq + 64; }
-static size_t acc_stride(int64_t Mpad) { return (size_t)Mpad + 16; }
-static size_t work_bytes(size_t Kq, size_t ng, int64_t Mpad) {
-    return ROWS * wu_stride(Kq) + ROWS * ng * sizeof(float) + ROWS * acc_stride(Mpad) * sizeof(float);
+static size_t work_bytes(size_t Kq, size_t ng) {
+    return ROWS * wu_stride(Kq) + ROWS * ng * sizeof(float) + ROWS * CHUNK_STRIDE * sizeof(float);
 }
 static int64_t rows_padded(int64_t M) { return (M + 2 * TOKENS - 1) / (2 * TOKENS) * (2 * TOKENS); }
 
@@ -92,7 +95,7 @@ bool vkl_cpu_amx_takes(const vkl_cpu_weight *w, int64_t M) {
 size_t vkl_cpu_amx_scratch(const vkl_cpu_weight *w, int64_t M, unsigned threads) {
     const size_t Kq = (size_t)w->lay.cols, ng = Kq / w->lay.group;
     const int64_t Mpad = rows_padded(M);
-    return (size_t)(Mpad / TOKENS) * panel_bytes(Kq, ng) + threads * work_bytes(Kq, ng, Mpad);
+    return (size_t)(Mpad / TOKENS) * panel_bytes(Kq, ng) + threads * work_bytes(Kq, ng);
 }
 
 /* Panel p: its 16 rows' codes in B's order (quad k / 4 of row m at byte
@@ -119,7 +122,6 @@ static void unpack_block(const amx_job *j, int64_t b, uint8_t *wu, float *sc) {
     const vkl_cpu_weight *w = j->w;
     const size_t Kq = j->Kq, ng = j->ng, tiles = Kq / VKL_CPU_LP, per_group = j->G / VKL_CPU_LP, ld = wu_stride(Kq);
     const float *params = (const float *)(const void *)(w->data + w->lay.params_offset);
-    const __m128i m4 = _mm_set1_epi8(15);
     for (int hb = 0; hb < ROWS / VKL_CPU_HP; hb++) {
         const int64_t blk = b * (ROWS / VKL_CPU_HP) + hb;
         uint8_t *dst = wu + (size_t)hb * VKL_CPU_HP * ld;
@@ -131,17 +133,33 @@ static void unpack_block(const amx_job *j, int64_t b, uint8_t *wu, float *sc) {
             memset(dst, 0, VKL_CPU_HP * ld);
             continue;
         }
-        /* a tile: row i's codes 0..15 in the low nibbles of bytes 16i.., 16..31 in the high ones */
+        /* a tile: row i's codes 0..15 in the low nibbles of bytes 16i.., 16..31
+         * in the high ones; one 64-byte load a tile, each row's zero in its
+         * 16-byte lane, two permutes putting each row's low and high halves
+         * side by side (a row and a tile at a time, converting the zero per
+         * row, this took as long as the block's tile products) */
         const uint8_t *src = w->data + (size_t)blk * tiles * (VKL_CPU_HP * VKL_CPU_LP / 2);
-        for (size_t c = 0; c < tiles; c++, src += VKL_CPU_HP * VKL_CPU_LP / 2)
-            for (int i = 0; i < VKL_CPU_HP; i++) {
-                const float zero = rec[c / per_group * 2 * VKL_CPU_HP + VKL_CPU_HP + i]; /* an integer 0..15 */
-                const __m128i z = _mm_set1_epi8((char)(int)zero);
-                const __m128i x = _mm_loadu_si128((const __m128i *)(const void *)(src + 16 * i));
-                uint8_t *row = dst + i * ld + VKL_CPU_LP * c;
-                _mm_storeu_si128((__m128i *)(void *)row, _mm_sub_epi8(_mm_and_si128(x, m4), z));
-                _mm_storeu_si128((__m128i *)(void *)(row + 16), _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(x, 4), m4), z));
+        const __m512i m4 = _mm512_set1_epi8(15), rows01 = _mm512_set_epi64(11, 10, 3, 2, 9, 8, 1, 0),
+                      rows23 = _mm512_set_epi64(15, 14, 7, 6, 13, 12, 5, 4);
+        for (size_t g = 0; g < ng; g++) {
+            const float *zero = rec + g * 2 * VKL_CPU_HP + VKL_CPU_HP; /* integers 0..15 */
+            const __m512i z = _mm512_set_epi32(
+                (int)zero[3] * 0x01010101, (int)zero[3] * 0x01010101, (int)zero[3] * 0x01010101, (int)zero[3] * 0x01010101,
+                (int)zero[2] * 0x01010101, (int)zero[2] * 0x01010101, (int)zero[2] * 0x01010101, (int)zero[2] * 0x01010101,
+                (int)zero[1] * 0x01010101, (int)zero[1] * 0x01010101, (int)zero[1] * 0x01010101, (int)zero[1] * 0x01010101,
+                (int)zero[0] * 0x01010101, (int)zero[0] * 0x01010101, (int)zero[0] * 0x01010101, (int)zero[0] * 0x01010101);
+            for (size_t c = g * per_group; c < (g + 1) * per_group; c++, src += VKL_CPU_HP * VKL_CPU_LP / 2) {
+                const __m512i x = _mm512_loadu_si512(src);
+                const __m512i lo = _mm512_sub_epi8(_mm512_and_si512(x, m4), z),
+                              hi = _mm512_sub_epi8(_mm512_and_si512(_mm512_srli_epi16(x, 4), m4), z);
+                const __m512i r01 = _mm512_permutex2var_epi64(lo, rows01, hi), r23 = _mm512_permutex2var_epi64(lo, rows23, hi);
+                uint8_t *row = dst + VKL_CPU_LP * c;
+                _mm256_storeu_si256((__m256i *)(void *)row, _mm512_castsi512_si256(r01));
+                _mm256_storeu_si256((__m256i *)(void *)(row + ld), _mm512_extracti64x4_epi64(r01, 1));
+                _mm256_storeu_si256((__m256i *)(void *)(row + 2 * ld), _mm512_castsi512_si256(r23));
+                _mm256_storeu_si256((__m256i *)(void *)(row + 3 * ld), _mm512_extracti64x4_epi64(r23, 1));
             }
+        }
     }
 }
 
@@ -201,74 +219,89 @@ static void apply_unit(const amx_job *j, int32_t (*c)[16 * 16], unit u, const fl
         }
 }
 
-/* Block b. The tile products of a unit run while the vector units take
- * the previous unit's f32 steps (C stored into two buffers in turn): the
- * products do not wait for the steps, nor the steps for them (done one
- * after the other, each waited for the other's end). */
-static void block_task(void *user, size_t b, unsigned worker) {
-    const amx_job *j = user;
-    const size_t Kq = j->Kq, ng = j->ng, G = j->G, ldw = wu_stride(Kq), lda = acc_stride(j->Mpad);
-    uint8_t *wu = j->work + worker * j->work_bytes;
-    float *sc = (float *)(void *)(wu + ROWS * ldw), *acc = sc + ng * ROWS;
-    _Alignas(64) int32_t c[2][4][16 * 16];
-    tiles_on();
-    unpack_block(j, (int64_t)b, wu, sc);
-    memset(acc, 0, ROWS * lda * sizeof(float));
-    unit prev = {0};
-    bool pending = false;
-    int buf = 0;
-    for (size_t g0 = 0; g0 < ng; g0 += j->slice_groups) {
-        const size_t g1 = g0 + j->slice_groups < ng ? g0 + j->slice_groups : ng;
-        for (size_t pp = 0; pp < j->panels / 2; pp++) {
-            const uint8_t *p0 = j->panel + 2 * pp * j->panel_bytes, *p1 = p0 + j->panel_bytes;
-            for (size_t g = g0; g < g1; g++) {
-                _tile_zero(0);
-                _tile_zero(1);
-                _tile_zero(2);
-                _tile_zero(3);
-                for (size_t k = g * G; k < (g + 1) * G; k += STEP) {
-                    _tile_loadd(4, wu + k, ldw);
-                    _tile_loadd(5, wu + 16 * ldw + k, ldw);
-                    _tile_loadd(6, p0 + k * TOKENS, 64);
-                    _tile_loadd(7, p1 + k * TOKENS, 64);
-                    _tile_dpbssd(0, 4, 6);
-                    _tile_dpbssd(1, 4, 7);
-                    _tile_dpbssd(2, 5, 6);
-                    _tile_dpbssd(3, 5, 7);
-                }
-                if (pending) apply_unit(j, c[buf ^ 1], prev, sc, acc, lda);
-                _tile_stored(0, c[buf][0], 64);
-                _tile_stored(1, c[buf][1], 64);
-                _tile_stored(2, c[buf][2], 64);
-                _tile_stored(3, c[buf][3], 64);
-                prev = (unit){p0, p1, pp, g};
-                pending = true;
-                buf ^= 1;
-            }
-        }
-    }
-    if (pending) apply_unit(j, c[buf ^ 1], prev, sc, acc, lda);
-    /* the block's columns of Y, a row of Y at a time (a column at a
-     * time, every store on another line of Y, was a third of this
-     * function), the bias added as the other kernels add it: once, at
-     * the end */
+/* The block's 32 rows of Y for activation rows m0..m1 from their f32 sums
+ * (acc: rows lda apart, column 0 = row m0), a row of Y at a time (a column
+ * at a time, every store on another line of Y, was a third of the block's
+ * time), the bias added as the other kernels add it: once, at the end. */
+static void store_rows(const amx_job *j, size_t b, const float *acc, size_t lda, size_t m0, size_t m1) {
     const size_t N = (size_t)j->w->N, n0 = b * ROWS, cols = N - n0 < ROWS ? N - n0 : ROWS;
-    for (size_t m0 = 0; m0 < (size_t)j->M; m0 += 16)
+    for (size_t c0 = m0; c0 < m1; c0 += 16)
         for (size_t r0 = 0; r0 < cols; r0 += 16) {
             _Alignas(64) float t[16][16];
-            transpose16(acc + r0 * lda + m0, lda, t[0]);
-            for (size_t m = m0; m < m0 + 16 && m < (size_t)j->M; m++) {
+            transpose16(acc + r0 * lda + (c0 - m0), lda, t[0]);
+            for (size_t m = c0; m < c0 + 16 && m < m1; m++) {
                 float *y = j->Y + m * N + n0 + r0;
-                const float *v = t[m - m0];
+                const float *v = t[m - c0];
                 if (r0 + 16 <= cols) {
                     __m512 x = _mm512_load_ps(v);
                     if (j->bias) x = _mm512_add_ps(x, _mm512_loadu_ps(j->bias + n0 + r0));
-                    _mm512_storeu_ps(y, x);
+                    if (((uintptr_t)y & 63) == 0) _mm512_stream_ps(y, x);
+                    else _mm512_storeu_ps(y, x);
                     continue;
                 }
                 for (size_t r = 0; r < 16 && r0 + r < cols; r++) y[r] = j->bias ? v[r] + j->bias[n0 + r0 + r] : v[r];
             }
         }
+}
+
+/* Block b, CHUNK_PAIRS panel pairs of activation rows at a time so their
+ * f32 sums stay in L1 beside the K slice of A: with the sums of all M rows
+ * in L2, each group's f32 steps read and wrote 4 KiB there on top of the
+ * B tiles' 4 KiB. The tile products of a unit run while the vector units
+ * take the previous unit's f32 steps (C stored into two buffers in turn):
+ * the products do not wait for the steps, nor the steps for them. (The
+ * sums of a C tile kept in registers across a slice's groups, loaded and
+ * stored once a slice, measured the same.) */
+static void block_task(void *user, size_t b, unsigned worker) {
+    const amx_job *j = user;
+    const size_t Kq = j->Kq, ng = j->ng, G = j->G, ldw = wu_stride(Kq), lda = CHUNK_STRIDE;
+    uint8_t *wu = j->work + worker * j->work_bytes;
+    float *sc = (float *)(void *)(wu + ROWS * ldw), *acc = sc + ng * ROWS;
+    _Alignas(64) int32_t c[2][4][16 * 16];
+    tiles_on();
+    unpack_block(j, (int64_t)b, wu, sc);
+    const size_t pairs = j->panels / 2;
+    for (size_t q0 = 0; q0 < pairs; q0 += CHUNK_PAIRS) {
+        const size_t q1 = q0 + CHUNK_PAIRS < pairs ? q0 + CHUNK_PAIRS : pairs;
+        memset(acc, 0, ROWS * lda * sizeof(float));
+        unit prev = {0};
+        bool pending = false;
+        int buf = 0;
+        for (size_t g0 = 0; g0 < ng; g0 += j->slice_groups) {
+            const size_t g1 = g0 + j->slice_groups < ng ? g0 + j->slice_groups : ng;
+            for (size_t pp = q0; pp < q1; pp++) {
+                const uint8_t *p0 = j->panel + 2 * pp * j->panel_bytes, *p1 = p0 + j->panel_bytes;
+                for (size_t g = g0; g < g1; g++) {
+                    _tile_zero(0);
+                    _tile_zero(1);
+                    _tile_zero(2);
+                    _tile_zero(3);
+                    for (size_t k = g * G; k < (g + 1) * G; k += STEP) {
+                        _tile_loadd(4, wu + k, ldw);
+                        _tile_loadd(5, wu + 16 * ldw + k, ldw);
+                        _tile_loadd(6, p0 + k * TOKENS, 64);
+                        _tile_loadd(7, p1 + k * TOKENS, 64);
+                        _tile_dpbssd(0, 4, 6);
+                        _tile_dpbssd(1, 4, 7);
+                        _tile_dpbssd(2, 5, 6);
+                        _tile_dpbssd(3, 5, 7);
+                    }
+                    if (pending) apply_unit(j, c[buf ^ 1], prev, sc, acc, lda);
+                    _tile_stored(0, c[buf][0], 64);
+                    _tile_stored(1, c[buf][1], 64);
+                    _tile_stored(2, c[buf][2], 64);
+                    _tile_stored(3, c[buf][3], 64);
+                    prev = (unit){p0, p1, pp - q0, g};
+                    pending = true;
+                    buf ^= 1;
+                }
+            }
+        }
+        if (pending) apply_unit(j, c[buf ^ 1], prev, sc, acc, lda);
+        const size_t m0 = q0 * 2 * TOKENS, m1 = q1 * 2 * TOKENS < (size_t)j->M ? q1 * 2 * TOKENS : (size_t)j->M;
+        store_rows(j, b, acc, lda, m0, m1);
+    }
+    _mm_sfence(); /* the streamed Y stores before the pool reports the block done */
     _tile_release();
 }
 
@@ -278,7 +311,7 @@ void vkl_cpu_gemm_amx(vkl_pool *pool, const vkl_cpu_weight *w, int64_t M, const 
     const int64_t Mpad = rows_padded(M);
     amx_job j = {.w = w, .M = M, .Mpad = Mpad, .Kq = Kq, .ng = ng, .G = w->lay.group,
                  .panels = (size_t)(Mpad / TOKENS), .panel_bytes = panel_bytes(Kq, ng),
-                 .work_bytes = work_bytes(Kq, ng, Mpad), .xq = xq, .xd = xd, .bias = bias, .Y = Y};
+                 .work_bytes = work_bytes(Kq, ng), .xq = xq, .xd = xd, .bias = bias, .Y = Y};
     const size_t by_slice = SLICE_A_BYTES / (ROWS * w->lay.group);
     j.slice_groups = by_slice ? by_slice : 1;
     j.panel = scratch;
