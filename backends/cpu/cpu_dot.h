@@ -161,6 +161,9 @@ extern const vkl_cpu_int8_loop vkl_cpu_int8_loop_amx;
 /* x86/cpu_gemm_avx2.c: vkl_cpu_dot_avx2's q4_tile */
 void vkl_cpu_q4_tile_avx2(const uint8_t *w, const float *rec, const vkl_cpu_panel *p, uint32_t chunks,
                           uint32_t groups, bool first, float *y, size_t ldy);
+/* x86/cpu_silu_avx2.c: o = x / (1 + exp(-x)) * y on n floats (SiluMul), exp
+ * by a polynomial, within a few ulp of ref's expf per element (test_cpu_split) */
+void vkl_cpu_silu_mul_avx2(const float *x, const float *y, float *o, int64_t n);
 #endif
 
 #if defined(__aarch64__)

@@ -4,7 +4,9 @@
  *    dims (a model's residual adds and gated FFN), as flat runs;
  *  - RoPE, one (batch, head) of X a slice.
  * On the 1B model these were ~4% of a 512-token prefill's CPU time, all on
- * one of the two threads. The first slice runs alone on the calling thread:
+ * one of the two threads. SiluMul on f32 runs this backend's vector kernel
+ * instead where the CPU has one (x86/cpu_silu_avx2.c: exp by polynomial,
+ * within a few ulp of ref, not its bits). The first slice runs alone on the calling thread:
  * any error about shapes, dtypes or attributes is found there, with its
  * message on the context, before another thread starts; the other slices
  * have the same shapes and dtypes and compute in float, where ref's
@@ -18,9 +20,13 @@
 #define SLICES_PER_THREAD 4
 #define MAX_IN 3
 
+/* A float-only flat kernel of this backend (same-shape f32 operands). */
+typedef void (*f32_binary_fn)(const float *x, const float *y, float *o, int64_t n);
+
 typedef struct split_job {
     const vkl_ref_args *a;
     vkl_ref_kernel kernel;
+    f32_binary_fn f32; /* instead of kernel, where set */
     bool rope;
     int64_t per, total; /* flat: elements a slice, and in all */
 } split_job;
@@ -61,6 +67,10 @@ static vkl_status run_slice(const split_job *j, int64_t i) {
         }
     }
     out = j->rope ? rope_slice(&a->out[0], &a->in[0], i, true) : flat_slice(&a->out[0], i * j->per, in[0].count);
+    if (j->f32) {
+        j->f32(in[0].data, in[1].data, out.data, out.count);
+        return VKL_OK;
+    }
     vkl_ref_args s = *a;
     s.in = in;
     s.out = &out;
@@ -92,16 +102,34 @@ static int64_t slice_count(const vkl_ref_args *a, int64_t elements) {
     return by_size < most ? by_size : most;
 }
 
+/* This backend's own flat kernel for op on all-f32 operands, if it has one
+ * on this CPU (NULL: ref's). */
+static f32_binary_fn own_f32(const vkl_ref_args *a, vkl_op op) {
+#ifdef VKL_CPU_HAVE_AVX2
+    if (op == VKL_OP_SILU_MUL && (((const vkl_backend_weights *)a->backend)->dev->isa & VKL_ISA_AVX2))
+        return vkl_cpu_silu_mul_avx2;
+#endif
+    (void)a, (void)op;
+    return NULL;
+}
+
 static vkl_status binary(const vkl_ref_args *a, vkl_op op) {
     const vkl_ref_kernel kernel = vkl_ref_kernels[op];
     const vkl_ref_tensor *y = &a->out[0];
-    bool same = a->n_in == 2 && a->n_out == 1 && is_float(y->dtype);
-    for (uint32_t k = 0; same && k < a->n_in; k++)
+    bool same = a->n_in == 2 && a->n_out == 1 && is_float(y->dtype), all_f32 = same && y->dtype == VKL_DTYPE_F32;
+    for (uint32_t k = 0; same && k < a->n_in; k++) {
         same = a->in[k].data && is_float(a->in[k].dtype) && a->in[k].rank == y->rank &&
                !memcmp(a->in[k].dims, y->dims, y->rank * sizeof(int64_t));
+        all_f32 = all_f32 && a->in[k].dtype == VKL_DTYPE_F32;
+    }
+    const f32_binary_fn f32 = same && all_f32 && y->data ? own_f32(a, op) : NULL;
     const int64_t slices = same ? slice_count(a, y->count) : 0;
+    if (slices < 2 && f32) { /* small (a decode step's): whole, here */
+        f32(a->in[0].data, a->in[1].data, y->data, y->count);
+        return VKL_OK;
+    }
     if (slices < 2) return kernel(a);
-    split_job j = {a, kernel, false, (y->count + slices - 1) / slices, y->count};
+    split_job j = {a, kernel, f32, false, (y->count + slices - 1) / slices, y->count};
     return run_split(a, &j, (y->count + j.per - 1) / j.per);
 }
 
@@ -122,6 +150,6 @@ vkl_status vkl_cpu_rope(const vkl_ref_args *a) {
                        (a->in[1].rank != 3 || a->in[1].dims[0] == 1 || a->in[1].dims[0] == x->dims[0]);
     const int64_t heads = plain ? x->dims[0] * x->dims[1] : 0;
     if (heads < 2 || slice_count(a, x->count) < 2) return kernel(a);
-    split_job j = {a, kernel, true, 0, 0};
+    split_job j = {a, kernel, NULL, true, 0, 0};
     return run_split(a, &j, heads);
 }

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "../cpu_dot.h"
+#include "cpu_exp_avx2.h"
 
 /* The group's f32 step (cpu_dot.h) on the four rows' int32 sums, as
  * separate multiplies and subtractions: -std=c11 keeps the compiler from
@@ -363,30 +364,11 @@ static void wsum_rows(const float *v, size_t stride, const float *const *w, uint
     }
 }
 
-/* e^d for d <= 0 in 8 lanes, within 2 ulp: d = n ln2 + r with n an integer
- * and |r| <= ln2 / 2 (ln2 in two parts, so r is nearly exact), e^r as
- * 1 + r + r^2 P(r) with P of degree 5 (Cephes' expf coefficients), times
- * 2^n built in the exponent bits. n reaches -151 where e^d is subnormal, so
- * 2^n is applied as two normal halves and the result rounds once. Below
+/* e^d for d <= 0 in 8 lanes, within 2 ulp (cpu_exp_avx2.h). Below
  * VKL_CPU_EXP_ZERO_BELOW (-inf included): +0; NaN stays NaN. */
 static inline __m256 exp_nonpositive(__m256 d) {
     const __m256 x = _mm256_max_ps(d, _mm256_set1_ps(VKL_CPU_EXP_ZERO_BELOW)); /* NaN: becomes the bound, fixed below */
-    const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
-                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
-    p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
-    const __m256i ni = _mm256_cvtps_epi32(n), n1 = _mm256_srai_epi32(ni, 1), n2 = _mm256_sub_epi32(ni, n1);
-    const __m256i bias = _mm256_set1_epi32(127);
-    const __m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n1, bias), 23));
-    const __m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, bias), 23));
-    const __m256 e = _mm256_mul_ps(_mm256_mul_ps(p, s1), s2);
+    const __m256 e = vkl_exp_avx2(x);
     const __m256 zero = _mm256_cmp_ps(d, _mm256_set1_ps(VKL_CPU_EXP_ZERO_BELOW), _CMP_LT_OQ);
     const __m256 nan = _mm256_cmp_ps(d, d, _CMP_UNORD_Q);
     return _mm256_blendv_ps(_mm256_andnot_ps(zero, e), d, nan);
