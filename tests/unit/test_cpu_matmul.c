@@ -246,6 +246,9 @@ int main(void) {
             {VKL_DTYPE_Q_E0M4, 128, 2, 69, 70, 688}, {VKL_DTYPE_Q_INT4, 256, 0, 47, 33, 512},
             /* 100 rows pad to 128: 96 groups of 64 a slice, so K 6400 is two */
             {VKL_DTYPE_Q_E0M4, 64, 1, 100, 5, 6400},
+            /* int8 weights: the values as they are, no zero */
+            {VKL_DTYPE_Q_INT8, 128, 0, 32, 13, 256}, {VKL_DTYPE_Q_INT8, 64, 0, 69, 70, 688},
+            {VKL_DTYPE_Q_INT8, 256, 0, 47, 33, 512}, {VKL_DTYPE_Q_INT8, 64, 0, 100, 5, 6400},
         };
         for (size_t i = 0; i < sizeof(amx) / sizeof(amx[0]); i++) test_gemm_rows(ctx, cpu, gemm_devs, 3, &amx[i]);
     } else {

@@ -1,4 +1,4 @@
-/* Prefill's GEMM on Intel AMX (docs/cpu.md, "AMX"): a 4-bit weight against
+/* Prefill's GEMM on Intel AMX (docs/cpu.md, "AMX"): a 4-bit or int8 weight against
  * M >= VKL_CPU_AMX_MIN_ROWS quantized activation rows with tdpbssd, which
  * multiplies a 16 x 64 tile of signed bytes (16 weight rows, 64 codes of K)
  * by a 64 x 16 one (16 activation rows) into 16 x 16 exact int32 sums.
@@ -11,6 +11,9 @@
  * in both formats, engine/quant) therefore goes into the weight bytes when
  * they are unpacked, q - zero in -15..15, and a group's f32 step is
  * u = scale * d, acc += u * t on AVX-512: no code sums, no zero products.
+ * int8 weights (cpu_dot.h's q8: t = (float)isum, no zero) go in as they
+ * are; their sums, at most 128 * 127 * group, are exact in int32 as on
+ * every other path, and the step is the same.
  *
  * A worker takes blocks of 32 weight rows: it unpacks the block's codes
  * (the CPU layout's 4-row tiles) into bytes once, then runs every pair of
@@ -88,8 +91,7 @@ static size_t work_bytes(size_t Kq, size_t ng) {
 static int64_t rows_padded(int64_t M) { return (M + 2 * TOKENS - 1) / (2 * TOKENS) * (2 * TOKENS); }
 
 bool vkl_cpu_amx_takes(const vkl_cpu_weight *w, int64_t M) {
-    return M >= VKL_CPU_AMX_MIN_ROWS && w->dtype != VKL_DTYPE_Q_INT8 && w->lay.group % STEP == 0 &&
-           w->lay.group <= MAX_GROUP;
+    return M >= VKL_CPU_AMX_MIN_ROWS && w->lay.group % STEP == 0 && w->lay.group <= MAX_GROUP;
 }
 
 size_t vkl_cpu_amx_scratch(const vkl_cpu_weight *w, int64_t M, unsigned threads) {
@@ -115,22 +117,31 @@ static void panel_task(void *user, size_t p, unsigned worker) {
     }
 }
 
-/* Block b's 32 rows as signed bytes, each code less its group's zero point
- * (-15..15; rows past the layout's padding: 0), and their scale per group
- * (past the padding: 0, so those sums are 0). */
+/* Block b's 32 rows as signed bytes, each 4-bit code less its group's zero
+ * point (-15..15), int8 values as they are (rows past the layout's
+ * padding: 0), and their scale per group (past the padding: 0, so those
+ * sums are 0). */
 static void unpack_block(const amx_job *j, int64_t b, uint8_t *wu, float *sc) {
     const vkl_cpu_weight *w = j->w;
     const size_t Kq = j->Kq, ng = j->ng, tiles = Kq / VKL_CPU_LP, per_group = j->G / VKL_CPU_LP, ld = wu_stride(Kq);
     const float *params = (const float *)(const void *)(w->data + w->lay.params_offset);
+    const bool q8 = w->dtype == VKL_DTYPE_Q_INT8;
+    const size_t rec_floats = q8 ? VKL_CPU_HP : 2 * VKL_CPU_HP; /* a group's record: scale[4] (int8), zero[4] (4-bit) */
     for (int hb = 0; hb < ROWS / VKL_CPU_HP; hb++) {
         const int64_t blk = b * (ROWS / VKL_CPU_HP) + hb;
         uint8_t *dst = wu + (size_t)hb * VKL_CPU_HP * ld;
         const bool real = blk * VKL_CPU_HP < w->lay.rows_pad;
-        const float *rec = params + (size_t)blk * ng * 2 * VKL_CPU_HP; /* per group scale[4], zero[4] */
+        const float *rec = params + (size_t)blk * ng * rec_floats;
         for (size_t g = 0; g < ng; g++)
-            for (int i = 0; i < VKL_CPU_HP; i++) sc[g * ROWS + hb * VKL_CPU_HP + i] = real ? rec[g * 2 * VKL_CPU_HP + i] : 0.0f;
+            for (int i = 0; i < VKL_CPU_HP; i++) sc[g * ROWS + hb * VKL_CPU_HP + i] = real ? rec[g * rec_floats + i] : 0.0f;
         if (!real) {
             memset(dst, 0, VKL_CPU_HP * ld);
+            continue;
+        }
+        if (q8) { /* a tile: row i's 32 values in bytes 32i..32i+31, as they are */
+            const int8_t *src8 = (const int8_t *)w->data + (size_t)blk * tiles * (VKL_CPU_HP * VKL_CPU_LP);
+            for (size_t c = 0; c < tiles; c++, src8 += VKL_CPU_HP * VKL_CPU_LP)
+                for (int i = 0; i < VKL_CPU_HP; i++) memcpy(dst + i * ld + VKL_CPU_LP * c, src8 + VKL_CPU_LP * i, VKL_CPU_LP);
             continue;
         }
         /* a tile: row i's codes 0..15 in the low nibbles of bytes 16i.., 16..31
