@@ -6,11 +6,12 @@
  * On the 1B model these were ~4% of a 512-token prefill's CPU time, all on
  * one of the two threads. SiluMul on f32 runs this backend's vector kernel
  * instead where the CPU has one (x86/cpu_silu_avx2.c: exp by polynomial,
- * within a few ulp of ref, not its bits). The first slice runs alone on the calling thread:
- * any error about shapes, dtypes or attributes is found there, with its
- * message on the context, before another thread starts; the other slices
- * have the same shapes and dtypes and compute in float, where ref's
- * kernels do not fail. Small tensors (a decode step's) go to ref whole. */
+ * within a few ulp of ref, not its bits), at every size. The first slice
+ * runs alone on the calling thread: any error about shapes, dtypes or
+ * attributes is found there, with its message on the context, before
+ * another thread starts; the other slices have the same shapes and dtypes
+ * and compute in float, where ref's kernels do not fail. Small tensors (a
+ * decode step's) go to ref whole (or to that SiluMul, on this thread). */
 #include <string.h>
 
 #include "../ref/elementwise.h"

@@ -233,7 +233,11 @@ static void apply_unit(const amx_job *j, int32_t (*c)[16 * 16], unit u, const fl
 /* The block's 32 rows of Y for activation rows m0..m1 from their f32 sums
  * (acc: rows lda apart, column 0 = row m0), a row of Y at a time (a column
  * at a time, every store on another line of Y, was a third of the block's
- * time), the bias added as the other kernels add it: once, at the end. */
+ * time), the bias added as the other kernels add it: once, at the end.
+ * Streaming stores where the row is 64-byte aligned: Y is larger than the
+ * caches and its next reader takes it from memory anyway, so reading each
+ * line before writing it (a plain store's) was wasted traffic (the caller
+ * fences them before the block counts as done). */
 static void store_rows(const amx_job *j, size_t b, const float *acc, size_t lda, size_t m0, size_t m1) {
     const size_t N = (size_t)j->w->N, n0 = b * ROWS, cols = N - n0 < ROWS ? N - n0 : ROWS;
     for (size_t c0 = m0; c0 < m1; c0 += 16)
