@@ -157,20 +157,25 @@ vkl_status vkl_vk_gemm_tuning(vkl_backend_device *dev, const vkl_vulkan_options 
      * unrolled (the fragments lived in arrays indexed at run time);
      * unrolled (quant_gemm_coopmat.glsl's CM_UNROLL), an H100's 1B prefill
      * (2026-11-27, three alternations) took 17.28-17.43 ms at 4 x 2
-     * subgroups of 2 x 2 fragments with K steps of 32 (128 x 64 tiles: the
-     * default now), 17.33-17.57 at 2 x 4 of 2 x 2, 17.68-17.97 at the first
-     * default (17.97-18.15 before the unrolling), 19.1 at 2 x 2 of 4 x 4;
-     * shapes whose shared memory passes 48 KiB fall back to the tiled
-     * build (84-121 ms). gemm_tile_m / gemm_tile_n set the fragments per
+     * subgroups of 2 x 2 fragments with K steps of 32 (128 x 64 tiles),
+     * 17.33-17.57 at 2 x 4 of 2 x 2, 17.68-17.97 at the first default
+     * (17.97-18.15 before the unrolling), 19.1 at 2 x 2 of 4 x 4; shapes
+     * whose shared memory passes 48 KiB fall back to the tiled build
+     * (84-121 ms). The 8B shape then showed what the 1B could not: at 2 x 4
+     * subgroups of 4 x 2 fragments (128 x 128 tiles, exactly 48 KiB) an
+     * H200's 8B prefill took 78.1 ms against 107.1 at 128 x 64 (4 x 2 of
+     * 2 x 2 fragments: 80.8), and the 1B 17.39-17.54 against 17.80-17.81;
+     * that is the default now, and 128 x 64 where shared memory is short
+     * (below). gemm_tile_m / gemm_tile_n set the fragments per
      * subgroup (1..8), gemm_subgroups_m / _n the subgroups (1..8, at most
      * the device's workgroup size), gemm_step_k the step (32, 64, 128; K
      * must be a multiple of it, else the node runs the tiled build). */
     const uint32_t need = VKL_FEATURE_COOPMAT | VKL_FEATURE_FP16;
     dev->gemm_coopmat = dev->has_coopmat_nv && (dev->caps.features & need) == need && dev->subgroup_size &&
                         o->math != VKL_VULKAN_MATH_F32;
-    dev->cm_sg_m = 4;
-    dev->cm_sg_n = 2;
-    dev->cm_fm = 2;
+    dev->cm_sg_m = 2;
+    dev->cm_sg_n = 4;
+    dev->cm_fm = 4;
     dev->cm_fn = 2;
     dev->cm_bk = 32;
     if (o->gemm_step_k && o->gemm_step_k != 32 && o->gemm_step_k != 64 && o->gemm_step_k != 128)
@@ -195,6 +200,15 @@ vkl_status vkl_vk_gemm_tuning(vkl_backend_device *dev, const vkl_vulkan_options 
         st = option_range(ctx, "gemm_tile_m", o->gemm_tile_m, 1, 8, &dev->cm_fm);
         if (!st) st = option_range(ctx, "gemm_tile_n", o->gemm_tile_n, 1, 8, &dev->cm_fn);
         if (st) return st;
+        /* the default's 48 KiB where the device has less: 4 x 2 subgroups
+         * of 2 x 2 fragments (128 x 64 tiles, 38 KiB), unless asked */
+        const bool asked = o->gemm_subgroups_m || o->gemm_subgroups_n || o->gemm_tile_m || o->gemm_tile_n;
+        if (!asked && vkl_vk_gemm_shared_bytes(dev, true) > lim->maxComputeSharedMemorySize) {
+            dev->cm_sg_m = 4;
+            dev->cm_sg_n = 2;
+            dev->cm_fm = 2;
+            dev->cm_fn = 2;
+        }
         const uint64_t wg = (uint64_t)dev->cm_sg_m * dev->cm_sg_n * dev->subgroup_size;
         dev->cm_wg = (uint32_t)wg;
         /* Any tile fits the shader's loads (each invocation takes a rounded-up

@@ -463,8 +463,9 @@ static double test_matmul(vkl_context *ctx, rng *r, const mm_case *cases, size_t
  * the cooperative-matrix build's other shapes (on a device without it, the
  * tiled build's, with those TM / TN): K steps of 32 and 128 (one step at K
  * = 128, an odd number at K = 384), 128 x 128 tiles (2 x 2 subgroups of 4 x
- * 4 fragments), 128 x 64 (4 x 2 subgroups of 2 x 2), one subgroup of one
- * fragment, and 16 x 48 tiles of 1 x 3 subgroups whose invocations do not
+ * 4 fragments), 128 x 64 (4 x 2 subgroups of 2 x 2: the fallback where
+ * shared memory is short), one subgroup of one fragment, the default
+ * (128 x 128 of 2 x 4 subgroups of 4 x 2) named, and 16 x 48 tiles of 1 x 3 subgroups whose invocations do not
  * divide a step's loads (some load nothing). Last, where fp16 math runs,
  * the cooperative-matrix body with its fragments emulated in plain f32
  * (VKL_VK_GEMM_CM_EMULATE: the _cmemu shaders, which must be what runs),
@@ -483,9 +484,11 @@ static void test_gemm(vkl_context *ctx, rng *r, bool f16_ok, bool emulated) {
         {"", "", "", "1", "32", "", "", ""},        {"", "", "", "1", "128", "", "", ""},
         {"", "4", "4", "1", "32", "2", "2", ""},    {"", "2", "2", "1", "32", "4", "2", ""},
         {"", "1", "1", "1", "64", "1", "1", ""},    {"", "1", "1", "1", "128", "1", "3", ""},
-        /* emulated: the default 4 x 2 subgroups of 2 x 2 at BK 32 need 38 KiB of shared memory (lavapipe has
-         * 32), so the shapes are given whole: BK 64 on 2 x 2 subgroups of 2 x 1, 2 x 4 of 2 x 1 at BK 32, the
-         * default's 2 x 2 fragments on 2 x 2 subgroups at BK 32 (below) */
+        {"", "4", "2", "1", "32", "2", "4", ""}, /* the default (2 x 4 subgroups of 4 x 2), named */
+        /* emulated: the default 2 x 4 subgroups of 4 x 2 at BK 32 need 48 KiB of shared memory and its fallback,
+         * 4 x 2 of 2 x 2, 38 KiB (lavapipe has 32), so the shapes are given whole: BK 64 on 2 x 2 subgroups of
+         * 2 x 1, 2 x 4 of 2 x 1 at BK 32, the fallback's 2 x 2 fragments on 2 x 2 subgroups at BK 32 (below;
+         * 4 x 2 fragments emulated outlast lavapipe's fence wait on 2 busy cores) */
         {"f16", "2", "1", "1", "64", "2", "2", "1"}, {"f16", "2", "1", "1", "32", "2", "4", "1"},
         {"f16", "1", "1", "1", "128", "1", "2", "1"}, {"f16", "2", "2", "1", "32", "2", "2", "1"},
         {"f16", "1", "1", "1", "64", "1", "1", "1"},  {"f16", "1", "1", "1", "32", "1", "3", "1"},
