@@ -323,18 +323,17 @@ static vkl_compute_peaks measure_peaks(vkl_context *ctx, const vkl_backend_vtabl
  * peak (cpu: the host clock around each execute, beside that peak). */
 static int bench_gemm(vkl_context *ctx, const vkl_backend_vtable *be, vkl_backend_device *dev,
                       const vkl_backend_caps *caps, const vkl_bench_quant_options *o, const char *math) {
-    const char *kind = "int8";
+    const char *kind = "int8", *sequence = NULL;
     double peak = 0;
     if (be->node_times) {
         const vkl_compute_peaks p = measure_peaks(ctx, be, dev, caps, math);
         peak = vkl_bench_gemm_peak(&p, &kind);
-    } else if (be->int8_peak(dev, ctx, &peak, &kind)) {
+    } else if (be->int8_peak(dev, ctx, &peak, &sequence)) {
         fprintf(stderr, "vkbench: %s int8 peak: %s\n", be->name, vkl_context_error(ctx));
         peak = 0;
     } else {
         printf("%-8s %-28.28s %-4s compute peak: int8 %.3f TOP/s (%s)\n", be->name, caps->device_name, math,
-               peak / 1e12, kind);
-        kind = "int8";
+               peak / 1e12, sequence);
     }
     const int64_t M = (int64_t)o->gemm_rows;
     printf("%-8s %-28s %6s %6s %6s %-6s %-4s %11s %9s %9s %-8s %8s %8s\n", "backend", "device", "M", "K", "N",

@@ -154,11 +154,8 @@ static void unpack_block(const amx_job *j, int64_t b, uint8_t *wu, float *sc) {
                       rows23 = _mm512_set_epi64(15, 14, 7, 6, 13, 12, 5, 4);
         for (size_t g = 0; g < ng; g++) {
             const float *zero = rec + g * 2 * VKL_CPU_HP + VKL_CPU_HP; /* integers 0..15 */
-            const __m512i z = _mm512_set_epi32(
-                (int)zero[3] * 0x01010101, (int)zero[3] * 0x01010101, (int)zero[3] * 0x01010101, (int)zero[3] * 0x01010101,
-                (int)zero[2] * 0x01010101, (int)zero[2] * 0x01010101, (int)zero[2] * 0x01010101, (int)zero[2] * 0x01010101,
-                (int)zero[1] * 0x01010101, (int)zero[1] * 0x01010101, (int)zero[1] * 0x01010101, (int)zero[1] * 0x01010101,
-                (int)zero[0] * 0x01010101, (int)zero[0] * 0x01010101, (int)zero[0] * 0x01010101, (int)zero[0] * 0x01010101);
+            __m512i z = _mm512_setzero_si512(); /* row i's zero in bytes 16i..16i+15 */
+            for (int i = 0; i < VKL_CPU_HP; i++) z = _mm512_mask_set1_epi8(z, 0xFFFFull << (16 * i), (char)(int)zero[i]);
             for (size_t c = g * per_group; c < (g + 1) * per_group; c++, src += VKL_CPU_HP * VKL_CPU_LP / 2) {
                 const __m512i x = _mm512_loadu_si512(src);
                 const __m512i lo = _mm512_sub_epi8(_mm512_and_si512(x, m4), z),
