@@ -57,7 +57,8 @@ static vkl_status env_disable(vkl_context *ctx, vkl_env_options *e) {
         {"fusion", VKL_FEATURE_FUSION}, {"priority", VKL_FEATURE_PRIORITY}, {"timestamps", VKL_FEATURE_TIMESTAMPS},
         {"subgroup-ops", OFF_SUBGROUP_OPS}, {"f64", OFF_F64}};
     static const env_name isa[] = {
-        {"avx2", VKL_ISA_AVX2}, {"dotprod", VKL_ISA_DOTPROD}, {"i8mm", VKL_ISA_I8MM}, {"amx", VKL_ISA_AMX}, {"balance", OFF_BALANCE}};
+        {"avx2", VKL_ISA_AVX2}, {"dotprod", VKL_ISA_DOTPROD}, {"i8mm", VKL_ISA_I8MM}, {"amx", VKL_ISA_AMX},
+        {"avx512vnni", VKL_ISA_AVX512VNNI}, {"avxvnni", VKL_ISA_AVXVNNI}, {"balance", OFF_BALANCE}};
     uint32_t off = 0;
     vkl_status st = env_list(ctx, "VKL_VK_DISABLE", vk, N_NAMES(vk), &off);
     e->backend.disable_features |= off & ~(OFF_SUBGROUP_OPS | OFF_F64);

@@ -9,21 +9,26 @@
 
 /* The instruction sets present and not masked off. i8mm's table runs a
  * single row on sdot, so it needs dotprod; VKL_FEATURE_COOPMAT's switch
- * (matrix instructions on every backend, vkllm.h) turns it off too. */
+ * (matrix instructions on every backend, vkllm.h) turns it off too. The
+ * VNNI tables are AVX2's with another GEMM tile, so they need AVX2. */
 static uint32_t usable_isa(const vkl_backend_options *opt) {
     const uint32_t off = opt ? opt->disable_isa : 0u;
     uint32_t isa = (vkl_cpu_has_avx2() ? VKL_ISA_AVX2 : 0) | (vkl_cpu_has_dotprod() ? VKL_ISA_DOTPROD : 0) |
-                   (vkl_cpu_has_i8mm() ? VKL_ISA_I8MM : 0);
+                   (vkl_cpu_has_i8mm() ? VKL_ISA_I8MM : 0) | (vkl_cpu_has_avx512vnni() ? VKL_ISA_AVX512VNNI : 0) |
+                   (vkl_cpu_has_avxvnni() ? VKL_ISA_AVXVNNI : 0);
     /* asked only where wanted: the probe requests the tile state from Linux */
     if (!(off & (VKL_ISA_AMX | VKL_ISA_AVX2)) && vkl_cpu_has_amx()) isa |= VKL_ISA_AMX;
     isa &= ~off;
     if (!(isa & VKL_ISA_DOTPROD) || (opt && (opt->disable_features & VKL_FEATURE_COOPMAT))) isa &= ~VKL_ISA_I8MM;
     if (!(isa & VKL_ISA_AVX2) || (opt && (opt->disable_features & VKL_FEATURE_COOPMAT))) isa &= ~VKL_ISA_AMX;
+    if (!(isa & VKL_ISA_AVX2)) isa &= ~(VKL_ISA_AVX512VNNI | VKL_ISA_AVXVNNI);
     return isa;
 }
 
 static const vkl_cpu_dot *dot_for(uint32_t isa) {
 #ifdef VKL_CPU_HAVE_AVX2
+    if (isa & VKL_ISA_AVX512VNNI) return &vkl_cpu_dot_avx512vnni;
+    if (isa & VKL_ISA_AVXVNNI) return &vkl_cpu_dot_avxvnni;
     if (isa & VKL_ISA_AVX2) return &vkl_cpu_dot_avx2;
 #endif
 #ifdef VKL_CPU_HAVE_NEON
@@ -39,6 +44,8 @@ static const vkl_cpu_dot *dot_for(uint32_t isa) {
 static const vkl_cpu_int8_loop *int8_loop_for(uint32_t isa) {
 #ifdef VKL_CPU_HAVE_AVX2
     if (isa & VKL_ISA_AMX) return &vkl_cpu_int8_loop_amx;
+    if (isa & VKL_ISA_AVX512VNNI) return &vkl_cpu_int8_loop_avx512vnni;
+    if (isa & VKL_ISA_AVXVNNI) return &vkl_cpu_int8_loop_avxvnni;
     if (isa & VKL_ISA_AVX2) return &vkl_cpu_int8_loop_avx2;
 #endif
     (void)isa;

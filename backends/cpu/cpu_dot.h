@@ -18,13 +18,14 @@
 #define VKL_CPU_HP 4  /* weight rows per tile */
 #define VKL_CPU_LP 32 /* elements per tile row */
 #define VKL_CPU_MR 4  /* activation rows per inner-product call, at most */
-/* Activation rows of a GEMM panel (q4_tile), from the AVX2 register count:
- * 2 int16 accumulators a row, 2 weight registers (two rows each), the nibble
- * mask and 1 product register: 2 * 6 + 4 = 16 of 16 ymm, the activation
- * read as a broadcast load. Each unpacked weight half then meets 6 rows (at
- * 4 rows: 12 registers, the unpacking a third more per product; 8 rows
- * spill). Even: the f32 step takes rows in pairs. */
-#define VKL_CPU_GEMM_MR 6
+/* Activation rows of a GEMM panel (q4_tile), from the AVX-512 VNNI tile's
+ * count: 12 zmm of sums, one a row, whose f32 steps run 4 rows a vector
+ * (x86/cpu_gemm_avx512vnni.c; at 6 rows a vector held 2 rows twice, and
+ * the steps and the unpacking were half its instructions). The 256-bit
+ * tiles take the panel 6 rows a pass (x86/cpu_gemm_ymm.h), their register
+ * count. Even: the f32 steps take rows in pairs. A prompt's rows past the
+ * last whole panel run the row kernels. */
+#define VKL_CPU_GEMM_MR 12
 /* Query rows of an attention block (cpu_attention.c): the rows that share
  * one pass over their keys. 4: Llama's query heads per KV head, and on AVX2
  * 4 rows x 2 keys of dot sums (8 accumulators) or 4 rows x 16 floats of the
@@ -156,11 +157,22 @@ float vkl_cpu_mask_scores_portable(float *x, const float *m, size_t n, float sca
 #if defined(__x86_64__) || defined(__i386__)
 #define VKL_CPU_HAVE_AVX2 1
 extern const vkl_cpu_dot vkl_cpu_dot_avx2;
+/* AVX2's table with prefill's GEMM tile on vpdpbusd (the same bits): 512-bit
+ * (x86/cpu_gemm_avx512vnni.c) and 256-bit VEX (x86/cpu_gemm_avxvnni.c).
+ * Decode's row kernels stay AVX2's: they wait on memory, not on products. */
+extern const vkl_cpu_dot vkl_cpu_dot_avx512vnni;
+extern const vkl_cpu_dot vkl_cpu_dot_avxvnni;
 extern const vkl_cpu_int8_loop vkl_cpu_int8_loop_avx2;
+extern const vkl_cpu_int8_loop vkl_cpu_int8_loop_avx512vnni;
+extern const vkl_cpu_int8_loop vkl_cpu_int8_loop_avxvnni;
 extern const vkl_cpu_int8_loop vkl_cpu_int8_loop_amx;
 /* x86/cpu_gemm_avx2.c: vkl_cpu_dot_avx2's q4_tile */
 void vkl_cpu_q4_tile_avx2(const uint8_t *w, const float *rec, const vkl_cpu_panel *p, uint32_t chunks,
                           uint32_t groups, bool first, float *y, size_t ldy);
+void vkl_cpu_q4_tile_avx512vnni(const uint8_t *w, const float *rec, const vkl_cpu_panel *p, uint32_t chunks,
+                                uint32_t groups, bool first, float *y, size_t ldy);
+void vkl_cpu_q4_tile_avxvnni(const uint8_t *w, const float *rec, const vkl_cpu_panel *p, uint32_t chunks,
+                             uint32_t groups, bool first, float *y, size_t ldy);
 /* x86/cpu_silu_avx2.c: o = x / (1 + exp(-x)) * y on n floats (SiluMul), exp
  * by a polynomial, within a few ulp of ref's expf per element (test_cpu_split) */
 void vkl_cpu_silu_mul_avx2(const float *x, const float *y, float *o, int64_t n);
@@ -175,6 +187,11 @@ extern const vkl_cpu_dot vkl_cpu_dot_i8mm; /* smmla (FEAT_I8MM) for 2..4 rows, t
 /* Whether this CPU (and its OS, which must save the ymm registers) runs
  * vkl_cpu_dot_avx2: AVX2, FMA and F16C. */
 int vkl_cpu_has_avx2(void);
+/* Whether it runs vkl_cpu_dot_avx512vnni (AVX2's, and AVX-512 F/BW/VL
+ * with VNNI, the OS saving the zmm state) and vkl_cpu_dot_avxvnni (AVX2's
+ * and AVX-VNNI). */
+int vkl_cpu_has_avx512vnni(void);
+int vkl_cpu_has_avxvnni(void);
 /* Whether it runs x86/cpu_gemm_amx.c: AMX-INT8 tiles, AVX-512 F/BW/VL, the
  * OS saving both states, and Linux's tile-data permission (asked here). */
 int vkl_cpu_has_amx(void);

@@ -27,6 +27,25 @@ int vkl_cpu_has_avx2(void) {
     return (b >> 5) & 1;
 }
 
+/* AVX-512 VNNI's tile runs zmm registers (F, BW for the byte shifts and
+ * masks, VL), so the OS must save the opmask and zmm state (xgetbv bits
+ * 5..7) too. */
+int vkl_cpu_has_avx512vnni(void) {
+    unsigned a, b, c, d;
+    if (!vkl_cpu_has_avx2() || __get_cpuid_max(0, NULL) < 7) return 0;
+    __cpuid_count(7, 0, a, b, c, d);
+    const int avx512 = (b >> 16 & 1) && (b >> 30 & 1) && (b >> 31 & 1), vnni = c >> 11 & 1;
+    return avx512 && vnni && (xcr0() & 0xE6) == 0xE6;
+}
+
+/* AVX-VNNI: cpuid leaf 7 subleaf 1, EAX bit 4; ymm registers only. */
+int vkl_cpu_has_avxvnni(void) {
+    unsigned a, b, c, d;
+    if (!vkl_cpu_has_avx2() || __get_cpuid_max(0, NULL) < 7) return 0;
+    __cpuid_count(7, 1, a, b, c, d);
+    return a >> 4 & 1;
+}
+
 /* AMX-INT8 needs three promises besides cpuid's: the OS saves the zmm and
  * opmask state (xgetbv bits 5..7) and the tile state (bits 17, 18), and
  * Linux lets this process use the 8 KiB of tile data -- a permission asked
@@ -56,6 +75,8 @@ int vkl_cpu_has_amx(void) {
 }
 #else
 int vkl_cpu_has_avx2(void) { return 0; }
+int vkl_cpu_has_avx512vnni(void) { return 0; }
+int vkl_cpu_has_avxvnni(void) { return 0; }
 int vkl_cpu_has_amx(void) { return 0; }
 #endif
 

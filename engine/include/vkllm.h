@@ -145,7 +145,9 @@ enum {
     VKL_ISA_AVX2 = 1u << 0,    /* x86 AVX2 with FMA and F16C */
     VKL_ISA_DOTPROD = 1u << 1, /* Arm sdot (FEAT_DotProd); off turns VKL_ISA_I8MM off too */
     VKL_ISA_I8MM = 1u << 2,    /* Arm smmla (FEAT_I8MM), for prefill; also off with VKL_FEATURE_COOPMAT */
-    VKL_ISA_AMX = 1u << 3      /* x86 AMX-INT8 tiles (with AVX-512), for prefill; also off with VKL_FEATURE_COOPMAT */
+    VKL_ISA_AMX = 1u << 3,     /* x86 AMX-INT8 tiles (with AVX-512), for prefill; also off with VKL_FEATURE_COOPMAT */
+    VKL_ISA_AVX512VNNI = 1u << 4, /* x86 512-bit vpdpbusd (AVX-512 VNNI), prefill's GEMM tile where AMX is not used */
+    VKL_ISA_AVXVNNI = 1u << 5     /* x86 256-bit VEX vpdpbusd (AVX-VNNI), the same where AVX-512 VNNI is absent or off */
 };
 
 struct vkl_vulkan_options; /* vkllm_vulkan.h */

@@ -225,10 +225,19 @@ int main(void) {
         {VKL_DTYPE_Q_INT8, 32, 0, 5, 7, 40},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) test_case(ctx, ref, dref, cpu, dcpu, 4, &cases[i]);
-    const vkl_backend_options one_thread = {.threads = 1}, two_threads = {.threads = 2};
-    vkl_backend_device *gemm_devs[3] = {dcpu[1], NULL, NULL};
+    /* every GEMM tile this CPU has: the default's (AVX-512 VNNI's where
+     * present), AVX-VNNI's, AVX2's */
+    const vkl_backend_options one_thread = {.threads = 1}, two_threads = {.threads = 2},
+                              avxvnni = {.threads = 2, .disable_isa = VKL_ISA_AVX512VNNI},
+                              avx2 = {.threads = 2, .disable_isa = VKL_ISA_AVX512VNNI | VKL_ISA_AVXVNNI};
+    vkl_backend_device *gemm_devs[5] = {dcpu[1], NULL, NULL, NULL, NULL};
     CHECK_OK(ctx, cpu->open(ctx, &one_thread, &gemm_devs[1]));
     CHECK_OK(ctx, cpu->open(ctx, &two_threads, &gemm_devs[2]));
+    CHECK_OK(ctx, cpu->open(ctx, &avxvnni, &gemm_devs[3]));
+    CHECK_OK(ctx, cpu->open(ctx, &avx2, &gemm_devs[4]));
+    vkl_backend_caps tile_caps[3];
+    printf("GEMM tiles: %s, %s, %s\n", kernels(cpu, gemm_devs[2], &tile_caps[0]),
+           kernels(cpu, gemm_devs[3], &tile_caps[1]), kernels(cpu, gemm_devs[4], &tile_caps[2]));
     const mm_case gemm[] = {
         {VKL_DTYPE_Q_E0M4, 128, 1, 4, 13, 256}, {VKL_DTYPE_Q_E0M4, 128, 2, 13, 30, 384},
         {VKL_DTYPE_Q_INT4, 32, 0, 8, 9, 96},    {VKL_DTYPE_Q_INT4, 256, 0, 37, 21, 512},
@@ -238,7 +247,7 @@ int main(void) {
         {VKL_DTYPE_Q_E0M4, 128, 1, 13, 9, 3072}, {VKL_DTYPE_Q_INT4, 64, 0, 7, 6, 4160},
         {VKL_DTYPE_Q_E0M4, 128, 1, 9, 21, 688}, {VKL_DTYPE_Q_INT4, 32, 0, 37, 9, 688}, /* short last groups */
     };
-    for (size_t i = 0; i < sizeof(gemm) / sizeof(gemm[0]); i++) test_gemm_rows(ctx, cpu, gemm_devs, 3, &gemm[i]);
+    for (size_t i = 0; i < sizeof(gemm) / sizeof(gemm[0]); i++) test_gemm_rows(ctx, cpu, gemm_devs, 5, &gemm[i]);
     vkl_backend_caps caps;
     if (strstr(kernels(cpu, gemm_devs[2], &caps), "amx")) {
         const mm_case amx[] = {
@@ -254,8 +263,7 @@ int main(void) {
     } else {
         printf("AMX GEMM: skipped, this CPU (or its OS) has no AMX-INT8 (%s)\n", caps.device_name);
     }
-    cpu->close(gemm_devs[1]);
-    cpu->close(gemm_devs[2]);
+    for (int d = 1; d < 5; d++) cpu->close(gemm_devs[d]);
     ref->close(dref);
     cpu->close(dcpu[0]);
     cpu->close(dcpu[1]);

@@ -2,8 +2,9 @@
  * the work it declares, checked by redoing its sums here in C (vpmaddubsw
  * with its int16 saturation, vpaddw wrapping, vpmaddwd by ones, vpaddd), and
  * the vtable's int8_peak gives a positive rate on AVX2 and a clear error on
- * portable C, which has no loop; the same for the AMX loop (tdpbssd's sums
- * redone in C), the default where the CPU has AMX. Without AVX2 (AMX) here,
+ * portable C, which has no loop; the same for the VNNI loops (vpdpbusd's)
+ * and the AMX loop (tdpbssd's sums redone in C), the default where the CPU
+ * has AMX. Without AVX2 (AMX) here,
  * that half is skipped. */
 #include <math.h>
 #include <string.h>
@@ -32,6 +33,48 @@ static uint32_t want_loop(uint64_t rounds, const int8_t seed[128]) {
             for (int l = 0; l < 8; l++) s[l] += (uint32_t)((int32_t)p[2 * l] + (int32_t)p[2 * l + 1]);
         }
     return s[0] ^ s[7];
+}
+
+/* The VNNI loops' result (x86/cpu_gemm_avx512vnni.c, cpu_gemm_avxvnni.c):
+ * 12 accumulators of `lanes` int32 each add, 4 times a round, the 4
+ * products of unsigned weight bytes by signed activation bytes per lane
+ * (vpdpbusd: no saturation, int32 wraps); accumulator i takes weight i & 1
+ * and activation (i >> 1) & 1, the seed's bytes at w_at / a_at; the 12 are
+ * summed; lane 0 ^ lane `lanes` - 1. */
+static uint32_t want_vnni(uint64_t rounds, const int8_t seed[128], int lanes, const int w_at[2], const int a_at[2]) {
+    uint32_t s[16] = {0};
+    for (int acc = 0; acc < 12; acc++) {
+        const uint8_t *w = (const uint8_t *)seed + w_at[acc & 1];
+        const int8_t *a = seed + a_at[(acc >> 1) & 1];
+        for (int l = 0; l < lanes; l++) {
+            int32_t dot = 0;
+            for (int j = 0; j < 4; j++) dot += w[4 * l + j] * a[4 * l + j];
+            s[l] += (uint32_t)dot * (uint32_t)(4 * rounds);
+        }
+    }
+    return s[0] ^ s[lanes - 1];
+}
+
+/* One VNNI loop: its sums redone, and the device's peak where it is the
+ * loop chosen (`off`: the instruction sets turned off so that it is). */
+static void test_vnni(vkl_context *ctx, const vkl_backend_vtable *cpu, const vkl_cpu_int8_loop *loop, const char *name,
+                      int lanes, const int w_at[2], const int a_at[2], uint32_t off) {
+    int8_t seed[128];
+    for (int i = 0; i < 128; i++) seed[i] = (int8_t)(i * 29 + 3);
+    seed[0] = (int8_t)0xFF; /* 255 x -128: the widest product */
+    seed[a_at[0]] = -128;
+    for (uint64_t rounds = 1; rounds <= 5; rounds += 2)
+        CHECKF(loop->run(rounds, seed) == want_vnni(rounds, seed, lanes, w_at, a_at), "%s loop, %llu rounds", name,
+               (unsigned long long)rounds);
+    const vkl_backend_options two = {.threads = 2, .disable_isa = off};
+    vkl_backend_device *dev;
+    double rate = -1;
+    const char *sequence = NULL;
+    CHECK_OK(ctx, cpu->open(ctx, &two, &dev));
+    CHECK_OK(ctx, cpu->int8_peak(dev, ctx, &rate, &sequence));
+    CHECK(rate > 0 && isfinite(rate) && sequence == loop->sequence);
+    printf("%s: loop sums exact; int8 peak %.1f GOP/s on 2 threads (%s)\n", name, rate / 1e9, sequence ? sequence : "");
+    cpu->close(dev);
 }
 
 /* The AMX loop's result: each round adds A x B into C tile 0 (A, B: the
@@ -70,7 +113,8 @@ int main(void) {
         for (uint64_t rounds = 1; rounds <= 5; rounds += 2)
             CHECKF(vkl_cpu_int8_loop_avx2.run(rounds, seed) == want_loop(rounds, seed), "avx2 loop, %llu rounds",
                    (unsigned long long)rounds);
-        const vkl_backend_options two = {.threads = 2, .disable_isa = VKL_ISA_AMX}; /* the AVX2 loop */
+        /* the AVX2 loop */
+        const vkl_backend_options two = {.threads = 2, .disable_isa = VKL_ISA_AMX | VKL_ISA_AVX512VNNI | VKL_ISA_AVXVNNI};
         CHECK_OK(ctx, cpu->open(ctx, &two, &dev));
         CHECK_OK(ctx, cpu->int8_peak(dev, ctx, &rate, &sequence));
         CHECK(rate > 0 && isfinite(rate) && sequence != NULL);
@@ -79,6 +123,15 @@ int main(void) {
     } else {
         printf("avx2: not on this CPU, skipped\n");
     }
+    static const int zmm_w[2] = {0, 64}, zmm_a[2] = {64, 0}, ymm_w[2] = {0, 32}, ymm_a[2] = {64, 96};
+    if (vkl_cpu_has_avx512vnni())
+        test_vnni(ctx, cpu, &vkl_cpu_int8_loop_avx512vnni, "avx512vnni", 16, zmm_w, zmm_a, VKL_ISA_AMX);
+    else
+        printf("avx512vnni: not on this CPU (or the OS does not save zmm), skipped\n");
+    if (vkl_cpu_has_avxvnni())
+        test_vnni(ctx, cpu, &vkl_cpu_int8_loop_avxvnni, "avxvnni", 8, ymm_w, ymm_a, VKL_ISA_AMX | VKL_ISA_AVX512VNNI);
+    else
+        printf("avxvnni: not on this CPU, skipped\n");
     if (vkl_cpu_has_amx()) {
         int8_t seed[128];
         for (int i = 0; i < 128; i++) seed[i] = (int8_t)(i * 53 + 7);

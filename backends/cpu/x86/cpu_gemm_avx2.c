@@ -8,6 +8,7 @@
 #include "../cpu_dot.h"
 
 #define MR VKL_CPU_GEMM_MR
+#define PASS_ROWS 6 /* cpu_gemm_ymm.h */
 
 /* The int16 sums of `n` (1..4) tiles into p01 / p23, then widened and added
  * into the int32 sums s01 / s23. A lane adds 2 pair sums a
@@ -17,9 +18,9 @@
 static inline __attribute__((always_inline)) void sums(const uint8_t *w, const int8_t *a, const uint32_t n,
                                                        __m256i *s01, __m256i *s23) {
     const __m256i m4 = _mm256_set1_epi8(15), ones = _mm256_set1_epi16(1);
-    __m256i p01[MR], p23[MR];
+    __m256i p01[PASS_ROWS], p23[PASS_ROWS];
     _Pragma("GCC unroll 8")
-    for (int r = 0; r < MR; r++) p01[r] = p23[r] = _mm256_setzero_si256();
+    for (int r = 0; r < PASS_ROWS; r++) p01[r] = p23[r] = _mm256_setzero_si256();
     _Pragma("GCC unroll 4")
     for (uint32_t c = 0; c < n; c++, w += VKL_CPU_HP * 16, a += VKL_CPU_LP * MR) {
         const __m256i x01 = _mm256_loadu_si256((const __m256i *)w);
@@ -29,7 +30,7 @@ static inline __attribute__((always_inline)) void sums(const uint8_t *w, const i
             const __m256i w01 = _mm256_and_si256(half ? _mm256_srli_epi16(x01, 4) : x01, m4);
             const __m256i w23 = _mm256_and_si256(half ? _mm256_srli_epi16(x23, 4) : x23, m4);
             _Pragma("GCC unroll 8")
-            for (int r = 0; r < MR; r++) {
+            for (int r = 0; r < PASS_ROWS; r++) {
                 const __m256i v =
                     _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(a + 16 * (MR * half + r))));
                 p01[r] = _mm256_add_epi16(p01[r], _mm256_maddubs_epi16(w01, v));
@@ -41,76 +42,13 @@ static inline __attribute__((always_inline)) void sums(const uint8_t *w, const i
         }
     }
     _Pragma("GCC unroll 8")
-    for (int r = 0; r < MR; r++) {
+    for (int r = 0; r < PASS_ROWS; r++) {
         s01[r] = _mm256_add_epi32(s01[r], _mm256_madd_epi16(p01[r], ones));
         s23[r] = _mm256_add_epi32(s23[r], _mm256_madd_epi16(p23[r], ones));
     }
 }
 
-/* The group's f32 step (cpu_dot.h) for two panel rows a = r, b = r + 1 at
- * once: the same multiplies and subtractions per element as the portable
- * code, none fused. The int32 sums are reduced in-lane only (unpack and add:
- * single-operation shuffles, where vphaddd is several and the vpermd after
- * it crossed lanes), which leaves them in the order [a0 a2 b0 b2 | a1 a3 b1
- * b3] (weight rows 0..3); the f32 step runs in that order, against the
- * weights' scale and zero put in it once a group (`scale`, `zero`) and the
- * panel's d8 / s8 laid out in it (cpu_dot.h), and the sums go back to row
- * order once a tile call (`to_rows`). */
-static inline __attribute__((always_inline)) __m256 apply2(__m256i s01a, __m256i s23a, __m256i s01b, __m256i s23b,
-                                                           __m256 scale, __m256 zero, const float *d8,
-                                                           const float *s8, __m256 acc) {
-    /* a: weight rows [0 2 0 2 | 1 3 1 3] of panel row a, each lane two of a
-     * row's four partial sums (b the same); isum: all four, [a0 a2 b0 b2 | a1 a3 b1 b3] */
-    const __m256i a = _mm256_add_epi32(_mm256_unpacklo_epi32(s01a, s23a), _mm256_unpackhi_epi32(s01a, s23a));
-    const __m256i b = _mm256_add_epi32(_mm256_unpacklo_epi32(s01b, s23b), _mm256_unpackhi_epi32(s01b, s23b));
-    const __m256i isum = _mm256_add_epi32(_mm256_unpacklo_epi64(a, b), _mm256_unpackhi_epi64(a, b));
-    const __m256 t = _mm256_sub_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(zero, _mm256_loadu_ps(s8)));
-    const __m256 u = _mm256_mul_ps(scale, _mm256_loadu_ps(d8));
-    return _mm256_add_ps(acc, _mm256_mul_ps(u, t));
-}
-
-/* [a0 a1 a2 a3 | b0 b1 b2 b3] (two rows of y) into the f32 step's order, and back */
-static inline __attribute__((always_inline)) __m256 to_step(__m256 v) {
-    return _mm256_permutevar8x32_ps(v, _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7));
-}
-static inline __attribute__((always_inline)) __m256 to_rows(__m256 v) {
-    return _mm256_permutevar8x32_ps(v, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-}
-
-static inline __attribute__((always_inline)) void tile(const uint8_t *w, const float *rec, const vkl_cpu_panel *p,
-                                                       const uint32_t chunks, uint32_t groups, bool first, float *y,
-                                                       size_t ldy) {
-    const int8_t *a = p->q;
-    /* rows 2k and 2k + 1 of y in the f32 step's order; from +0 when first
-     * (0 + u * t, as the portable code adds to 0: a -0 product gives +0) */
-    __m256 acc[MR / 2];
-    _Pragma("GCC unroll 4")
-    for (int k = 0; k < MR / 2; k++)
-        acc[k] = first ? _mm256_setzero_ps() : to_step(_mm256_loadu2_m128(y + (2 * k + 1) * ldy, y + 2 * k * ldy));
-    const __m256i step_order = _mm256_setr_epi32(0, 2, 0, 2, 1, 3, 1, 3);
-    for (uint32_t g = 0; g < groups; g++, rec += 2 * VKL_CPU_HP) {
-        __m256i s01[MR], s23[MR];
-        _Pragma("GCC unroll 8")
-        for (int r = 0; r < MR; r++) s01[r] = s23[r] = _mm256_setzero_si256();
-        for (uint32_t c0 = 0; c0 < chunks; c0 += 4) {
-            const uint32_t n = chunks - c0 < 4 ? chunks - c0 : 4;
-            if (n == 4) sums(w, a, 4, s01, s23);
-            else sums(w, a, n, s01, s23);
-            w += (size_t)n * VKL_CPU_HP * 16;
-            a += (size_t)n * VKL_CPU_LP * MR;
-        }
-        /* the 4 weight rows' scale and zero in the step's order, for every pair of panel rows */
-        const __m256 scale = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(_mm_loadu_ps(rec)), step_order);
-        const __m256 zero = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(_mm_loadu_ps(rec + VKL_CPU_HP)), step_order);
-        _Pragma("GCC unroll 4")
-        for (int r = 0; r < MR; r += 2) {
-            const size_t at = vkl_cpu_panel_param(g, (size_t)r, 0);
-            acc[r / 2] = apply2(s01[r], s23[r], s01[r + 1], s23[r + 1], scale, zero, p->d + at, p->s + at, acc[r / 2]);
-        }
-    }
-    _Pragma("GCC unroll 4")
-    for (int k = 0; k < MR / 2; k++) _mm256_storeu2_m128(y + (2 * k + 1) * ldy, y + 2 * k * ldy, to_rows(acc[k]));
-}
+#include "cpu_gemm_ymm.h"
 
 /* Group 128 (4 tiles) is the models' case: its own copy, fully unrolled. */
 void vkl_cpu_q4_tile_avx2(const uint8_t *w, const float *rec, const vkl_cpu_panel *p, uint32_t chunks,
