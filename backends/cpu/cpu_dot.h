@@ -18,14 +18,13 @@
 #define VKL_CPU_HP 4  /* weight rows per tile */
 #define VKL_CPU_LP 32 /* elements per tile row */
 #define VKL_CPU_MR 4  /* activation rows per inner-product call, at most */
-/* Activation rows of a GEMM panel (q4_tile), from the AVX-512 VNNI tile's
- * count: 12 zmm of sums, one a row, whose f32 steps run 4 rows a vector
- * (x86/cpu_gemm_avx512vnni.c; at 6 rows a vector held 2 rows twice, and
- * the steps and the unpacking were half its instructions). The 256-bit
- * tiles take the panel 6 rows a pass (x86/cpu_gemm_ymm.h), their register
- * count. Even: the f32 steps take rows in pairs. A prompt's rows past the
- * last whole panel run the row kernels. */
-#define VKL_CPU_GEMM_MR 12
+/* Activation rows of a GEMM panel (q4_tile), at most: each table has its
+ * own count (vkl_cpu_dot.gemm_mr), from its registers (MNN-LLM's Table 2
+ * idea): 6 for the 256-bit tiles (x86/cpu_gemm_ymm.h counts the 16 ymm),
+ * 12 for AVX-512 VNNI's (12 zmm of sums, whose f32 steps run 4 rows a
+ * vector). Even: the f32 steps take rows in pairs. A prompt's rows past
+ * the last whole panel run the row kernels. */
+#define VKL_CPU_GEMM_MR_MAX 12
 /* Query rows of an attention block (cpu_attention.c): the rows that share
  * one pass over their keys. 4: Llama's query heads per KV head, and on AVX2
  * 4 rows x 2 keys of dot sums (8 accumulators) or 4 rows x 16 floats of the
@@ -39,11 +38,12 @@ typedef struct vkl_cpu_act {
     const int32_t *s; /* per group: the sum of the codes */
 } vkl_cpu_act;
 
-/* VKL_CPU_GEMM_MR activation rows laid out so the GEMM tile streams them:
- * per 32-element tile of K, codes 0..15 of every row in row order, then codes
- * 16..31 of every row (32 * VKL_CPU_GEMM_MR bytes a tile); per group g and
- * row r, the row's scale and its code sum, the sum as the float the f32 step
- * converts it to, each VKL_CPU_HP times, at vkl_cpu_panel_param(g, r, copy):
+/* `rows` (the table's gemm_mr) activation rows laid out so the GEMM tile
+ * streams them: per 32-element tile of K, codes 0..15 of every row in row
+ * order, then codes 16..31 of every row (32 * rows bytes a tile); per group
+ * g and row r, the row's scale and its code sum, the sum as the float the
+ * f32 step converts it to, each VKL_CPU_HP times, at
+ * vkl_cpu_panel_param(rows, g, r, copy):
  * rows in pairs (r, r + 1), each pair 8 floats [r r r+1 r+1 | r r r+1 r+1].
  * That is the order the AVX2 tile's int32 sums come out of their in-lane
  * reduction (weight rows [0 2 | 1 3] of panel rows r, r + 1), so the f32
@@ -54,13 +54,15 @@ typedef struct vkl_cpu_panel {
     const int8_t *q;
     const float *d;
     const float *s;
+    uint32_t rows;
 } vkl_cpu_panel;
 
-_Static_assert(VKL_CPU_GEMM_MR % 2 == 0 && VKL_CPU_HP == 4, "the panel's parameters pair rows against 4 weight rows");
+_Static_assert(VKL_CPU_GEMM_MR_MAX % 2 == 0 && VKL_CPU_HP == 4, "the panel's parameters pair rows against 4 weight rows");
 
-/* Index into a panel's d or s of panel row r's group-g value, copy 0..3. */
-static inline size_t vkl_cpu_panel_param(size_t g, size_t r, size_t copy) {
-    return (g * VKL_CPU_GEMM_MR + (r & ~(size_t)1)) * VKL_CPU_HP + 2 * (r & 1) + (copy & 1) + 4 * (copy >> 1);
+/* Index into the d or s of a panel of `rows` rows of panel row r's group-g
+ * value, copy 0..3. */
+static inline size_t vkl_cpu_panel_param(size_t rows, size_t g, size_t r, size_t copy) {
+    return (g * rows + (r & ~(size_t)1)) * VKL_CPU_HP + 2 * (r & 1) + (copy & 1) + 4 * (copy >> 1);
 }
 
 typedef struct vkl_cpu_dot {
@@ -76,7 +78,7 @@ typedef struct vkl_cpu_dot {
     void (*q4)(const uint8_t *w, const float *rec, const vkl_cpu_act *act, uint32_t rows, uint32_t chunks,
                uint32_t groups, float *acc);
     /* The same sums and f32 steps as q4 for one 4-row block against the
-     * VKL_CPU_GEMM_MR rows of a panel (prefill's GEMM tile), into
+     * gemm_mr rows of a panel (prefill's GEMM tile; p->rows is gemm_mr), into
      * y[r * ldy + i] for panel row r, weight row i: added to, or from 0 when
      * `first` (no read of y), so the GEMM's output rows are the tile's sums
      * with no copy between (a copy of 24 floats through a buffer, read and
@@ -85,6 +87,7 @@ typedef struct vkl_cpu_dot {
      * VKL_CPU_MR rows a call. */
     void (*q4_tile)(const uint8_t *w, const float *rec, const vkl_cpu_panel *p, uint32_t chunks, uint32_t groups,
                     bool first, float *y, size_t ldy);
+    uint32_t gemm_mr; /* q4_tile's panel rows, even, at most VKL_CPU_GEMM_MR_MAX; 0 without a tile */
     /* The same for int8 weights (any value, -128 included) with no zero:
      * t = (float)isum; rec: per group scale[4]. act[r].q must lie in
      * -127..127 (the activation quantizer's range): that is what lets a
@@ -166,6 +169,10 @@ extern const vkl_cpu_int8_loop vkl_cpu_int8_loop_avx2;
 extern const vkl_cpu_int8_loop vkl_cpu_int8_loop_avx512vnni;
 extern const vkl_cpu_int8_loop vkl_cpu_int8_loop_avxvnni;
 extern const vkl_cpu_int8_loop vkl_cpu_int8_loop_amx;
+/* The tiles' panel rows: the 256-bit tiles' (x86/cpu_gemm_ymm.h) and
+ * AVX-512 VNNI's (x86/cpu_gemm_avx512vnni.c) */
+#define VKL_CPU_YMM_TILE_MR 6
+#define VKL_CPU_ZMM_TILE_MR 12
 /* x86/cpu_gemm_avx2.c: vkl_cpu_dot_avx2's q4_tile */
 void vkl_cpu_q4_tile_avx2(const uint8_t *w, const float *rec, const vkl_cpu_panel *p, uint32_t chunks,
                           uint32_t groups, bool first, float *y, size_t ldy);

@@ -57,7 +57,7 @@ static void q8(const int8_t *w, const float *rec, const vkl_cpu_act *act, uint32
  * panel layout (cpu_dot.h). */
 static void q4_tile(const uint8_t *w, const float *rec, const vkl_cpu_panel *p, uint32_t chunks, uint32_t groups,
                     bool first, float *y, size_t ldy) {
-    const uint32_t mr = VKL_CPU_GEMM_MR;
+    const uint32_t mr = p->rows;
     for (uint32_t r = 0; r < mr; r++) {
         float *acc = y + r * ldy;
         if (first)
@@ -73,7 +73,7 @@ static void q4_tile(const uint8_t *w, const float *rec, const vkl_cpu_panel *p, 
                         const uint8_t b = wr[16 * i + j];
                         s[i] += (b & 15) * x[16 * r + j] + (b >> 4) * x[16 * (mr + r) + j];
                     }
-            const size_t at = vkl_cpu_panel_param(g, r, 0);
+            const size_t at = vkl_cpu_panel_param(mr, g, r, 0);
             apply(s, rc, rc + VKL_CPU_HP, p->d[at], p->s[at], acc);
         }
     }
@@ -156,6 +156,7 @@ float vkl_cpu_mask_scores_portable(float *x, const float *m, size_t n, float sca
 const vkl_cpu_dot vkl_cpu_dot_portable = {.name = "portable",
                                           .q4 = q4,
                                           .q4_tile = q4_tile,
+                                          .gemm_mr = 6, /* any even count; the 256-bit tiles' */
                                           .q8 = q8,
                                           .f32 = f32,
                                           .f16 = f16,

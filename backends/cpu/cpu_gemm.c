@@ -21,7 +21,7 @@
 /* A GEMM's tail chunks, and the steps a worker takes through its share:
  * at most 1 / (this x threads) of the blocks */
 #define TASKS_PER_THREAD 16
-/* GEMM (4-bit W, M >= VKL_CPU_GEMM_MR): a task's weight blocks are read
+/* GEMM (4-bit W, M >= the table's gemm_mr): a task's weight blocks are read
  * once per panel of X, so a task holds at most this many bytes of them
  * (they stay in the 512 KiB L2 of the cores seen here, beside X's panel) */
 #define TASK_WEIGHT_BYTES (128u << 10)
@@ -48,10 +48,11 @@ typedef struct gemm_job {
     float *xd;
     int32_t *xs;
     float *tail;
-    /* the first `panels` * VKL_CPU_GEMM_MR rows again, as panels (cpu_dot.h):
+    /* the first `panels` * mr rows again, as panels (cpu_dot.h; mr: the
+     * table's gemm_mr):
      * per panel Kq * MR codes, then per group and row VKL_CPU_HP copies of
      * the scale, then of the sum (PANEL_PARAM_BYTES a group and row) */
-    int64_t panels;
+    int64_t panels, mr;
     uint8_t *px;
 } gemm_job;
 
@@ -76,7 +77,7 @@ static void quantize_task(void *user, size_t m, unsigned worker) {
 static void panel_task(void *user, size_t p, unsigned worker) {
     (void)worker;
     const gemm_job *j = user;
-    const size_t K = (size_t)j->w->lay.cols, ng = K / j->w->lay.group, mr = VKL_CPU_GEMM_MR; /* Kq */
+    const size_t K = (size_t)j->w->lay.cols, ng = K / j->w->lay.group, mr = (size_t)j->mr; /* Kq */
     int8_t *q = (int8_t *)(j->px + p * (K + ng * PANEL_PARAM_BYTES) * mr);
     float *d = (float *)(void *)(q + K * mr), *s = d + ng * mr * VKL_CPU_HP;
     for (size_t r = 0; r < mr; r++) {
@@ -87,17 +88,17 @@ static void panel_task(void *user, size_t p, unsigned worker) {
                 memcpy(q + t * VKL_CPU_LP * mr + 16 * (mr * half + r), x + t * VKL_CPU_LP + 16 * half, 16);
         for (size_t g = 0; g < ng; g++)
             for (size_t i = 0; i < VKL_CPU_HP; i++) {
-                d[vkl_cpu_panel_param(g, r, i)] = j->xd[m * ng + g];
-                s[vkl_cpu_panel_param(g, r, i)] = (float)j->xs[m * ng + g];
+                d[vkl_cpu_panel_param(mr, g, r, i)] = j->xd[m * ng + g];
+                s[vkl_cpu_panel_param(mr, g, r, i)] = (float)j->xs[m * ng + g];
             }
     }
 }
 
 static vkl_cpu_panel panel_at(const gemm_job *j, int64_t p) {
-    const size_t K = (size_t)j->w->lay.cols, ng = K / j->w->lay.group, mr = VKL_CPU_GEMM_MR; /* Kq */
+    const size_t K = (size_t)j->w->lay.cols, ng = K / j->w->lay.group, mr = (size_t)j->mr; /* Kq */
     const int8_t *q = (const int8_t *)(j->px + (size_t)p * (K + ng * PANEL_PARAM_BYTES) * mr);
     const float *d = (const float *)(const void *)(q + K * mr);
-    return (vkl_cpu_panel){q, d, d + ng * mr * VKL_CPU_HP};
+    return (vkl_cpu_panel){q, d, d + ng * mr * VKL_CPU_HP, (uint32_t)mr};
 }
 
 static inline void store(const gemm_job *j, int64_t m, int64_t n0, const float *acc) {
@@ -158,7 +159,7 @@ static void float_block(const gemm_job *j, int64_t b) {
  * 4-column buffer and copies its rows out. */
 static void tile_blocks(const gemm_job *j, int64_t b0, int64_t b1) {
     const vkl_cpu_weight *w = j->w;
-    const int64_t K = w->lay.cols, ng = K / w->lay.group, mr = VKL_CPU_GEMM_MR; /* Kq: whole groups */
+    const int64_t K = w->lay.cols, ng = K / w->lay.group, mr = j->mr; /* Kq: whole groups */
     const uint32_t chunks = w->lay.group / VKL_CPU_LP;
     const size_t tile = VKL_CPU_HP * VKL_CPU_LP / 2;
     const float *params = (const float *)(const void *)(w->data + w->lay.params_offset);
@@ -181,7 +182,7 @@ static void tile_blocks(const gemm_job *j, int64_t b0, int64_t b1) {
                     continue;
                 }
                 const int64_t cols = w->N - b * VKL_CPU_HP;
-                float part[VKL_CPU_GEMM_MR * VKL_CPU_HP] = {0};
+                float part[VKL_CPU_GEMM_MR_MAX * VKL_CPU_HP] = {0};
                 for (int64_t r = 0; r < mr; r++)
                     for (int64_t i = 0; i < cols; i++) part[r * VKL_CPU_HP + i] = y[r * w->N + i];
                 j->dot->q4_tile(wb, rec, &x, chunks, (uint32_t)gn, g0 == 0, part, VKL_CPU_HP);
@@ -193,7 +194,7 @@ static void tile_blocks(const gemm_job *j, int64_t b0, int64_t b1) {
     if (j->bias)
         for (int64_t m = 0; m < j->panels * mr; m++)
             for (int64_t n = b0 * VKL_CPU_HP; n < b1 * VKL_CPU_HP && n < w->N; n++) j->Y[m * w->N + n] += j->bias[n];
-    for (int64_t b = b0; b < b1; b++) quant_block(j, b, j->panels * VKL_CPU_GEMM_MR);
+    for (int64_t b = b0; b < b1; b++) quant_block(j, b, j->panels * mr);
 }
 
 /* Blocks begin..end-1: a worker's share, or a chunk of the tail. The GEMM
@@ -214,8 +215,8 @@ vkl_status vkl_cpu_gemm(const vkl_ref_args *a, const vkl_cpu_weight *w, const fl
                         float *Y) {
     const vkl_backend_weights *bw = a->backend;
     vkl_backend_device *dev = bw->dev;
-    gemm_job j = {w, dev->dot, M, (w->N + VKL_CPU_HP - 1) / VKL_CPU_HP, 0, X, bias, Y, NULL, NULL, NULL, NULL, 0,
-                  NULL};
+    gemm_job j = {
+        .w = w, .dot = dev->dot, .M = M, .blocks = (w->N + VKL_CPU_HP - 1) / VKL_CPU_HP, .X = X, .bias = bias, .Y = Y};
     if (M <= 0 || w->N <= 0) return VKL_OK;
     int64_t tasks = (int64_t)vkl_pool_threads(dev->pool) * TASKS_PER_THREAD;
     if (w->dtype == VKL_DTYPE_Q_E0M4 || w->dtype == VKL_DTYPE_Q_INT4 || w->dtype == VKL_DTYPE_Q_INT8) {
@@ -228,10 +229,11 @@ vkl_status vkl_cpu_gemm(const vkl_ref_args *a, const vkl_cpu_weight *w, const fl
         const bool q4 = w->dtype != VKL_DTYPE_Q_INT8;
         /* AMX's scratch (its own panels) takes the place of the AVX2 tile's */
         const bool amx = (dev->isa & VKL_ISA_AMX) && vkl_cpu_amx_takes(w, M);
-        j.panels = q4 && dev->dot->q4_tile && !amx ? M / VKL_CPU_GEMM_MR : 0; /* no tile (NEON): row kernels */
+        j.mr = dev->dot->gemm_mr;
+        j.panels = q4 && dev->dot->q4_tile && !amx ? M / j.mr : 0; /* no tile (NEON): row kernels */
         size_t bytes, panel_bytes, tail_bytes;
         if (!vkl_mul_size(row, (size_t)M, &bytes) ||
-            !vkl_mul_size(panel_row, (size_t)(j.panels * VKL_CPU_GEMM_MR), &panel_bytes) ||
+            !vkl_mul_size(panel_row, (size_t)(j.panels * j.mr), &panel_bytes) ||
             !vkl_mul_size(tail_row, (size_t)M, &tail_bytes) || !vkl_add_size(bytes, tail_bytes, &bytes))
             return vkl_fail(a->ctx, VKL_ERR_OVERFLOW, "cpu: QuantMatMul scratch");
         if (amx) panel_bytes = (vkl_cpu_amx_scratch(w, M, vkl_pool_threads(dev->pool)) + 63) / 64 * 64;

@@ -24,7 +24,7 @@
 #define MAX_GROUPS 5
 #define Q4_BYTES (MAX_GROUPS * MAX_CHUNKS * VKL_CPU_HP * 16)
 #define Q8_BYTES (MAX_GROUPS * MAX_CHUNKS * VKL_CPU_HP * VKL_CPU_LP)
-#define MAX_ROWS (VKL_CPU_MR > VKL_CPU_GEMM_MR ? VKL_CPU_MR : VKL_CPU_GEMM_MR)
+#define MAX_ROWS (VKL_CPU_MR > VKL_CPU_GEMM_MR_MAX ? VKL_CPU_MR : VKL_CPU_GEMM_MR_MAX)
 #define A_BYTES ((MAX_GROUPS * MAX_CHUNKS + MAX_ROWS) * VKL_CPU_LP) /* room for shifted rows */
 
 static uint64_t rng = 0x9E3779B97F4A7C15u;
@@ -163,76 +163,81 @@ static void test_epilogue(const vkl_cpu_dot *d, const char *what) {
                 }
 }
 
-/* The panel's parameter places (vkl_cpu_panel_param): every (group, row,
- * copy) its own float, all of them filled, and each pair of rows the 8
- * floats [r r r+1 r+1 | r r r+1 r+1] the AVX2 tile reads as one vector.
- * (The tile tests below fill the places through the same function, so a
- * place two rows shared would go unseen there.) */
+/* The panel's parameter places (vkl_cpu_panel_param) for every even row
+ * count up to the largest: every (group, row, copy) its own float, all of
+ * them filled, and each pair of rows the 8 floats [r r r+1 r+1 | r r r+1
+ * r+1] the 256-bit tiles read as one vector (and AVX-512 VNNI's 16 from an
+ * even row). (The tile tests below fill the places through the same
+ * function, so a place two rows shared would go unseen there.) */
 static void test_panel_places(void) {
-    enum { MR = VKL_CPU_GEMM_MR, N = MAX_GROUPS * MR * VKL_CPU_HP };
-    int seen[N] = {0}, ok = 1;
-    for (size_t g = 0; g < MAX_GROUPS; g++)
-        for (size_t r = 0; r < MR; r++)
-            for (size_t c = 0; c < VKL_CPU_HP; c++) {
-                const size_t at = vkl_cpu_panel_param(g, r, c);
-                if (at >= N || seen[at]++) ok = 0;
-                const size_t pair = (g * MR + (r & ~(size_t)1)) * VKL_CPU_HP, lane = at - pair;
-                if (at < pair || lane >= 8 || (lane & 3) / 2 != (r & 1)) ok = 0;
-            }
-    CHECKF(ok, "panel parameter places: one float each, pairs of rows [r r r+1 r+1 | r r r+1 r+1], MR %d", MR);
+    enum { N = MAX_GROUPS * VKL_CPU_GEMM_MR_MAX * VKL_CPU_HP };
+    for (size_t mr = 2; mr <= VKL_CPU_GEMM_MR_MAX; mr += 2) {
+        int seen[N] = {0}, ok = 1;
+        for (size_t g = 0; g < MAX_GROUPS; g++)
+            for (size_t r = 0; r < mr; r++)
+                for (size_t c = 0; c < VKL_CPU_HP; c++) {
+                    const size_t at = vkl_cpu_panel_param(mr, g, r, c);
+                    if (at >= MAX_GROUPS * mr * VKL_CPU_HP || seen[at]++) ok = 0;
+                    const size_t pair = (g * mr + (r & ~(size_t)1)) * VKL_CPU_HP, lane = at - pair;
+                    if (at < pair || lane >= 8 || (lane & 3) / 2 != (r & 1)) ok = 0;
+                }
+        CHECKF(ok, "panel parameter places: one float each, pairs of rows [r r r+1 r+1 | r r r+1 r+1], %zu rows", mr);
+    }
 }
 
 /* Row r of the tile's panel through the portable row kernel: its group
  * scales and code sums read from the panel's layout (vkl_cpu_panel_param). */
-static void portable_row(const uint8_t *q4, const float *rec, const int8_t *a4, const float *pd, const float *ps, int r,
-                         uint32_t chunks, float *y) {
-    enum { MR = VKL_CPU_GEMM_MR };
+static void portable_row(const uint8_t *q4, const float *rec, const int8_t *a4, const float *pd, const float *ps,
+                         size_t mr, int r, uint32_t chunks, float *y) {
     float rd[MAX_GROUPS];
     int32_t rs[MAX_GROUPS];
     for (int g = 0; g < MAX_GROUPS; g++) {
-        rd[g] = pd[vkl_cpu_panel_param((size_t)g, (size_t)r, 0)];
-        rs[g] = (int32_t)ps[vkl_cpu_panel_param((size_t)g, (size_t)r, 0)];
+        rd[g] = pd[vkl_cpu_panel_param(mr, (size_t)g, (size_t)r, 0)];
+        rs[g] = (int32_t)ps[vkl_cpu_panel_param(mr, (size_t)g, (size_t)r, 0)];
     }
     const vkl_cpu_act act = {a4 + 32 * r, rd, rs};
     vkl_cpu_dot_portable.q4(q4, rec, &act, 1, chunks, MAX_GROUPS, y);
 }
 
-/* The GEMM tile: VKL_CPU_GEMM_MR rows laid out as a panel (cpu_dot.h)
+/* The GEMM tile: the table's gemm_mr rows laid out as a panel (cpu_dot.h)
  * against whole blocks, every fill (the int16 extremes included) and 1..12
  * chunks a group, random scales, zeros and activation sums: the bits of the
  * portable row kernel run one row at a time; and from 0 (`first`) into rows
  * of y a stride apart, y not read and its other columns untouched. */
 static void test_tile(const vkl_cpu_dot *d, const char *what) {
-    enum { MR = VKL_CPU_GEMM_MR };
+    enum { MAX_MR = VKL_CPU_GEMM_MR_MAX };
+    const int MR = (int)d->gemm_mr;
+    CHECKF(MR >= 2 && MR <= MAX_MR && MR % 2 == 0, "%s: gemm_mr %d", what, MR);
+    if (MR < 2 || MR > MAX_MR) return;
     static uint8_t q4[Q4_BYTES];
-    static int8_t q8[Q8_BYTES], a4[A_BYTES], a8[A_BYTES], panel[MAX_GROUPS * MAX_CHUNKS * VKL_CPU_LP * MR];
-    float rec[MAX_GROUPS * 2 * VKL_CPU_HP], pd[MAX_GROUPS * MR * VKL_CPU_HP], ps[MAX_GROUPS * MR * VKL_CPU_HP];
+    static int8_t q8[Q8_BYTES], a4[A_BYTES], a8[A_BYTES], panel[MAX_GROUPS * MAX_CHUNKS * VKL_CPU_LP * MAX_MR];
+    float rec[MAX_GROUPS * 2 * VKL_CPU_HP], pd[MAX_GROUPS * MAX_MR * VKL_CPU_HP], ps[MAX_GROUPS * MAX_MR * VKL_CPU_HP];
     int cases = 0;
     for (int kind = 0; kind < N_FILLS; kind++) {
         fill(kind, q4, q8, a4, a8);
         for (int i = 0; i < MAX_GROUPS * 2 * VKL_CPU_HP; i++) rec[i] = (float)(next() % 1000) / 997.0f;
         /* each row's group scale and code sum, 4 copies (the panel's layout) */
         for (size_t g = 0; g < MAX_GROUPS; g++)
-            for (size_t r = 0; r < MR; r++) {
+            for (size_t r = 0; r < (size_t)MR; r++) {
                 const float di = (float)(next() % 1000) / 1013.0f, si = (float)((int32_t)(next() % 20001) - 10000);
                 for (size_t c = 0; c < VKL_CPU_HP; c++) {
-                    pd[vkl_cpu_panel_param(g, r, c)] = di;
-                    ps[vkl_cpu_panel_param(g, r, c)] = si;
+                    pd[vkl_cpu_panel_param((size_t)MR, g, r, c)] = di;
+                    ps[vkl_cpu_panel_param((size_t)MR, g, r, c)] = si;
                 }
             }
         for (uint32_t chunks = 1; chunks <= MAX_CHUNKS; chunks++, cases++) {
             const uint32_t tiles = chunks * MAX_GROUPS;
-            /* row r is a4 + 32 r; its group g scale and sum at vkl_cpu_panel_param(g, r, 0..3) */
+            /* row r is a4 + 32 r; its group g scale and sum at vkl_cpu_panel_param(MR, g, r, 0..3) */
             for (uint32_t t = 0; t < tiles; t++)
                 for (int half = 0; half < 2; half++)
                     for (int r = 0; r < MR; r++)
                         memcpy(panel + t * VKL_CPU_LP * MR + 16 * (MR * half + r), a4 + 32 * r + t * 32 + 16 * half, 16);
-            const vkl_cpu_panel p = {panel, pd, ps};
-            float x[MR * VKL_CPU_HP], y[MR * VKL_CPU_HP];
-            for (int i = 0; i < MR * VKL_CPU_HP; i++) x[i] = y[i] = (float)(i % 5) - 2.0f;
+            const vkl_cpu_panel p = {panel, pd, ps, (uint32_t)MR};
+            float x[MAX_MR * VKL_CPU_HP], y[MAX_MR * VKL_CPU_HP];
+            for (int i = 0; i < MAX_MR * VKL_CPU_HP; i++) x[i] = y[i] = (float)(i % 5) - 2.0f;
             d->q4_tile(q4, rec, &p, chunks, MAX_GROUPS, false, x, VKL_CPU_HP);
             for (int r = 0; r < MR; r++) {
-                portable_row(q4, rec, a4, pd, ps, r, chunks, y + VKL_CPU_HP * r);
+                portable_row(q4, rec, a4, pd, ps, (size_t)MR, r, chunks, y + VKL_CPU_HP * r);
             }
             CHECK_OR(!memcmp(x, y, sizeof(x)), {
                 fprintf(stderr, "  %s q4_tile fill %d, %u chunks: %.9g vs %.9g\n", what, kind, chunks, x[0], y[0]);
@@ -240,11 +245,11 @@ static void test_tile(const vkl_cpu_dot *d, const char *what) {
             });
             /* from 0 (`first`: y not read, NaN there) into rows LDY apart, the columns between untouched */
             enum { LDY = 7 };
-            float z[MR * LDY], y0[MR * VKL_CPU_HP] = {0};
-            for (int i = 0; i < MR * LDY; i++) z[i] = NAN;
+            float z[MAX_MR * LDY], y0[MAX_MR * VKL_CPU_HP] = {0};
+            for (int i = 0; i < MAX_MR * LDY; i++) z[i] = NAN;
             d->q4_tile(q4, rec, &p, chunks, MAX_GROUPS, true, z, LDY);
             for (int r = 0; r < MR; r++) {
-                portable_row(q4, rec, a4, pd, ps, r, chunks, y0 + VKL_CPU_HP * r);
+                portable_row(q4, rec, a4, pd, ps, (size_t)MR, r, chunks, y0 + VKL_CPU_HP * r);
                 CHECK_OR(!memcmp(z + LDY * r, y0 + VKL_CPU_HP * r, VKL_CPU_HP * sizeof(float)) &&
                              isnan(z[LDY * r + VKL_CPU_HP]) && isnan(z[LDY * r + LDY - 1]),
                          {
@@ -254,7 +259,7 @@ static void test_tile(const vkl_cpu_dot *d, const char *what) {
             }
         }
     }
-    printf("%s: q4_tile = one row at a time, bit for bit, in %d cases\n", what, cases);
+    printf("%s: q4_tile (%d rows) = one row at a time, bit for bit, in %d cases\n", what, MR, cases);
 }
 
 static void test_float(const vkl_cpu_dot *d, const char *what) {

@@ -10,12 +10,14 @@
  *  - with the int8-dot feature masked off, quantized W gives ref's bits;
  *  - the kill switches choose the kernels they say: dotprod off is the
  *    portable code, the cooperative-matrix feature off is i8mm and amx off;
- *  - the prefill GEMM (4-bit W, M >= VKL_CPU_GEMM_MR: panels of rows, the
+ *  - the prefill GEMM (4-bit W, M >= the tile's rows: panels of rows, the
  *    rest by the row kernel) gives every row the bits it gets alone
- *    (M = 1), at M 4..37: below one panel, exactly one and two panels (6,
- *    12) and odd tails, groups of 1, 2, 4 and 8 tiles, K in one slice and
- *    cut into two (even and not), on AVX2 with 1 and 2 threads and on
- *    portable C with 3;
+ *    (M = 1), at M 4..37: below one panel, exactly one and two panels (6
+ *    and 12 rows for the 256-bit tiles, 12 and 24 for AVX-512 VNNI's) and
+ *    odd tails, groups of 1, 2, 4 and 8 tiles, K in one slice and
+ *    cut into two (even and not), with 1 and 2 threads on the default
+ *    tile (AVX-512 VNNI's where the CPU has it), with 2 on AVX-VNNI's and
+ *    AVX2's (each where present), and on portable C with 3;
  *  - where the CPU has AMX, its GEMM (M >= 32, groups of 64 codes and more)
  *    the same at M 32..100: one pair of 16-row panels and partial ones, N
  *    not a multiple of its 32-row blocks, a short last group, K cut into
@@ -244,7 +246,9 @@ int main(void) {
         {VKL_DTYPE_Q_E0M4, 128, 1, 5, 130, 128}, {VKL_DTYPE_Q_E0M4, 128, 1, 6, 7, 256},
         {VKL_DTYPE_Q_INT4, 64, 0, 12, 10, 192},  {VKL_DTYPE_Q_E0M4, 128, 2, 17, 33, 640},
         /* K cut into slices (cpu_gemm.c's PANEL_SLICE_BYTES): 2 of 12 groups; 33 + 32 groups of 64 */
-        {VKL_DTYPE_Q_E0M4, 128, 1, 13, 9, 3072}, {VKL_DTYPE_Q_INT4, 64, 0, 7, 6, 4160},
+        {VKL_DTYPE_Q_E0M4, 128, 1, 13, 9, 3072}, {VKL_DTYPE_Q_INT4, 64, 0, 31, 6, 4160},
+        /* two whole panels of 12 rows, nothing left over */
+        {VKL_DTYPE_Q_E0M4, 128, 1, 24, 11, 512},
         {VKL_DTYPE_Q_E0M4, 128, 1, 9, 21, 688}, {VKL_DTYPE_Q_INT4, 32, 0, 37, 9, 688}, /* short last groups */
     };
     for (size_t i = 0; i < sizeof(gemm) / sizeof(gemm[0]); i++) test_gemm_rows(ctx, cpu, gemm_devs, 5, &gemm[i]);

@@ -1,14 +1,13 @@
 /* Prefill's GEMM tile with AVX2: one block of 4 weight rows (4-bit codes)
- * against a panel of VKL_CPU_GEMM_MR activation rows (cpu_dot.h), the
- * register tile of VKL_CPU_GEMM_MR's count. Same int32 sums and f32 steps as
+ * against a panel of VKL_CPU_YMM_TILE_MR activation rows (cpu_dot.h), the
+ * register tile of x86/cpu_gemm_ymm.h's count. Same int32 sums and f32 steps as
  * the portable code (tests/unit/test_cpu_dot.c). Compiled with -mavx2
  * -mfma -mf16c and called only after vkl_cpu_has_avx2(). */
 #include <immintrin.h>
 
 #include "../cpu_dot.h"
 
-#define MR VKL_CPU_GEMM_MR
-#define PASS_ROWS 6 /* cpu_gemm_ymm.h */
+#define MR VKL_CPU_YMM_TILE_MR
 
 /* The int16 sums of `n` (1..4) tiles into p01 / p23, then widened and added
  * into the int32 sums s01 / s23. A lane adds 2 pair sums a
@@ -18,9 +17,9 @@
 static inline __attribute__((always_inline)) void sums(const uint8_t *w, const int8_t *a, const uint32_t n,
                                                        __m256i *s01, __m256i *s23) {
     const __m256i m4 = _mm256_set1_epi8(15), ones = _mm256_set1_epi16(1);
-    __m256i p01[PASS_ROWS], p23[PASS_ROWS];
+    __m256i p01[MR], p23[MR];
     _Pragma("GCC unroll 8")
-    for (int r = 0; r < PASS_ROWS; r++) p01[r] = p23[r] = _mm256_setzero_si256();
+    for (int r = 0; r < MR; r++) p01[r] = p23[r] = _mm256_setzero_si256();
     _Pragma("GCC unroll 4")
     for (uint32_t c = 0; c < n; c++, w += VKL_CPU_HP * 16, a += VKL_CPU_LP * MR) {
         const __m256i x01 = _mm256_loadu_si256((const __m256i *)w);
@@ -30,7 +29,7 @@ static inline __attribute__((always_inline)) void sums(const uint8_t *w, const i
             const __m256i w01 = _mm256_and_si256(half ? _mm256_srli_epi16(x01, 4) : x01, m4);
             const __m256i w23 = _mm256_and_si256(half ? _mm256_srli_epi16(x23, 4) : x23, m4);
             _Pragma("GCC unroll 8")
-            for (int r = 0; r < PASS_ROWS; r++) {
+            for (int r = 0; r < MR; r++) {
                 const __m256i v =
                     _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(a + 16 * (MR * half + r))));
                 p01[r] = _mm256_add_epi16(p01[r], _mm256_maddubs_epi16(w01, v));
@@ -42,7 +41,7 @@ static inline __attribute__((always_inline)) void sums(const uint8_t *w, const i
         }
     }
     _Pragma("GCC unroll 8")
-    for (int r = 0; r < PASS_ROWS; r++) {
+    for (int r = 0; r < MR; r++) {
         s01[r] = _mm256_add_epi32(s01[r], _mm256_madd_epi16(p01[r], ones));
         s23[r] = _mm256_add_epi32(s23[r], _mm256_madd_epi16(p23[r], ones));
     }

@@ -1,5 +1,5 @@
 /* Prefill's GEMM tile with AVX-512 VNNI: one block of 4 weight rows (4-bit
- * codes) against a panel of VKL_CPU_GEMM_MR activation rows (cpu_dot.h).
+ * codes) against a panel of VKL_CPU_ZMM_TILE_MR activation rows (cpu_dot.h).
  * The same int32 sums and f32 steps as the portable code, so the same bits
  * (tests/unit/test_cpu_dot.c). Compiled with -mavx512f -mavx512bw
  * -mavx512vl -mavx512vnni; called only after vkl_cpu_has_avx512vnni().
@@ -16,7 +16,7 @@
 
 #include "../cpu_dot.h"
 
-#define MR VKL_CPU_GEMM_MR
+#define MR VKL_CPU_ZMM_TILE_MR
 
 _Static_assert(MR % 4 == 0, "the f32 steps below take panel rows 4 at a time");
 
@@ -111,7 +111,7 @@ static inline __attribute__((always_inline)) void tile(const uint8_t *w, const f
         const __m512 zero = _mm512_permutexvar_ps(by_lane, _mm512_castps128_ps512(_mm_loadu_ps(rec + VKL_CPU_HP)));
         _Pragma("GCC unroll 4")
         for (int k = 0; k < MR / 4; k++) {
-            const size_t at = vkl_cpu_panel_param(g, 4 * (size_t)k, 0);
+            const size_t at = vkl_cpu_panel_param(MR, g, 4 * (size_t)k, 0);
             const __m512i isum = reduce4(s[4 * k], s[4 * k + 1], s[4 * k + 2], s[4 * k + 3]);
             acc[k] = apply4(isum, scale, zero, pick, p->d + at, p->s + at, acc[k]);
         }

@@ -10,8 +10,7 @@
 
 #include "../cpu_dot.h"
 
-#define MR VKL_CPU_GEMM_MR
-#define PASS_ROWS 6 /* cpu_gemm_ymm.h */
+#define MR VKL_CPU_YMM_TILE_MR
 
 /* The int32 sums of `n` (1..4) tiles added into s01 / s23. Each half of a
  * tile (codes 0..15 by AND, 16..31 by shift and AND) meets every row before
@@ -28,7 +27,7 @@ static inline __attribute__((always_inline)) void sums(const uint8_t *w, const i
             const __m256i w01 = _mm256_and_si256(half ? _mm256_srli_epi16(x01, 4) : x01, m4);
             const __m256i w23 = _mm256_and_si256(half ? _mm256_srli_epi16(x23, 4) : x23, m4);
             _Pragma("GCC unroll 8")
-            for (int r = 0; r < PASS_ROWS; r++) {
+            for (int r = 0; r < MR; r++) {
                 const __m256i v =
                     _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(a + 16 * (MR * half + r))));
                 s01[r] = _mm256_dpbusd_avx_epi32(s01[r], w01, v);

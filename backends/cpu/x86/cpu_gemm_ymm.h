@@ -1,16 +1,14 @@
 /* The body of prefill's 256-bit GEMM tiles (cpu_gemm_avx2.c,
  * cpu_gemm_avxvnni.c): one block of 4 weight rows (4-bit codes) against a
- * panel of VKL_CPU_GEMM_MR activation rows (cpu_dot.h), the group's f32
- * steps and the stores. The panel's rows are taken PASS_ROWS at a time, the
- * register tile of 16 ymm: 2 int32 sums a row, 2 weight registers (two rows
- * each), the nibble mask and 1 product register: 2 * 6 + 4 = 16, the
- * activation read as a broadcast load (at 4 rows the unpacking is a third
- * more per product; 8 rows spill). Each pass re-reads the block's weights
- * from L1. The includer defines MR (the panel's rows, the codes' stride)
- * and, before including,
+ * panel of MR = VKL_CPU_YMM_TILE_MR activation rows (cpu_dot.h), the
+ * group's f32 steps and the stores. MR from the 16 ymm registers: 2 sums a
+ * row, 2 weight registers (two rows each), the nibble mask and 1 product
+ * register: 2 * 6 + 4 = 16, the activation read as a broadcast load (at 4
+ * rows the unpacking is a third more per product; 8 rows spill). The
+ * includer defines MR as VKL_CPU_YMM_TILE_MR and, before including,
  *   sums(w, a, n, s01, s23): the int32 sums of n (1..4) tiles added into
- *   s01[r] (weight rows 0, 1 of the pass's row r, a 128-bit lane each) and
- *   s23[r] (rows 2, 3), 4 partial sums a lane, for r < PASS_ROWS,
+ *   s01[r] (weight rows 0, 1 of panel row r, a 128-bit lane each) and
+ *   s23[r] (rows 2, 3), 4 partial sums a lane,
  * the one part its instruction set changes. */
 #ifndef VKL_CPU_GEMM_YMM_H
 #define VKL_CPU_GEMM_YMM_H
@@ -45,24 +43,21 @@ static inline __attribute__((always_inline)) __m256 to_rows(__m256 v) {
     return _mm256_permutevar8x32_ps(v, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
 }
 
-_Static_assert(MR % PASS_ROWS == 0 && PASS_ROWS % 2 == 0, "passes of whole row pairs");
-
-/* Panel rows r0 .. r0 + PASS_ROWS - 1 (y at their first row). */
-static inline __attribute__((always_inline)) void pass(const uint8_t *w, const float *rec, const vkl_cpu_panel *p,
+static inline __attribute__((always_inline)) void tile(const uint8_t *w, const float *rec, const vkl_cpu_panel *p,
                                                        const uint32_t chunks, uint32_t groups, bool first, float *y,
-                                                       size_t ldy, const size_t r0) {
-    const int8_t *a = p->q + 16 * r0;
+                                                       size_t ldy) {
+    const int8_t *a = p->q;
     /* rows 2k and 2k + 1 of y in the f32 step's order; from +0 when first
      * (0 + u * t, as the portable code adds to 0: a -0 product gives +0) */
-    __m256 acc[PASS_ROWS / 2];
+    __m256 acc[MR / 2];
     _Pragma("GCC unroll 4")
-    for (int k = 0; k < PASS_ROWS / 2; k++)
+    for (int k = 0; k < MR / 2; k++)
         acc[k] = first ? _mm256_setzero_ps() : to_step(_mm256_loadu2_m128(y + (2 * k + 1) * ldy, y + 2 * k * ldy));
     const __m256i step_order = _mm256_setr_epi32(0, 2, 0, 2, 1, 3, 1, 3);
     for (uint32_t g = 0; g < groups; g++, rec += 2 * VKL_CPU_HP) {
-        __m256i s01[PASS_ROWS], s23[PASS_ROWS];
+        __m256i s01[MR], s23[MR];
         _Pragma("GCC unroll 8")
-        for (int r = 0; r < PASS_ROWS; r++) s01[r] = s23[r] = _mm256_setzero_si256();
+        for (int r = 0; r < MR; r++) s01[r] = s23[r] = _mm256_setzero_si256();
         for (uint32_t c0 = 0; c0 < chunks; c0 += 4) {
             const uint32_t n = chunks - c0 < 4 ? chunks - c0 : 4;
             if (n == 4) sums(w, a, 4, s01, s23);
@@ -74,19 +69,13 @@ static inline __attribute__((always_inline)) void pass(const uint8_t *w, const f
         const __m256 scale = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(_mm_loadu_ps(rec)), step_order);
         const __m256 zero = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(_mm_loadu_ps(rec + VKL_CPU_HP)), step_order);
         _Pragma("GCC unroll 4")
-        for (int r = 0; r < PASS_ROWS; r += 2) {
-            const size_t at = vkl_cpu_panel_param(g, r0 + (size_t)r, 0);
+        for (int r = 0; r < MR; r += 2) {
+            const size_t at = vkl_cpu_panel_param(MR, g, (size_t)r, 0);
             acc[r / 2] = apply2(s01[r], s23[r], s01[r + 1], s23[r + 1], scale, zero, p->d + at, p->s + at, acc[r / 2]);
         }
     }
     _Pragma("GCC unroll 4")
-    for (int k = 0; k < PASS_ROWS / 2; k++) _mm256_storeu2_m128(y + (2 * k + 1) * ldy, y + 2 * k * ldy, to_rows(acc[k]));
-}
-
-static inline __attribute__((always_inline)) void tile(const uint8_t *w, const float *rec, const vkl_cpu_panel *p,
-                                                       const uint32_t chunks, uint32_t groups, bool first, float *y,
-                                                       size_t ldy) {
-    for (size_t r0 = 0; r0 < MR; r0 += PASS_ROWS) pass(w, rec, p, chunks, groups, first, y + r0 * ldy, ldy, r0);
+    for (int k = 0; k < MR / 2; k++) _mm256_storeu2_m128(y + (2 * k + 1) * ldy, y + 2 * k * ldy, to_rows(acc[k]));
 }
 
 #endif
