@@ -88,6 +88,11 @@ typedef struct vkl_cpu_dot {
     void (*q4_tile)(const uint8_t *w, const float *rec, const vkl_cpu_panel *p, uint32_t chunks, uint32_t groups,
                     bool first, float *y, size_t ldy);
     uint32_t gemm_mr; /* q4_tile's panel rows, even, at most VKL_CPU_GEMM_MR_MAX; 0 without a tile */
+    /* q4_tile on two blocks at once, the same bits as two calls: the second
+     * block's codes `wstride` bytes and its records `rstride` floats after
+     * the first's, its y at y + VKL_CPU_HP. NULL: one block a call. */
+    void (*q4_tile2)(const uint8_t *w, size_t wstride, const float *rec, size_t rstride, const vkl_cpu_panel *p,
+                     uint32_t chunks, uint32_t groups, bool first, float *y, size_t ldy);
     /* The same for int8 weights (any value, -128 included) with no zero:
      * t = (float)isum; rec: per group scale[4]. act[r].q must lie in
      * -127..127 (the activation quantizer's range): that is what lets a
@@ -178,6 +183,9 @@ void vkl_cpu_q4_tile_avx2(const uint8_t *w, const float *rec, const vkl_cpu_pane
                           uint32_t groups, bool first, float *y, size_t ldy);
 void vkl_cpu_q4_tile_avx512vnni(const uint8_t *w, const float *rec, const vkl_cpu_panel *p, uint32_t chunks,
                                 uint32_t groups, bool first, float *y, size_t ldy);
+void vkl_cpu_q4_tile2_avx512vnni(const uint8_t *w, size_t wstride, const float *rec, size_t rstride,
+                                 const vkl_cpu_panel *p, uint32_t chunks, uint32_t groups, bool first, float *y,
+                                 size_t ldy);
 void vkl_cpu_q4_tile_avxvnni(const uint8_t *w, const float *rec, const vkl_cpu_panel *p, uint32_t chunks,
                              uint32_t groups, bool first, float *y, size_t ldy);
 /* x86/cpu_silu_avx2.c: o = x / (1 + exp(-x)) * y on n floats (SiluMul), exp

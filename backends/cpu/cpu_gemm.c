@@ -177,6 +177,12 @@ static void tile_blocks(const gemm_job *j, int64_t b0, int64_t b1) {
                 const uint8_t *wb = w->data + ((size_t)b * (size_t)(K / VKL_CPU_LP) + skip) * tile;
                 const float *rec = params + (size_t)(b * ng + g0) * 8;
                 float *y = j->Y + (size_t)(p * mr * w->N + b * VKL_CPU_HP);
+                if (j->dot->q4_tile2 && b + 1 < b1 && (b + 2) * VKL_CPU_HP <= w->N) {
+                    j->dot->q4_tile2(wb, (size_t)(K / VKL_CPU_LP) * tile, rec, (size_t)ng * 8, &x, chunks, (uint32_t)gn,
+                                     g0 == 0, y, (size_t)w->N);
+                    b++;
+                    continue;
+                }
                 if ((b + 1) * VKL_CPU_HP <= w->N) {
                     j->dot->q4_tile(wb, rec, &x, chunks, (uint32_t)gn, g0 == 0, y, (size_t)w->N);
                     continue;

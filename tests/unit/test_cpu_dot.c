@@ -199,6 +199,38 @@ static void portable_row(const uint8_t *q4, const float *rec, const int8_t *a4, 
     vkl_cpu_dot_portable.q4(q4, rec, &act, 1, chunks, MAX_GROUPS, y);
 }
 
+/* q4_tile2 (two blocks a call) against q4_tile on each block, bit for bit:
+ * blocks of different codes and records, both added to y and from 0, y's
+ * rows 11 floats apart (the two blocks' 8 columns, then 3 left alone), on
+ * the last fill's panel, 1..12 chunks a group. */
+static void test_tile2(const vkl_cpu_dot *d, const char *what, const uint8_t *q4, const uint8_t *other,
+                       const int8_t *panel, const float *pd, const float *ps) {
+    enum { MAX_MR = VKL_CPU_GEMM_MR_MAX, LDY = 11, RSTRIDE = MAX_GROUPS * 2 * VKL_CPU_HP };
+    static uint8_t two[2 * Q4_BYTES];
+    memcpy(two, q4, Q4_BYTES);
+    memcpy(two + Q4_BYTES, other, Q4_BYTES); /* the int8 fill's bytes as codes */
+    float rec[2 * RSTRIDE];
+    for (int i = 0; i < 2 * RSTRIDE; i++) rec[i] = (float)(next() % 1000) / 991.0f;
+    const int MR = (int)d->gemm_mr;
+    int cases = 0;
+    for (uint32_t chunks = 1; chunks <= MAX_CHUNKS; chunks++)
+        for (int first = 0; first < 2; first++, cases++) {
+            const vkl_cpu_panel p = {panel, pd, ps, (uint32_t)MR};
+            float got[MAX_MR * LDY], want[MAX_MR * LDY];
+            for (int i = 0; i < MAX_MR * LDY; i++) got[i] = want[i] = first ? NAN : (float)(i % 7) - 3.0f;
+            d->q4_tile2(two, Q4_BYTES, rec, RSTRIDE, &p, chunks, MAX_GROUPS, first, got, LDY);
+            d->q4_tile(two, rec, &p, chunks, MAX_GROUPS, first, want, LDY);
+            d->q4_tile(two + Q4_BYTES, rec + RSTRIDE, &p, chunks, MAX_GROUPS, first, want + VKL_CPU_HP, LDY);
+            /* bytes: from 0, the NaN left in the other columns compare equal too */
+            CHECK_OR(!memcmp(got, want, sizeof(got)), {
+                fprintf(stderr, "  %s q4_tile2, %u chunks, first %d: %.9g vs %.9g\n", what, chunks, first, got[0],
+                        want[0]);
+                return;
+            });
+        }
+    printf("%s: q4_tile2 = q4_tile on each block, bit for bit, in %d cases\n", what, cases);
+}
+
 /* The GEMM tile: the table's gemm_mr rows laid out as a panel (cpu_dot.h)
  * against whole blocks, every fill (the int16 extremes included) and 1..12
  * chunks a group, random scales, zeros and activation sums: the bits of the
@@ -260,6 +292,7 @@ static void test_tile(const vkl_cpu_dot *d, const char *what) {
         }
     }
     printf("%s: q4_tile (%d rows) = one row at a time, bit for bit, in %d cases\n", what, MR, cases);
+    if (d->q4_tile2) test_tile2(d, what, q4, (const uint8_t *)q8, panel, pd, ps);
 }
 
 static void test_float(const vkl_cpu_dot *d, const char *what) {
