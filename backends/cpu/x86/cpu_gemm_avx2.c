@@ -9,45 +9,27 @@
 
 #define MR VKL_CPU_YMM_TILE_MR
 
+/* vpmaddubsw adds each pair of products into an int16 lane */
+#define PRODUCT(acc, w, v) _mm256_add_epi16(acc, _mm256_maddubs_epi16(w, v))
+
+#include "cpu_gemm_ymm.h"
+
 /* The int16 sums of `n` (1..4) tiles into p01 / p23, then widened and added
- * into the int32 sums s01 / s23. A lane adds 2 pair sums a
- * tile, at most 2 * 15 * 128 each, so 8 of them (30720) fit int16. Each
- * half of a tile (codes 0..15 by AND, 16..31 by shift and AND) meets every
- * row before the next half is unpacked, so 2 weight registers are live. */
+ * into the int32 sums s01 / s23. A lane adds 2 pair sums a tile, at most
+ * 2 * 15 * 128 each, so 8 of them (30720) fit int16. */
 static inline __attribute__((always_inline)) void sums(const uint8_t *w, const int8_t *a, const uint32_t n,
                                                        __m256i *s01, __m256i *s23) {
-    const __m256i m4 = _mm256_set1_epi8(15), ones = _mm256_set1_epi16(1);
+    const __m256i ones = _mm256_set1_epi16(1);
     __m256i p01[MR], p23[MR];
     _Pragma("GCC unroll 8")
     for (int r = 0; r < MR; r++) p01[r] = p23[r] = _mm256_setzero_si256();
-    _Pragma("GCC unroll 4")
-    for (uint32_t c = 0; c < n; c++, w += VKL_CPU_HP * 16, a += VKL_CPU_LP * MR) {
-        const __m256i x01 = _mm256_loadu_si256((const __m256i *)w);
-        const __m256i x23 = _mm256_loadu_si256((const __m256i *)(w + 32));
-        _Pragma("GCC unroll 2")
-        for (int half = 0; half < 2; half++) {
-            const __m256i w01 = _mm256_and_si256(half ? _mm256_srli_epi16(x01, 4) : x01, m4);
-            const __m256i w23 = _mm256_and_si256(half ? _mm256_srli_epi16(x23, 4) : x23, m4);
-            _Pragma("GCC unroll 8")
-            for (int r = 0; r < MR; r++) {
-                const __m256i v =
-                    _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(a + 16 * (MR * half + r))));
-                p01[r] = _mm256_add_epi16(p01[r], _mm256_maddubs_epi16(w01, v));
-                p23[r] = _mm256_add_epi16(p23[r], _mm256_maddubs_epi16(w23, v));
-                /* an empty asm: the compiler keeps these adds in this order
-                 * instead of computing every product first (which spills) */
-                __asm__("" : "+x"(p01[r]), "+x"(p23[r]));
-            }
-        }
-    }
+    products(w, a, n, p01, p23);
     _Pragma("GCC unroll 8")
     for (int r = 0; r < MR; r++) {
         s01[r] = _mm256_add_epi32(s01[r], _mm256_madd_epi16(p01[r], ones));
         s23[r] = _mm256_add_epi32(s23[r], _mm256_madd_epi16(p23[r], ones));
     }
 }
-
-#include "cpu_gemm_ymm.h"
 
 /* Group 128 (4 tiles) is the models' case: its own copy, fully unrolled. */
 void vkl_cpu_q4_tile_avx2(const uint8_t *w, const float *rec, const vkl_cpu_panel *p, uint32_t chunks,

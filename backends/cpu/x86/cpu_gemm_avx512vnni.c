@@ -164,35 +164,3 @@ void vkl_cpu_q4_tile2_avx512vnni(const uint8_t *w, size_t wstride, const float *
     if (chunks == 4) tile(w, wstride, rec, rstride, p, 4, groups, first, y, ldy, 2);
     else tile(w, wstride, rec, rstride, p, chunks, groups, first, y, ldy, 2);
 }
-
-/* The int8 peak of this tile's instruction, in registers only (cpu_peak.c):
- * vpdpbusd into 12 accumulators (latency ~5 cycles x up to 2 a cycle), 48 a
- * round, each 16 lanes x 4 multiply-adds. Assembly, as cpu_peak_avx2.c
- * says why. The register roles (tests/unit/test_cpu_peak.c redoes the sums):
- * weights zmm12 = seed[0..63], zmm13 = seed[64..127]; activations zmm14 =
- * seed[64..127], zmm15 = seed[0..63]; accumulator i takes weight i & 1 and
- * activation (i >> 1) & 1; at the end the 12 are added into one. */
-#define DP(acc, w, a) "vpdpbusd %%zmm" #a ", %%zmm" #w ", %%zmm" #acc "\n\t"
-#define ROUND12                                                                                                 \
-    DP(0, 12, 14) DP(1, 13, 14) DP(2, 12, 15) DP(3, 13, 15) DP(4, 12, 14) DP(5, 13, 14) DP(6, 12, 15)           \
-        DP(7, 13, 15) DP(8, 12, 14) DP(9, 13, 14) DP(10, 12, 15) DP(11, 13, 15)
-#define ZERO(r) "vpxord %%zmm" #r ", %%zmm" #r ", %%zmm" #r "\n\t"
-#define ADD(r) "vpaddd %%zmm" #r ", %%zmm0, %%zmm0\n\t"
-
-static uint32_t int8_loop(uint64_t rounds, const int8_t seed[128]) {
-    uint32_t out[16];
-    if (!rounds) return 0;
-    __asm__ volatile("vmovdqu64 (%[s]), %%zmm12\n\tvmovdqu64 64(%[s]), %%zmm13\n\t"
-                     "vmovdqu64 64(%[s]), %%zmm14\n\tvmovdqu64 (%[s]), %%zmm15\n\t" ZERO(0) ZERO(1) ZERO(2) ZERO(3)
-                         ZERO(4) ZERO(5) ZERO(6) ZERO(7) ZERO(8) ZERO(9) ZERO(10) ZERO(11)
-                     "1:\n\t" ROUND12 ROUND12 ROUND12 ROUND12 "dec %[n]\n\tjnz 1b\n\t" ADD(1) ADD(2) ADD(3) ADD(4)
-                         ADD(5) ADD(6) ADD(7) ADD(8) ADD(9) ADD(10) ADD(11)
-                     "vmovdqu64 %%zmm0, (%[o])\n\tvzeroupper\n\t"
-                     : [n] "+r"(rounds)
-                     : [s] "r"(seed), [o] "r"(out)
-                     : "memory", "cc", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9",
-                       "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15");
-    return out[0] ^ out[15];
-}
-
-const vkl_cpu_int8_loop vkl_cpu_int8_loop_avx512vnni = {"vpdpbusd zmm, 12 accumulators", 48 * 16 * 4 * 2, int8_loop};

@@ -5,13 +5,47 @@
  * row, 2 weight registers (two rows each), the nibble mask and 1 product
  * register: 2 * 6 + 4 = 16, the activation read as a broadcast load (at 4
  * rows the unpacking is a third more per product; 8 rows spill). The
- * includer defines MR as VKL_CPU_YMM_TILE_MR and, before including,
+ * includer defines MR as VKL_CPU_YMM_TILE_MR and PRODUCT(acc, w, v): acc
+ * plus the products of weight codes w (unsigned) by activation codes v,
+ * its instruction set's part, and after including,
  *   sums(w, a, n, s01, s23): the int32 sums of n (1..4) tiles added into
  *   s01[r] (weight rows 0, 1 of panel row r, a 128-bit lane each) and
- *   s23[r] (rows 2, 3), 4 partial sums a lane,
- * the one part its instruction set changes. */
+ *   s23[r] (rows 2, 3), 4 partial sums a lane. */
 #ifndef VKL_CPU_GEMM_YMM_H
 #define VKL_CPU_GEMM_YMM_H
+
+/* PRODUCT of every (tile c < n, half, panel row r) into acc01[r] (weight
+ * rows 0, 1) and acc23[r] (rows 2, 3). Each half of a tile (codes 0..15 by
+ * AND, 16..31 by shift and AND) meets every row before the next half is
+ * unpacked, so 2 weight registers are live. */
+static inline __attribute__((always_inline)) void products(const uint8_t *w, const int8_t *a, const uint32_t n,
+                                                           __m256i *acc01, __m256i *acc23) {
+    const __m256i m4 = _mm256_set1_epi8(15);
+    _Pragma("GCC unroll 4")
+    for (uint32_t c = 0; c < n; c++, w += VKL_CPU_HP * 16, a += VKL_CPU_LP * MR) {
+        const __m256i x01 = _mm256_loadu_si256((const __m256i *)w);
+        const __m256i x23 = _mm256_loadu_si256((const __m256i *)(w + 32));
+        _Pragma("GCC unroll 2")
+        for (int half = 0; half < 2; half++) {
+            const __m256i w01 = _mm256_and_si256(half ? _mm256_srli_epi16(x01, 4) : x01, m4);
+            const __m256i w23 = _mm256_and_si256(half ? _mm256_srli_epi16(x23, 4) : x23, m4);
+            _Pragma("GCC unroll 8")
+            for (int r = 0; r < MR; r++) {
+                const __m256i v =
+                    _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(a + 16 * (MR * half + r))));
+                acc01[r] = PRODUCT(acc01[r], w01, v);
+                acc23[r] = PRODUCT(acc23[r], w23, v);
+                /* an empty asm: the compiler keeps these in this order
+                 * instead of computing every product first (which spills) */
+                __asm__("" : "+x"(acc01[r]), "+x"(acc23[r]));
+            }
+        }
+    }
+}
+
+/* defined by the includer, after this header (it may call `products`) */
+static inline __attribute__((always_inline)) void sums(const uint8_t *w, const int8_t *a, uint32_t n, __m256i *s01,
+                                                       __m256i *s23);
 
 /* The group's f32 step (cpu_dot.h) for two panel rows a = r, b = r + 1 at
  * once: the same multiplies and subtractions per element as the portable
