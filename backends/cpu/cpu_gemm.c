@@ -49,9 +49,9 @@ typedef struct gemm_job {
     int32_t *xs;
     float *tail;
     /* the first `panels` * mr rows again, as panels (cpu_dot.h; mr: the
-     * table's gemm_mr):
-     * per panel Kq * MR codes, then per group and row VKL_CPU_HP copies of
-     * the scale, then of the sum (PANEL_PARAM_BYTES a group and row) */
+     * table's gemm_mr): per panel Kq * mr codes, then per group and row
+     * VKL_CPU_HP copies of the scale, then of the sum (PANEL_PARAM_BYTES a
+     * group and row) */
     int64_t panels, mr;
     uint8_t *px;
 } gemm_job;
@@ -155,7 +155,8 @@ static void float_block(const gemm_job *j, int64_t b) {
  * (PANEL_SLICE_BYTES; each group's f32 step still runs in group order), its
  * sums written into Y's rows (between K slices they wait there: an f32
  * round trip, exact), then the bias added, and the rows after the last full
- * panel with the row kernel. A block past N's end (N % 4 rows) runs into a
+ * panel with the row kernel. Where the table has a two-block tile, whole
+ * blocks go to it in pairs. A block past N's end (N % 4 rows) runs into a
  * 4-column buffer and copies its rows out. */
 static void tile_blocks(const gemm_job *j, int64_t b0, int64_t b1) {
     const vkl_cpu_weight *w = j->w;
