@@ -27,15 +27,19 @@ int vkl_cpu_has_avx2(void) {
     return (b >> 5) & 1;
 }
 
-/* AVX-512 VNNI's tile runs zmm registers (F, BW for the byte shifts and
- * masks, VL), so the OS must save the opmask and zmm state (xgetbv bits
- * 5..7) too. */
-int vkl_cpu_has_avx512vnni(void) {
-    unsigned a, b, c, d;
+/* AVX2 and AVX-512 F, BW (byte shifts and masks), VL, with the OS saving
+ * the opmask and zmm state (xgetbv bits 5..7): what the AVX-512 VNNI tile
+ * and AMX's f32 steps run on. cpuid leaf 7's ECX and EDX into *c, *d. */
+static int avx512_fbwvl(unsigned *c, unsigned *d) {
+    unsigned a, b;
     if (!vkl_cpu_has_avx2() || __get_cpuid_max(0, NULL) < 7) return 0;
-    __cpuid_count(7, 0, a, b, c, d);
-    const int avx512 = (b >> 16 & 1) && (b >> 30 & 1) && (b >> 31 & 1), vnni = c >> 11 & 1;
-    return avx512 && vnni && (xcr0() & 0xE6) == 0xE6;
+    __cpuid_count(7, 0, a, b, *c, *d);
+    return (b >> 16 & 1) && (b >> 30 & 1) && (b >> 31 & 1) && (xcr0() & 0xE6) == 0xE6;
+}
+
+int vkl_cpu_has_avx512vnni(void) {
+    unsigned c, d;
+    return avx512_fbwvl(&c, &d) && (c >> 11 & 1);
 }
 
 /* AVX-VNNI: cpuid leaf 7 subleaf 1, EAX bit 4; ymm registers only. */
@@ -60,13 +64,9 @@ int vkl_cpu_has_avxvnni(void) {
 #endif
 
 int vkl_cpu_has_amx(void) {
-    unsigned a, b, c, d;
-    if (!vkl_cpu_has_avx2() || __get_cpuid_max(0, NULL) < 7) return 0;
-    __cpuid_count(7, 0, a, b, c, d);
-    const int avx512 = (b >> 16 & 1) && (b >> 30 & 1) && (b >> 31 & 1), tile = d >> 24 & 1, int8 = d >> 25 & 1;
-    if (!avx512 || !tile || !int8) return 0;
-    const unsigned saved = xcr0();
-    if ((saved & 0xE6) != 0xE6 || (saved & 0x60000) != 0x60000) return 0;
+    unsigned c, d;
+    if (!avx512_fbwvl(&c, &d) || !(d >> 24 & 1) || !(d >> 25 & 1)) return 0; /* AMX-TILE, AMX-INT8 */
+    if ((xcr0() & 0x60000) != 0x60000) return 0;
 #if defined(__linux__)
     return syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0; /* granted again: a no-op */
 #else

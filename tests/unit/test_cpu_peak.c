@@ -35,7 +35,7 @@ static uint32_t want_loop(uint64_t rounds, const int8_t seed[128]) {
     return s[0] ^ s[7];
 }
 
-/* The VNNI loops' result (x86/cpu_gemm_avx512vnni.c, cpu_gemm_avxvnni.c):
+/* The VNNI loops' result (x86/cpu_peak_vnni.c):
  * 12 accumulators of `lanes` int32 each add, 4 times a round, the 4
  * products of unsigned weight bytes by signed activation bytes per lane
  * (vpdpbusd: no saturation, int32 wraps); accumulator i takes weight i & 1
@@ -55,17 +55,10 @@ static uint32_t want_vnni(uint64_t rounds, const int8_t seed[128], int lanes, co
     return s[0] ^ s[lanes - 1];
 }
 
-/* One VNNI loop: its sums redone, and the device's peak where it is the
- * loop chosen (`off`: the instruction sets turned off so that it is). */
-static void test_vnni(vkl_context *ctx, const vkl_backend_vtable *cpu, const vkl_cpu_int8_loop *loop, const char *name,
-                      int lanes, const int w_at[2], const int a_at[2], uint32_t off) {
-    int8_t seed[128];
-    for (int i = 0; i < 128; i++) seed[i] = (int8_t)(i * 29 + 3);
-    seed[0] = (int8_t)0xFF; /* 255 x -128: the widest product */
-    seed[a_at[0]] = -128;
-    for (uint64_t rounds = 1; rounds <= 5; rounds += 2)
-        CHECKF(loop->run(rounds, seed) == want_vnni(rounds, seed, lanes, w_at, a_at), "%s loop, %llu rounds", name,
-               (unsigned long long)rounds);
+/* The device's int8 peak where `loop` is the one chosen (`off`: the
+ * instruction sets turned off so that it is): positive, naming that loop. */
+static void test_peak(vkl_context *ctx, const vkl_backend_vtable *cpu, const vkl_cpu_int8_loop *loop, const char *name,
+                      uint32_t off) {
     const vkl_backend_options two = {.threads = 2, .disable_isa = off};
     vkl_backend_device *dev;
     double rate = -1;
@@ -75,6 +68,20 @@ static void test_vnni(vkl_context *ctx, const vkl_backend_vtable *cpu, const vkl
     CHECK(rate > 0 && isfinite(rate) && sequence == loop->sequence);
     printf("%s: loop sums exact; int8 peak %.1f GOP/s on 2 threads (%s)\n", name, rate / 1e9, sequence ? sequence : "");
     cpu->close(dev);
+}
+
+/* One VNNI loop: its sums redone, and the device's peak where it is the
+ * loop chosen. */
+static void test_vnni(vkl_context *ctx, const vkl_backend_vtable *cpu, const vkl_cpu_int8_loop *loop, const char *name,
+                      int lanes, const int w_at[2], const int a_at[2], uint32_t off) {
+    int8_t seed[128];
+    for (int i = 0; i < 128; i++) seed[i] = (int8_t)(i * 29 + 3);
+    seed[0] = (int8_t)0xFF; /* 255 x -128: the widest product */
+    seed[a_at[0]] = -128;
+    for (uint64_t rounds = 1; rounds <= 5; rounds += 2)
+        CHECKF(loop->run(rounds, seed) == want_vnni(rounds, seed, lanes, w_at, a_at), "%s loop, %llu rounds", name,
+               (unsigned long long)rounds);
+    test_peak(ctx, cpu, loop, name, off);
 }
 
 /* The AMX loop's result: each round adds A x B into C tile 0 (A, B: the
@@ -113,13 +120,7 @@ int main(void) {
         for (uint64_t rounds = 1; rounds <= 5; rounds += 2)
             CHECKF(vkl_cpu_int8_loop_avx2.run(rounds, seed) == want_loop(rounds, seed), "avx2 loop, %llu rounds",
                    (unsigned long long)rounds);
-        /* the AVX2 loop */
-        const vkl_backend_options two = {.threads = 2, .disable_isa = VKL_ISA_AMX | VKL_ISA_AVX512VNNI | VKL_ISA_AVXVNNI};
-        CHECK_OK(ctx, cpu->open(ctx, &two, &dev));
-        CHECK_OK(ctx, cpu->int8_peak(dev, ctx, &rate, &sequence));
-        CHECK(rate > 0 && isfinite(rate) && sequence != NULL);
-        printf("avx2: loop sums exact; int8 peak %.1f GOP/s on 2 threads (%s)\n", rate / 1e9, sequence ? sequence : "");
-        cpu->close(dev);
+        test_peak(ctx, cpu, &vkl_cpu_int8_loop_avx2, "avx2", VKL_ISA_AMX | VKL_ISA_AVX512VNNI | VKL_ISA_AVXVNNI);
     } else {
         printf("avx2: not on this CPU, skipped\n");
     }
@@ -138,12 +139,7 @@ int main(void) {
         for (uint64_t rounds = 1; rounds <= 5; rounds += 2)
             CHECKF(vkl_cpu_int8_loop_amx.run(rounds, seed) == want_amx(rounds, seed), "amx loop, %llu rounds",
                    (unsigned long long)rounds);
-        const vkl_backend_options two = {.threads = 2};
-        CHECK_OK(ctx, cpu->open(ctx, &two, &dev));
-        CHECK_OK(ctx, cpu->int8_peak(dev, ctx, &rate, &sequence));
-        CHECK(rate > 0 && isfinite(rate) && sequence && strstr(sequence, "tdpbssd"));
-        printf("amx: loop sums exact; int8 peak %.1f GOP/s on 2 threads (%s)\n", rate / 1e9, sequence ? sequence : "");
-        cpu->close(dev);
+        test_peak(ctx, cpu, &vkl_cpu_int8_loop_amx, "amx", 0); /* the default */
     } else {
         printf("amx: not on this CPU (or the OS refused its tile state), skipped\n");
     }
