@@ -166,8 +166,10 @@ float vkl_cpu_mask_scores_portable(float *x, const float *m, size_t n, float sca
 #define VKL_CPU_HAVE_AVX2 1
 extern const vkl_cpu_dot vkl_cpu_dot_avx2;
 /* AVX2's table with prefill's GEMM tile on vpdpbusd (the same bits): 512-bit
- * (x86/cpu_gemm_avx512vnni.c) and 256-bit VEX (x86/cpu_gemm_avxvnni.c).
- * Decode's row kernels stay AVX2's: they wait on memory, not on products. */
+ * (x86/cpu_gemm_avx512vnni.c) and 256-bit VEX (x86/cpu_gemm_avxvnni.c); the
+ * 512-bit one also has prefill's attention blocks in zmm
+ * (x86/cpu_attn_avx512.c, the same bits). Decode's row kernels stay AVX2's:
+ * they wait on memory, not on products. */
 extern const vkl_cpu_dot vkl_cpu_dot_avx512vnni;
 extern const vkl_cpu_dot vkl_cpu_dot_avxvnni;
 extern const vkl_cpu_int8_loop vkl_cpu_int8_loop_avx2;
@@ -188,6 +190,12 @@ void vkl_cpu_q4_tile2_avx512vnni(const uint8_t *w, size_t wstride, const float *
                                  size_t ldy);
 void vkl_cpu_q4_tile_avxvnni(const uint8_t *w, const float *rec, const vkl_cpu_panel *p, uint32_t chunks,
                              uint32_t groups, bool first, float *y, size_t ldy);
+/* x86/cpu_attn_avx512.c: dots_rows and wsum_rows of the AVX-512 VNNI table
+ * in zmm, AVX2's bits */
+void vkl_cpu_dots_rows_avx512(const float *k, size_t stride, const float *const *q, uint32_t rows, size_t K,
+                              size_t n, float *const *out);
+void vkl_cpu_wsum_rows_avx512(const float *v, size_t stride, const float *const *w, uint32_t rows, size_t K,
+                              size_t n, float *const *y);
 /* x86/cpu_silu_avx2.c: o = x / (1 + exp(-x)) * y on n floats (SiluMul), exp
  * by a polynomial, within a few ulp of ref's expf per element (test_cpu_split) */
 void vkl_cpu_silu_mul_avx2(const float *x, const float *y, float *o, int64_t n);

@@ -384,7 +384,7 @@ static void test_key_rows(const vkl_cpu_dot *d, const char *what) {
     }
     static float keys[MAX_N * STRIDE], q[ROWS][MAX_K], w[ROWS][MAX_N], out[ROWS][MAX_N], y[ROWS][MAX_K];
     float one[MAX_N], alone[MAX_K];
-    const size_t heads[] = {1, 5, 8, 16, 20, 24, 64, 72, 136};
+    const size_t heads[] = {1, 5, 8, 16, 20, 24, 40, 48, 64, 72, 100, 128, 136};
     int cases = 0;
     for (size_t i = 0; i < MAX_N * STRIDE; i++) keys[i] = (float)((int)(next() % 2001) - 1000) / 1000.0f;
     for (size_t r = 0; r < ROWS; r++)
@@ -553,9 +553,11 @@ int main(void) {
     test_table(&vkl_cpu_dot_portable, 1);
 #ifdef VKL_CPU_HAVE_AVX2
     test_table(&vkl_cpu_dot_avx2, vkl_cpu_has_avx2());
-    /* the VNNI tables are AVX2's but for the GEMM tile */
-    if (vkl_cpu_has_avx512vnni()) test_tile(&vkl_cpu_dot_avx512vnni, vkl_cpu_dot_avx512vnni.name);
-    else printf("avx512vnni: not on this CPU (or the OS does not save zmm), skipped\n");
+    /* the VNNI tables are AVX2's but for the GEMM tile (and AVX-512's attention blocks) */
+    if (vkl_cpu_has_avx512vnni()) { /* and its attention blocks in zmm */
+        test_tile(&vkl_cpu_dot_avx512vnni, vkl_cpu_dot_avx512vnni.name);
+        test_key_rows(&vkl_cpu_dot_avx512vnni, vkl_cpu_dot_avx512vnni.name);
+    } else printf("avx512vnni: not on this CPU (or the OS does not save zmm), skipped\n");
     if (vkl_cpu_has_avxvnni()) test_tile(&vkl_cpu_dot_avxvnni, vkl_cpu_dot_avxvnni.name);
     else printf("avxvnni: not on this CPU, skipped\n");
 #endif

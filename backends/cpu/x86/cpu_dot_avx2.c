@@ -469,14 +469,17 @@ static void quantize(const float *x, size_t K, size_t G, int8_t *q, float *d, in
     }
 }
 
-/* The table, and the two that differ in prefill's GEMM tile alone */
-#define AVX2_TABLE(table_name, tile, mr, tile2)                                                               \
+/* The table, and the two that differ in prefill's GEMM tile (and the
+ * AVX-512 one in prefill's attention blocks) alone */
+#define AVX2_TABLE(table_name, tile, mr, tile2, drows, wrows)                                                 \
     {.name = table_name, .q4 = q4, .q4_tile = tile, .gemm_mr = mr, .q4_tile2 = tile2, .q8 = q8, .f32 = f32,      \
      .f16 = f16, .bf16 = bf16,                                                                                  \
-     .axpy = axpy, .dots = dots, .wsum = wsum, .dots_rows = dots_rows, .wsum_rows = wsum_rows,                \
+     .axpy = axpy, .dots = dots, .wsum = wsum, .dots_rows = drows, .wsum_rows = wrows,                          \
      .quantize = quantize, .mask_scores = mask_scores, .softmax_exp = softmax_exp}
-const vkl_cpu_dot vkl_cpu_dot_avx2 = AVX2_TABLE("avx2", vkl_cpu_q4_tile_avx2, VKL_CPU_YMM_TILE_MR, NULL);
+const vkl_cpu_dot vkl_cpu_dot_avx2 =
+    AVX2_TABLE("avx2", vkl_cpu_q4_tile_avx2, VKL_CPU_YMM_TILE_MR, NULL, dots_rows, wsum_rows);
 const vkl_cpu_dot vkl_cpu_dot_avx512vnni =
-    AVX2_TABLE("avx2+avx512vnni", vkl_cpu_q4_tile_avx512vnni, VKL_CPU_ZMM_TILE_MR,
-               vkl_cpu_q4_tile2_avx512vnni);
-const vkl_cpu_dot vkl_cpu_dot_avxvnni = AVX2_TABLE("avx2+avxvnni", vkl_cpu_q4_tile_avxvnni, VKL_CPU_YMM_TILE_MR, NULL);
+    AVX2_TABLE("avx2+avx512vnni", vkl_cpu_q4_tile_avx512vnni, VKL_CPU_ZMM_TILE_MR, vkl_cpu_q4_tile2_avx512vnni,
+               vkl_cpu_dots_rows_avx512, vkl_cpu_wsum_rows_avx512);
+const vkl_cpu_dot vkl_cpu_dot_avxvnni =
+    AVX2_TABLE("avx2+avxvnni", vkl_cpu_q4_tile_avxvnni, VKL_CPU_YMM_TILE_MR, NULL, dots_rows, wsum_rows);
