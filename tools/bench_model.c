@@ -143,7 +143,9 @@ int vkl_bench_model(vkl_context *ctx, const vkl_bench_model_options *o) {
             printf("compute peak: %.1f GOP/s (%s; registers only, the whole device)\n", r.compute_peak / 1e9,
                    r.compute_peak_kind);
         print_threads(m, true, "at open");
-        if (r.timed) printf("profile: timestamps on: every step below has a barrier after each dispatch\n");
+        if (r.timed)
+            printf("profile: timestamps on: %s\n", r.device_bw ? "every step below has a barrier after each dispatch"
+                                                                : "the host clock read around each op of every step");
         st = run(ctx, o, m, &r);
         if (!st) print_threads(m, false, "after the runs");
     }

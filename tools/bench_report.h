@@ -45,7 +45,7 @@ typedef struct vkl_bench_report {
 } vkl_bench_report;
 
 /* The reason a profile holds no per-op times. */
-#define VKL_BENCH_NO_TIMES "per-op times need a backend with timestamps (vulkan)"
+#define VKL_BENCH_NO_TIMES "per-op times need a backend with timestamps (vulkan, cpu)"
 
 /* --json FILE: the report as JSON, written atomically. */
 vkl_status vkl_bench_json_write(vkl_context *ctx, const char *path, const vkl_bench_report *r);

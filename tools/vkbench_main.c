@@ -93,7 +93,7 @@ static int usage(FILE *f) {
             "  --window W       print one line per W tokens, 1 to %d (default 250)\n"
             "  --prefill N      time a prompt of N random tokens, 1 to %d: tok/s and FLOP/s\n"
             "  --profile        per-op tables of a decode step (and the prefill): time, bytes, FLOPs,\n"
-            "                   share of the copy bandwidth (needs timestamps: vulkan)\n"
+            "                   share of the copy bandwidth (needs timestamps: vulkan, cpu)\n"
             "  --json FILE      the figures as JSON\n"
             "  --svg FILE       a roofline of the profiled ops (with --profile)\n"
             "  --no-verify      load without checking the weights against their checksum\n"

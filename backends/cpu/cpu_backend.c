@@ -28,7 +28,7 @@ static vkl_status cpu_prepare(vkl_backend_device *dev, vkl_context *ctx, const v
                               const vkl_memory_map *mem, const vkl_binding *b, vkl_backend_exec **out) {
     if (!w || w->g != vkl_graph_weight_source(g))
         return vkl_fail(ctx, VKL_ERR_INVALID_ARGUMENT, "cpu: prepare needs the weights loaded from the same graph");
-    const vkl_host_kernels kernels = {"cpu", cpu_kernels, cpu_scratch, w};
+    const vkl_host_kernels kernels = {"cpu", cpu_kernels, cpu_scratch, w, dev->profile};
     return vkl_host_prepare(dev, ctx, g, &kernels, mem, b, out);
 }
 
@@ -43,5 +43,6 @@ const vkl_backend_vtable vkl_backend_cpu = {
     .prepare = cpu_prepare,
     .int8_peak = vkl_cpu_int8_peak,
     .worker_speeds = vkl_cpu_worker_speeds,
+    .node_times = vkl_host_node_times,
     VKL_HOST_EXEC_VTABLE_ENTRIES,
 };

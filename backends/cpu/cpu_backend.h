@@ -17,6 +17,7 @@ struct vkl_backend_device {
     const vkl_cpu_int8_loop *int8_loop; /* the GEMM's sequence for cpu_peak.c; NULL where none */
     uint32_t isa;     /* VKL_ISA_* in use */
     uint32_t disable_features;
+    bool profile;     /* executables time each node (vkl_backend_options.profile) */
     double *worker_rate; /* per pool thread: its int8 ops a second at open (cpu_balance.c) */
 };
 

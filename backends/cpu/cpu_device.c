@@ -57,8 +57,9 @@ static void fill_caps(uint32_t isa, unsigned threads, uint32_t disable_features,
     snprintf(out->device_name, sizeof(out->device_name), "host CPU, %u threads, %s%s kernels", threads,
              dot_for(isa)->name, isa & VKL_ISA_AMX ? "+amx" : "");
     snprintf(out->driver, sizeof(out->driver), "vkllm cpu");
-    /* int8 dot: W4A8 / W8A8 QuantMatMul, on every path (portable included) */
-    out->features = (VKL_FEATURE_FP16 | VKL_FEATURE_INT8_DOT) & ~disable_features;
+    /* int8 dot: W4A8 / W8A8 QuantMatMul, on every path (portable included);
+     * timestamps: the host clock around each node, where opened to profile */
+    out->features = (VKL_FEATURE_FP16 | VKL_FEATURE_INT8_DOT | VKL_FEATURE_TIMESTAMPS) & ~disable_features;
     out->unified_memory = true;
     out->buffer_alignment = 64;
     out->device_class = VKL_DEVICE_CPU;
@@ -80,6 +81,7 @@ vkl_status vkl_cpu_open(vkl_context *ctx, const vkl_backend_options *opt, vkl_ba
     dev->dot = dot_for(dev->isa);
     dev->int8_loop = int8_loop_for(dev->isa);
     dev->disable_features = opt ? opt->disable_features : 0u;
+    dev->profile = opt && opt->profile && !(dev->disable_features & VKL_FEATURE_TIMESTAMPS);
     vkl_pool_options po = {0};
     if (opt) po = (vkl_pool_options){opt->threads, opt->equal_shares, opt->slow_worker, opt->slow_factor};
     vkl_status st = vkl_pool_create_with(ctx, &po, &dev->pool);

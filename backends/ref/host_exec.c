@@ -4,8 +4,10 @@
  * the read-only graph and weights, so calls on different ones run
  * concurrently without a lock; each reports to (and allocates through) the
  * context it is given. */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime (engine/clock.h), for profiling */
 #include <string.h>
 
+#include "../../engine/clock.h"
 #include "host_exec.h"
 
 struct vkl_backend_buffer {
@@ -31,6 +33,8 @@ struct vkl_backend_exec {
     size_t n_binding;
     vkl_state_traffic traffic; /* what one execute moves to/from states */
     vkl_state_traffic last;    /* of the last execute; zero before the first */
+    double *node_ms;           /* profile: per entry of order, its ms in the last execute; else NULL */
+    bool timed;                /* node_ms holds a completed execute's times */
     /* the memory map's uploads then downloads, as host pointers */
     struct io_copy { unsigned char *dst; const unsigned char *src; size_t bytes; } *io;
     size_t n_up, n_down;
@@ -104,6 +108,7 @@ void vkl_host_exec_release(vkl_backend_device *dev, vkl_context *ctx, vkl_backen
     vkl_free(ctx, e->in);
     vkl_free(ctx, e->out);
     vkl_free(ctx, e->scratch.data);
+    vkl_free(ctx, e->node_ms);
     vkl_free(ctx, e->values);
     vkl_free(ctx, e->binding);
     vkl_free(ctx, e->io);
@@ -299,6 +304,10 @@ vkl_status vkl_host_prepare(vkl_backend_device *dev, vkl_context *ctx, const vkl
         e->scratch.data = vkl_malloc(ctx, e->scratch.size);
         if (!e->scratch.data) st = VKL_ERR_OUT_OF_MEMORY;
     }
+    if (!st && kernels->profile) {
+        e->node_ms = vkl_calloc(ctx, e->n_order ? e->n_order : 1, sizeof(double));
+        if (!e->node_ms) st = VKL_ERR_OUT_OF_MEMORY;
+    }
     if (st) {
         vkl_host_exec_release(dev, ctx, e);
         return st;
@@ -320,15 +329,19 @@ static vkl_status run(vkl_backend_device *dev, vkl_context *ctx, vkl_backend_exe
         vkl_status st = materialize_value(ctx, e->name, g, &prepared, &g->tensors[e->values[k]], &e->tensors[e->values[k]]);
         if (st) return st;
     }
+    e->timed = false;
     for (uint32_t k = 0; k < e->n_order; k++) {
         uint32_t ni = e->order[k];
         const vkl_node *n = &g->nodes[ni];
         vkl_ref_args args = node_args(ctx, e, ni);
+        if (e->node_ms) e->node_ms[k] = 0;
         /* a view the planner gave its input's memory: the bytes are there already */
         if (n->n_outputs && e->out[0].data && e->out[0].data == e->in[0].data &&
             vkl_node_view_input(ctx, g, ni, e->binding, e->n_binding) != VKL_NONE)
             continue;
+        const double t0 = e->node_ms ? vkl_clock_seconds(CLOCK_MONOTONIC) : 0;
         vkl_status st = e->kernels[k](&args);
+        if (e->node_ms) e->node_ms[k] = (vkl_clock_seconds(CLOCK_MONOTONIC) - t0) * 1e3;
         if (st) {
             char buf[160];
             return vkl_fail_prefix(ctx, st, "%s: %s", e->name, vkl_node_str(g, ni, buf, sizeof(buf)));
@@ -342,6 +355,7 @@ static vkl_status run(vkl_backend_device *dev, vkl_context *ctx, vkl_backend_exe
     }
     for (size_t k = e->n_up; k < e->n_up + e->n_down; k++) memcpy(e->io[k].dst, e->io[k].src, e->io[k].bytes);
     e->last = e->traffic;
+    e->timed = e->node_ms != NULL;
     return VKL_OK;
 }
 
@@ -362,6 +376,19 @@ vkl_status vkl_host_state_traffic(vkl_backend_device *dev, vkl_context *ctx, vkl
     (void)dev;
     (void)ctx;
     *out = e->last;
+    return VKL_OK;
+}
+
+vkl_status vkl_host_node_times(vkl_backend_device *dev, vkl_context *ctx, vkl_backend_exec *e, double *ms, size_t cap,
+                               size_t *count) {
+    (void)dev;
+    *count = 0;
+    if (!e->node_ms)
+        return vkl_fail(ctx, VKL_ERR_UNSUPPORTED,
+                        "%s: no per-node times: the device was opened without profiling (vkl_backend_options.profile)",
+                        e->name);
+    if (!e->timed) return vkl_fail(ctx, VKL_ERR_STATE, "%s: node_times before any execute completed", e->name);
+    for (uint32_t k = 0; k < e->n_order && k < cap; k++) ms[(*count)++] = e->node_ms[k];
     return VKL_OK;
 }
 

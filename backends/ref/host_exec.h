@@ -25,6 +25,10 @@ typedef struct vkl_host_kernels {
     const vkl_ref_kernel *table;        /* VKL_OP_COUNT_ entries, or NULL: all ref's */
     const vkl_host_scratch_fn *scratch; /* VKL_OP_COUNT_ entries beside table's, or NULL: the rule above */
     void *user;
+    /* Time each live node of every execute by the host clock, for
+     * vkl_host_node_times (vkl_backend_options.profile); off, no clock is
+     * read. */
+    bool profile;
 } vkl_host_kernels;
 
 vkl_status vkl_host_buffer_create(vkl_backend_device *dev, vkl_context *ctx, vkl_buffer_usage usage, size_t bytes,
@@ -48,6 +52,13 @@ vkl_status vkl_host_execute_checked(vkl_backend_device *dev, vkl_context *ctx, v
 vkl_status vkl_host_wait(vkl_backend_device *dev, vkl_context *ctx, vkl_backend_exec *e);
 vkl_status vkl_host_state_traffic(vkl_backend_device *dev, vkl_context *ctx, vkl_backend_exec *e,
                                   vkl_state_traffic *out);
+/* The vtable's node_times: milliseconds per live node of the last execute
+ * that completed, wall time on the calling thread (a kernel that splits
+ * over a pool returns when its threads are done); a node that was a view of
+ * its input's bytes, 0. VKL_ERR_UNSUPPORTED unless prepared with profile,
+ * VKL_ERR_STATE before an execute completed. */
+vkl_status vkl_host_node_times(vkl_backend_device *dev, vkl_context *ctx, vkl_backend_exec *e, double *ms, size_t cap,
+                               size_t *count);
 
 /* The vtable entries every host backend takes from here as they are. */
 #define VKL_HOST_EXEC_VTABLE_ENTRIES                                                                   \

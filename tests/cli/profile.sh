@@ -3,8 +3,11 @@
 # Vulkan (lavapipe in CI) the JSON holds the decode, prefill and per-op
 # figures, the per-op times add up to the device's share of the step time,
 # matmuls and attention have FLOPs, views move nothing, the slowest nodes
-# are named, and the SVG is well-formed XML with a point per op; on ref (no
-# timestamps) --profile says why there is no table and exits 0. Exit 77 (skipped) without Vulkan.
+# are named, and the SVG is well-formed XML with a point per op; on cpu
+# (the host clock around each op) the same table, JSON and SVG, the ops
+# most of a step; on ref (no timestamps) --profile says why there is no
+# table and exits 0. Exit 77 (skipped) without Vulkan, after the cpu and
+# ref parts.
 # Usage: profile.sh VKBENCH MODEL.vkm
 set -uo pipefail
 vkbench=${1:?usage: profile.sh VKBENCH MODEL.vkm}
@@ -16,12 +19,38 @@ fail() { echo "FAIL: $*"; failed=$((failed + 1)); }
 
 "$vkbench" --decode "$model" --backend ref --tokens 3 --prefill 8 --profile --json "$tmp/ref.json" >"$tmp/out" 2>"$tmp/err" ||
   fail "ref --profile: exit $?: $(cat "$tmp/err")"
-grep -qF "per-op times need a backend with timestamps (vulkan)" "$tmp/out" || fail "ref --profile does not say why: $(cat "$tmp/out")"
+grep -qF "per-op times need a backend with timestamps (vulkan, cpu)" "$tmp/out" || fail "ref --profile does not say why: $(cat "$tmp/out")"
 python3 - "$tmp/ref.json" <<'PY' || fail "ref JSON"
 import json, sys
 r = json.load(open(sys.argv[1]))
 assert r["backend"] == "ref" and r["decode"]["tokens"] == 3 and r["prefill"]["tokens"] == 8, r
 assert "unavailable" in r["profile"] and "decode" not in r["profile"], r["profile"]
+PY
+
+"$vkbench" --decode "$model" --backend cpu --threads 2 --tokens 4 --prefill 8 --profile --json "$tmp/cpu.json" \
+  --svg "$tmp/cpu.svg" >"$tmp/out" 2>"$tmp/err" || fail "cpu --profile: exit $?: $(cat "$tmp/err")"
+for s in "profile: timestamps on: the host clock read around each op" "decode profile:" "prefill profile:" \
+  "QuantMatMul" "slowest nodes (ms per step):" "wrote $tmp/cpu.svg"; do
+  grep -qF "$s" "$tmp/out" || fail "cpu: stdout lacks '$s': $(cat "$tmp/out")"
+done
+python3 - "$tmp/cpu.json" "$tmp/cpu.svg" <<'PY' || fail "cpu JSON / SVG"
+import json, sys, xml.dom.minidom
+r = json.load(open(sys.argv[1]))
+assert r["backend"] == "cpu" and r["copy_bandwidth_gb_per_s"] > 0, r
+for phase in ("decode", "prefill"):
+    prof = r["profile"][phase]
+    ops = {o["op"]: o for o in prof["ops"]}
+    total = sum(o["ms"] for o in prof["ops"])
+    assert abs(total - prof["op_ms"]) <= 1e-6 * prof["op_ms"], (phase, total, prof["op_ms"])
+    # the host runs the ops, the step adds only its copies in and out
+    assert 0.5 * prof["step_ms"] <= prof["op_ms"] <= 1.05 * prof["step_ms"], (phase, prof["op_ms"], prof["step_ms"])
+    for op in ("QuantMatMul", "Attention", "KvAppend", "RMSNorm"):
+        assert ops[op]["calls"] > 0 and ops[op]["ms"] > 0 and ops[op]["bytes"] > 0, (phase, ops[op])
+    assert ops["Reshape"]["ms"] == 0 and ops["Reshape"]["bytes"] == 0, ops["Reshape"]  # a view: not run
+    top = prof["top_nodes"]
+    assert 1 <= len(top) <= 5 and all(a["ms"] >= b["ms"] for a, b in zip(top, top[1:])), top
+svg = xml.dom.minidom.parse(sys.argv[2]).documentElement
+assert svg.tagName == "svg" and len(svg.getElementsByTagName("circle")) >= 5, svg.tagName
 PY
 
 if "$vkbench" --probe | grep -q '^vulkan: unavailable'; then
