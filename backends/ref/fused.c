@@ -319,18 +319,15 @@ vkl_status vkl_ref_kv_append(const vkl_ref_args *a) {
      * (element by element through double, a 512-token prompt's appends were
      * 2% of the cpu backend's prefill) */
     const size_t same = x->dtype == state->dtype ? vkl_dtype_size(x->dtype) : 0;
-    for (int64_t b = 0; same && b < B; b++)
-        for (int64_t s = 0; s < S; s++) {
-            const int64_t p = vkl_ref_get_i(pos, b * S + s);
-            for (int64_t h = 0; h < H; h++)
-                memcpy(codes + (size_t)(((p * B + b) * H + h) * D) * same,
-                       (const uint8_t *)x->data + (size_t)(((b * H + h) * S + s) * D) * same, (size_t)D * same);
-        }
-    for (int64_t b = 0; !same && b < B; b++) {
+    for (int64_t b = 0; b < B; b++) {
         for (int64_t s = 0; s < S; s++) {
             int64_t p = vkl_ref_get_i(pos, b * S + s);
             for (int64_t h = 0; h < H; h++) {
                 int64_t src = ((b * H + h) * S + s) * D, dst = ((p * B + b) * H + h) * D;
+                if (same) {
+                    memcpy(codes + (size_t)dst * same, (const uint8_t *)x->data + (size_t)src * same, (size_t)D * same);
+                    continue;
+                }
                 switch (state->dtype) {
                 case VKL_DTYPE_Q_INT8:
                     for (int64_t d = 0; d < D; d++) row[d] = (float)vkl_ref_get_f(x, src + d);

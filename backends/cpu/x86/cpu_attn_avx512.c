@@ -135,7 +135,7 @@ static inline __attribute__((always_inline)) void wsum4_pass(const float *v, siz
 }
 
 void vkl_cpu_wsum_rows_avx512(const float *v, size_t stride, const float *const *w, uint32_t rows, size_t K, size_t n,
-                      float *const *y) {
+                              float *const *y) {
     if (rows != VKL_CPU_ATTN_ROWS || K < 16) {
         vkl_cpu_dot_avx2.wsum_rows(v, stride, w, rows, K, n, y);
         return;
