@@ -204,6 +204,8 @@ static vkl_status env_vulkan(vkl_context *ctx, vkl_vulkan_options *o) {
     if (!st) st = env_uint(ctx, "VKL_VK_GEMM_TM", 1, 1u << 16, &o->gemm_tile_m);
     if (!st) st = env_uint(ctx, "VKL_VK_GEMM_TN", 1, 1u << 16, &o->gemm_tile_n);
     if (!st) st = env_uint(ctx, "VKL_VK_GEMM_BK", 1, 1u << 16, &o->gemm_step_k);
+    if (!st) st = env_uint(ctx, "VKL_VK_GEMM_SPLIT", 1, 1u << 16, &o->gemm_split_k);
+    if (!st) st = env_uint(ctx, "VKL_VK_GEMM_TARGET", 1, 1u << 16, &o->gemm_target);
     if (!st) st = env_uint(ctx, "VKL_VK_GEMM_SGM", 1, 1u << 16, &o->gemm_subgroups_m);
     if (!st) st = env_uint(ctx, "VKL_VK_GEMM_SGN", 1, 1u << 16, &o->gemm_subgroups_n);
     if (!st) st = env_uint(ctx, "VKL_VK_ATTN_SPLITS", 0, 1u << 16, &o->attention_splits);

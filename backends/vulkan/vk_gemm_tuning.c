@@ -181,8 +181,24 @@ vkl_status vkl_vk_gemm_tuning(vkl_backend_device *dev, const vkl_vulkan_options 
     if (o->gemm_step_k && o->gemm_step_k != 32 && o->gemm_step_k != 64 && o->gemm_step_k != 128)
         return vkl_fail(ctx, VKL_ERR_INVALID_ARGUMENT, "vulkan: option gemm_step_k = %u: want 32, 64 or 128",
                         o->gemm_step_k);
+    /* Split K: a node whose tiles leave the device short of workgroups sums
+     * K in 2 slices, each a plane of partial sums, then adds them (a second
+     * dispatch). The 1B prefill's GEMMs have 64-256 tiles of 128 x 128 (the
+     * H200 has 132 SMs, one such workgroup each): on an H200 (2026-11-27,
+     * two alternations) the prefill took 15.33 ms with every GEMM in 2
+     * slices against 17.40-17.46 unsplit; toward 264 workgroups by as many
+     * slices as it takes (3-5) 15.93-15.99, toward 528 16.72-16.78; in 2
+     * below 264 tiles 15.26-15.43, below 128 (Q/K/V, o_proj, down_proj:
+     * 64-96 tiles; gate/up's 256 whole) 14.18-14.37, three alternations.
+     * The Table 1 GEMMs of 128 tiles ran 10% (4096 x 4096) and 3% (11008 x
+     * 4096) slower in 2 slices. So 2, below 128 tiles: fewer workgroups
+     * than the H200 has SMs. */
+    dev->cm_split = 0;
+    dev->cm_target = 128;
     st = option_range(ctx, "gemm_subgroups_m", o->gemm_subgroups_m, 1, 8, &dev->cm_sg_m);
     if (!st) st = option_range(ctx, "gemm_subgroups_n", o->gemm_subgroups_n, 1, 8, &dev->cm_sg_n);
+    if (!st) st = option_range(ctx, "gemm_split_k", o->gemm_split_k, 1, VKL_VK_GEMM_MAX_SPLIT, &dev->cm_split);
+    if (!st) st = option_range(ctx, "gemm_target", o->gemm_target, 1, 65535, &dev->cm_target);
     if (st) return st;
     if (o->gemm_step_k) dev->cm_bk = o->gemm_step_k;
     /* The emulation (tests): the same body and tiles on fp16 math, at
@@ -242,11 +258,19 @@ void vkl_vk_gemm_describe(const vkl_backend_device *dev, char *buf, size_t cap) 
     vkl_vk_gemm_tile(dev, cm, &bm, &bn);
     if (dev->qmm_min_rows == UINT32_MAX)
         snprintf(buf, cap, "off (the matvec for every M; VKL_VK_GEMM_MIN_ROWS turns it on)");
-    else if (cm)
+    else if (cm) {
+        char split[64];
+        if (dev->cm_split)
+            snprintf(split, sizeof(split), "K in %u slices", dev->cm_split);
+        else if (dev->cm_target > 1)
+            snprintf(split, sizeof(split), "K in 2 slices below %u tiles", dev->cm_target);
+        else
+            snprintf(split, sizeof(split), "K whole");
         snprintf(buf, cap, "%s %ux%ux%u fp16 -> f32, %ux%u tiles (%ux%u subgroups of %ux%u fragments), K steps of %u, "
-                 "from %u rows", dev->gemm_coopmat ? "cooperative matrix (NV)" : "coopmat body emulated in plain f32,",
+                 "%s, from %u rows", dev->gemm_coopmat ? "cooperative matrix (NV)" : "coopmat body emulated in plain f32,",
                  dev->cm_m, dev->cm_n, dev->cm_k, bm, bn, dev->cm_sg_m, dev->cm_sg_n, dev->cm_fm, dev->cm_fn,
-                 dev->cm_bk, dev->qmm_min_rows);
+                 dev->cm_bk, split, dev->qmm_min_rows);
+    }
     else
         snprintf(buf, cap, "tiled %s, %ux%u tiles of %ux%u invocations, from %u rows", dev->f16_math ? "fp16" : "f32",
                  bm, bn, dev->qmm_wx, dev->qmm_wy, dev->qmm_min_rows);

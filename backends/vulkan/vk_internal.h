@@ -232,11 +232,13 @@ struct vkl_backend_device {
      * cm_fn fragments of cm_m x cm_n x cm_k (the device's fp16 shape), K in
      * steps of cm_bk codes. gemm_cm_emulated: that build's body with the
      * fragments in plain arithmetic instead (option gemm_coopmat_emulate,
-     * for tests), same tiles; gemm_coopmat is then false. */
+     * for tests), same tiles; gemm_coopmat is then false. Either splits K
+     * into cm_split slices where set, else into 2 where a node has fewer
+     * than cm_target tiles (1: never). */
     uint32_t qmm_wx, qmm_wy, qmm_tm, qmm_tn, qmm_min_rows;
     bool has_coopmat_nv;            /* VK_NV_cooperative_matrix usable (feature, memory model, fp16, a shape) */
     bool gemm_coopmat, gemm_cm_emulated;
-    uint32_t cm_m, cm_n, cm_k, cm_wg, cm_sg_m, cm_sg_n, cm_fm, cm_fn, cm_bk;
+    uint32_t cm_m, cm_n, cm_k, cm_wg, cm_sg_m, cm_sg_n, cm_fm, cm_fn, cm_bk, cm_split, cm_target;
     vkl_vk_host_work work;          /* counted at each call (vulkan_backend.h) */
     /* Limits (vk_limits.c, at open): the most bytes one descriptor range may
      * span (maxStorageBufferRange, or less by options.max_binding_bytes, a
@@ -495,6 +497,8 @@ static inline VkDescriptorBufferInfo vkl_vk_scratch(VkDeviceSize offset, VkDevic
  * Past them, vk_scratch.c hands out ranges: shared ones, which several
  * nodes read, and a node's own. */
 #define VKL_VK_SCRATCH_COUNTERS 65536
+/* The cooperative-matrix GEMM's most K slices (vk_quant_matmul.c). */
+#define VKL_VK_GEMM_MAX_SPLIT 16
 
 /* The scratch ranges an executable's recorders have been handed
  * (vk_scratch.c): shared ones by key, in node order. */

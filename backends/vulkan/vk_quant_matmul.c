@@ -83,11 +83,25 @@ static int64_t dispatch_rows(const vkl_backend_device *dev, int64_t M, int64_t N
     return m > 0 ? m : 1; /* a row that does not fit fails at its binding, naming it */
 }
 
+/* K slices of the cooperative-matrix GEMM (quant_gemm_coopmat.glsl): the
+ * option's count, else 2 where the node has fewer than cm_target tiles and
+ * K at least 16 steps (vk_gemm_tuning.c says why no more); their planes of
+ * partial sums within a binding; every slice gets steps. */
+static uint32_t gemm_splits(const vkl_backend_device *dev, int64_t tiles, int64_t M, int64_t N, int64_t steps) {
+    int64_t n = dev->cm_split ? dev->cm_split : tiles < dev->cm_target && steps >= 16 ? 2 : 1;
+    if (n > steps) n = steps;
+    if (n > VKL_VK_GEMM_MAX_SPLIT) n = VKL_VK_GEMM_MAX_SPLIT;
+    while (n > 1 && (uint64_t)n * M * N * 4 > dev->bind_limit) n--;
+    if (n <= 1) return 1;
+    const int64_t per = (steps + n - 1) / n;
+    return (uint32_t)((steps + per - 1) / per);
+}
+
 /* The GEMM: workgroups of a BM x BN tile of Y, K in steps of 32 codes (to
  * KQ, W's row length in whole groups; the cooperative-matrix build: steps
  * of cm_bk, K = KQ). */
 static vkl_status record_gemm(const vkl_vk_node *nd, vkl_dtype wt, int64_t M, int64_t N, int64_t K, int64_t KQ,
-                              vkl_vk_dispatch *d) {
+                              vkl_vk_dispatch *d, uint32_t *count) {
     const vkl_backend_device *dev = nd->dev;
     const vkl_vk_tensor *A = &nd->in[0], *W = &nd->in[1], *Y = &nd->out[0];
     const vkl_vk_tensor *bias = nd->n_in > 2 && nd->in[2].id != VKL_NONE ? &nd->in[2] : NULL;
@@ -105,10 +119,10 @@ static vkl_status record_gemm(const vkl_vk_node *nd, vkl_dtype wt, int64_t M, in
     uint32_t bm, bn;
     vkl_vk_gemm_tile(dev, coopmat, &bm, &bn);
     if (coopmat) {
-        const uint32_t spec[9] = {dev->cm_wg, dev->cm_sg_m, dev->cm_sg_n, dev->cm_fm, dev->cm_fn,
-                                  dev->cm_m,  dev->cm_n,     dev->cm_k,     dev->cm_bk};
+        const uint32_t spec[10] = {dev->cm_wg, dev->cm_sg_m, dev->cm_sg_n, dev->cm_fm, dev->cm_fn,
+                                   dev->cm_m,  dev->cm_n,     dev->cm_k,     dev->cm_bk, 0 /* SPLIT, below */};
         memcpy(d->spec, spec, sizeof(spec));
-        d->n_spec = 9;
+        d->n_spec = 10;
     } else {
         d->spec[0] = dev->qmm_wx;
         d->spec[1] = dev->qmm_wy;
@@ -136,10 +150,37 @@ static vkl_status record_gemm(const vkl_vk_node *nd, vkl_dtype wt, int64_t M, in
     d->push[3] = W->group;
     d->push[4] = bias ? 1u : 0u;
     d->push[5] = (uint32_t)KQ;
-    d->n_push = 6;
+    d->push[6] = 1;
+    d->n_push = 7;
     d->groups[0] = (uint32_t)gx;
     d->groups[1] = (uint32_t)gy;
     d->groups[2] = 1;
+    *count = 1;
+    const uint32_t splits = coopmat ? gemm_splits(dev, gx * gy, M, N, K / dev->cm_bk) : 1;
+    if (splits == 1 || splits > lim->maxComputeWorkGroupCount[2]) return VKL_OK;
+    /* Split K: slice z's partial sums to plane z of the node's own scratch,
+     * then quant_gemm_split_sum.comp adds them in order, and the bias. */
+    const VkDescriptorBufferInfo planes = vkl_vk_scratch(vkl_vk_scratch_own(nd), (VkDeviceSize)splits * M * N * 4);
+    d->bind[3] = planes;
+    d->push[4] = 0;
+    d->push[6] = splits;
+    d->spec[9] = 1;
+    d->groups[2] = splits;
+    vkl_vk_dispatch *s = d + 1;
+    s->shader = "quant_gemm_split_sum";
+    s->bind[0] = planes;
+    s->bind[1] = Y->at;
+    s->bind[2] = bias ? bias->at : planes; /* any buffer: has_bias = 0 never reads it */
+    s->n_bind = 3;
+    const uint64_t total = (uint64_t)M * N, wgs = (total + 255) / 256;
+    s->push[0] = (uint32_t)total;
+    s->push[1] = (uint32_t)N;
+    s->push[2] = splits;
+    s->push[3] = bias ? 1u : 0u;
+    s->n_push = 4;
+    s->groups[0] = (uint32_t)(wgs < lim->maxComputeWorkGroupCount[0] ? wgs : lim->maxComputeWorkGroupCount[0]);
+    s->groups[1] = s->groups[2] = 1;
+    *count = 2;
     return VKL_OK;
 }
 
@@ -462,9 +503,7 @@ vkl_status vkl_vk_record_quant_mat_mul(const vkl_vk_node *nd, vkl_vk_dispatch *o
     case QMM_GENERAL: return record_general(nd, s.M, s.K, out, count);
     case QMM_EMPTY: return VKL_OK; /* nothing to compute: no dispatch */
     case QMM_GEMM:
-        st = record_gemm(nd, nd->in[1].dtype, s.M, s.N, s.K, s.KQ, &out[0]);
-        if (!st) *count = 1;
-        return st;
+        return record_gemm(nd, nd->in[1].dtype, s.M, s.N, s.K, s.KQ, out, count);
     default: {
         uint32_t matvecs;
         return record_matvec(nd, &s, 0, out, count, &matvecs);

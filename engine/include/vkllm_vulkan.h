@@ -182,6 +182,8 @@ typedef struct vkl_vulkan_options {
     uint32_t gemm_step_k;          /* cooperative-matrix GEMM: codes per K step, 32, 64 or 128 */
     uint32_t gemm_subgroups_m;     /* and its subgroups per workgroup along M, 1..8 */
     uint32_t gemm_subgroups_n;     /* and along N, 1..8 */
+    uint32_t gemm_split_k;         /* and its K slices, 1..16 (0: from gemm_target) */
+    uint32_t gemm_target;          /* tiles below which it sums K in 2 slices (0: by device; 1: never) */
     vkl_vulkan_attention attention;
     uint32_t attention_splits;     /* split-K pieces of a decode step, 0: from the KV length */
     uint32_t attention_target;     /* workgroups a decode step aims at, 0: by device type */

@@ -18,9 +18,21 @@
 // buffers: while the matrix units work on step s from one, the invocations
 // hold step s + 1's global loads in registers and then store them into the
 // other, so each step costs one barrier and the loads' latency overlaps the
-// products. The fragments accumulate in f32 over the whole of K and are
-// stored once, through a per-subgroup staging fragment, with the bounds and
-// the bias.
+// products. The fragments accumulate in f32 over the whole of K (or the
+// workgroup's slice of it, below) and are stored once, through a
+// per-subgroup staging fragment, with the bounds and the bias. (The
+// staging fragments laid over the step buffers, which the loop's last
+// barrier frees, would save their shared memory; on an H200 that ran the 1B
+// prefill 2% slower at the default tile, and the 128 x 128 tile of 16
+// subgroups it lets fit was 10% slower still: 2026-11-27.)
+//
+// Split K (SPLIT, vk_quant_matmul.c's choice where the tiles alone leave
+// the device short of workgroups): workgroup z sums only its slice of the
+// K steps and writes its partial tile, without the bias, to plane z of y
+// (the node's scratch); quant_gemm_split_sum.comp adds the planes in order
+// and the bias. A specialization constant, so that the unsplit pipeline is
+// the kernel it was: with the slice's arithmetic in every pipeline, an
+// H200's unsplit 1B prefill took 2% longer.
 //
 // Loads: A in units of 8 consecutive floats of a row (two 16-byte loads,
 // one uvec4 store of 8 halves); W in units of 8 consecutive codes too (one
@@ -69,6 +81,7 @@ layout(constant_id = 5) const uint CM_M = 16;  // one fragment: CM_M x CM_K time
 layout(constant_id = 6) const uint CM_N = 16;
 layout(constant_id = 7) const uint CM_K = 16;
 layout(constant_id = 8) const uint BK = 64;    // codes per K step: 32, 64 or 128
+layout(constant_id = 9) const bool SPLIT = false;  // K in pc.splits slices (z), y a plane of partial sums each
 
 const uint BM = SG_M * FM * CM_M, BN = SG_N * FN * CM_N;
 const uint SK = BK / 8u + 1u;  // shared row stride in uvec4s: the step's row and one uvec4 staggering the banks
@@ -170,7 +183,11 @@ void main() {
     const uint tid = gl_LocalInvocationIndex;
     const uint m0 = gl_WorkGroupID.y * BM, n0 = gl_WorkGroupID.x * BN;
     const uint sg = gl_SubgroupID, sm = sg / SG_N, sn = sg % SG_N;
-    const uint groups = pc.K / pc.group, steps = pc.K / BK;
+    const uint groups = pc.K / pc.group;
+    // This workgroup's K steps: [s0, s0 + steps) of the whole K's, the
+    // z-th of pc.splits slices (every slice has steps: the host's choice).
+    const uint per = (pc.K / BK + pc.splits - 1u) / pc.splits, s0 = SPLIT ? gl_WorkGroupID.z * per : 0u;
+    const uint steps = SPLIT ? min(per, pc.K / BK - s0) : pc.K / BK;
     const uint lane = gl_SubgroupInvocationID, lanes = gl_SubgroupSize;
 #ifdef VKL_COOPMAT_EMULATED
     float c[FM][FN][EL];
@@ -186,7 +203,7 @@ void main() {
     vec4 ra[A_REGS];
     uint rq[W_REGS];
     uint rp[W_PER];
-    load_step(0u, m0, n0, tid, groups, ra, rq, rp);
+    load_step(s0 * BK, m0, n0, tid, groups, ra, rq, rp);
     store_step(0u, tid, ra, rq, rp);
     barrier();
     for (uint s = 0u; s < steps; s++) {
@@ -194,7 +211,7 @@ void main() {
         // last iteration made it visible); buffer (s + 1) % 2 was last read
         // in step s - 1, which every subgroup finished before that barrier.
         const uint b = s % 2u;
-        if (s + 1u < steps) load_step((s + 1u) * BK, m0, n0, tid, groups, ra, rq, rp);
+        if (s + 1u < steps) load_step((s0 + s + 1u) * BK, m0, n0, tid, groups, ra, rq, rp);
         CM_UNROLL for (uint kk = 0u; kk < BK; kk += CM_K) {
             // Offsets and strides in uvec4s (8 halves; CM_K % 8 == 0).
             uint a_at[FM], b_at[FN];
@@ -217,8 +234,10 @@ void main() {
     }
 
     // Out, one fragment at a time through this subgroup's staging area: no
-    // other subgroup touches it, so a subgroup barrier orders it.
+    // other subgroup touches it, so a subgroup barrier orders it. A split
+    // writes its plane of partial sums, the bias left to the sum.
     const uint base = sg * CM_M * CM_N;
+    const uint plane = SPLIT ? gl_WorkGroupID.z * pc.M * pc.N : 0u;
     CM_UNROLL for (uint i = 0u; i < FM; i++)
         CM_UNROLL for (uint j = 0u; j < FN; j++) {
 #ifdef VKL_COOPMAT_EMULATED
@@ -231,7 +250,8 @@ void main() {
             const uint fm = m0 + (sm * FM + i) * CM_M, fn = n0 + (sn * FN + j) * CM_N;
             for (uint x = lane; x < CM_M * CM_N; x += lanes) {
                 const uint m = fm + x / CM_N, n = fn + x % CM_N;
-                if (m < pc.M && n < pc.N) y[m * pc.N + n] = Cs[base + x] + (pc.has_bias != 0u ? bias[n] : 0.0);
+                if (m < pc.M && n < pc.N)
+                    y[plane + m * pc.N + n] = Cs[base + x] + (pc.has_bias != 0u ? bias[n] : 0.0);
             }
             subgroupBarrier();  // read before the next fragment overwrites it
         }

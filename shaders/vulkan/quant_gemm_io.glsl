@@ -19,4 +19,5 @@ layout(push_constant) uniform Push {
     uint group;  // a multiple of BK dividing KQ
     uint has_bias;
     uint KQ;  // W's row length: K rounded up to whole groups (= K in the cooperative-matrix build)
+    uint splits;  // the cooperative-matrix build's K slices (z workgroups; 1 elsewhere): y holds one plane each
 } pc;

@@ -464,7 +464,8 @@ static double test_matmul(vkl_context *ctx, rng *r, const mm_case *cases, size_t
  * tiled build's, with those TM / TN): K steps of 32 and 128 (one step at K
  * = 128, an odd number at K = 384), 128 x 128 tiles (2 x 2 subgroups of 4 x
  * 4 fragments), 128 x 64 (4 x 2 subgroups of 2 x 2: the fallback where
- * shared memory is short), one subgroup of one fragment, the default
+ * shared memory is short), K split in 3 and in 2, one subgroup of one
+ * fragment, the default
  * (128 x 128 of 2 x 4 subgroups of 4 x 2) named, and 16 x 48 tiles of 1 x 3 subgroups whose invocations do not
  * divide a step's loads (some load nothing). Last, where fp16 math runs,
  * the cooperative-matrix body with its fragments emulated in plain f32
@@ -472,31 +473,36 @@ static double test_matmul(vkl_context *ctx, rng *r, const mm_case *cases, size_t
  * so that lavapipe checks that kernel's loads, decode, double buffering
  * and epilogue: the default shape, steps of 32 and 128 (one step at K =
  * 128, three at 384), 2 x 2 subgroups of 2 x 2 fragments, one subgroup,
- * and 1 x 3 subgroups whose invocations do not divide a step's A loads.
+ * 1 x 3 subgroups whose invocations do not divide a step's A loads, and K
+ * in 3 slices (VKL_VK_GEMM_SPLIT: planes of partial sums in scratch, added
+ * by a second dispatch; 2 slices where K has 4 steps).
  * `emulated` runs those last rows only (ctest vulkan.quant.coopmat-emulated:
  * lavapipe takes ~2 minutes over them), else every other row. */
 static void test_gemm(vkl_context *ctx, rng *r, bool f16_ok, bool emulated) {
-    static const char *const settings[][8] = {
-        /* VKL_VK_MATH, VKL_VK_GEMM_TM, _TN, _MIN_ROWS, _BK, _SGM, _SGN, _CM_EMULATE */
-        {"f32", "", "", "1", "", "", "", ""},       {"f16", "", "", "1", "", "", "", ""},
-        {"", "", "", "1", "", "", "", ""},          {"f32", "4", "3", "1", "", "", "", ""},
-        {"f32", "2", "2", "1", "", "", "", ""},     {"f32", "", "", "100000", "", "", "", ""},
-        {"", "", "", "1", "32", "", "", ""},        {"", "", "", "1", "128", "", "", ""},
-        {"", "4", "4", "1", "32", "2", "2", ""},    {"", "2", "2", "1", "32", "4", "2", ""},
-        {"", "1", "1", "1", "64", "1", "1", ""},    {"", "1", "1", "1", "128", "1", "3", ""},
-        {"", "4", "2", "1", "32", "2", "4", ""}, /* the default (2 x 4 subgroups of 4 x 2), named */
+    static const char *const settings[][9] = {
+        /* VKL_VK_MATH, VKL_VK_GEMM_TM, _TN, _MIN_ROWS, _BK, _SGM, _SGN, _CM_EMULATE, _SPLIT */
+        {"f32", "", "", "1", "", "", "", "", ""},       {"f16", "", "", "1", "", "", "", "", ""},
+        {"", "", "", "1", "", "", "", "", ""},          {"f32", "4", "3", "1", "", "", "", "", ""},
+        {"f32", "2", "2", "1", "", "", "", "", ""},     {"f32", "", "", "100000", "", "", "", "", ""},
+        {"", "", "", "1", "32", "", "", "", ""},        {"", "", "", "1", "128", "", "", "", ""},
+        {"", "4", "4", "1", "32", "2", "2", "", ""},    {"", "2", "2", "1", "32", "4", "2", "", ""},
+        {"", "1", "1", "1", "64", "1", "1", "", ""},    {"", "1", "1", "1", "128", "1", "3", "", ""},
+        {"", "4", "2", "1", "32", "2", "4", "", ""}, /* the default (2 x 4 subgroups of 4 x 2), named */
+        /* K in 3 slices at the default tile (2 at K = 128), in 2 at one subgroup */
+        {"", "", "", "1", "", "", "", "", "3"}, {"", "1", "1", "1", "128", "1", "1", "", "2"},
         /* emulated: the default 2 x 4 subgroups of 4 x 2 at BK 32 need 48 KiB of shared memory and its fallback,
          * 4 x 2 of 2 x 2, 38 KiB (lavapipe has 32), so the shapes are given whole: BK 64 on 2 x 2 subgroups of
          * 2 x 1, 2 x 4 of 2 x 1 at BK 32, the fallback's 2 x 2 fragments on 2 x 2 subgroups at BK 32 (below;
          * 4 x 2 fragments emulated outlast lavapipe's fence wait on 2 busy cores) */
-        {"f16", "2", "1", "1", "64", "2", "2", "1"}, {"f16", "2", "1", "1", "32", "2", "4", "1"},
-        {"f16", "1", "1", "1", "128", "1", "2", "1"}, {"f16", "2", "2", "1", "32", "2", "2", "1"},
-        {"f16", "1", "1", "1", "64", "1", "1", "1"},  {"f16", "1", "1", "1", "32", "1", "3", "1"},
+        {"f16", "2", "1", "1", "64", "2", "2", "1", ""}, {"f16", "2", "1", "1", "32", "2", "4", "1", ""},
+        {"f16", "1", "1", "1", "128", "1", "2", "1", ""}, {"f16", "2", "2", "1", "32", "2", "2", "1", ""},
+        {"f16", "1", "1", "1", "64", "1", "1", "1", ""},  {"f16", "1", "1", "1", "32", "1", "3", "1", ""},
+        {"f16", "2", "2", "1", "32", "2", "2", "1", "3"}, /* K in 3 slices (2 at K = 128) */
     };
-    enum { KNOBS = 8 };
+    enum { KNOBS = 9 };
     static const char *const knobs[KNOBS] = {"VKL_VK_MATH",     "VKL_VK_GEMM_TM",  "VKL_VK_GEMM_TN",
                                              "VKL_VK_GEMM_MIN_ROWS", "VKL_VK_GEMM_BK", "VKL_VK_GEMM_SGM",
-                                             "VKL_VK_GEMM_SGN", "VKL_VK_GEMM_CM_EMULATE"};
+                                             "VKL_VK_GEMM_SGN", "VKL_VK_GEMM_CM_EMULATE", "VKL_VK_GEMM_SPLIT"};
     const vkl_backend_vtable *vk = vkl_backend_find("vulkan");
     for (size_t v = 0; v < VKL_ARRAY_LEN(settings); v++) {
         if (!*settings[v][7] != !emulated) continue;
@@ -509,15 +515,15 @@ static void test_gemm(vkl_context *ctx, rng *r, bool f16_ok, bool emulated) {
             else unsetenv(knobs[k]);
         }
         vkl_backend_device *dev = NULL;
-        char build[160] = "";
+        char build[224] = "";
         CHECK_OK(ctx, test_open_env(ctx, vk, 0, false, &dev));
         if (!dev) continue;
         vkl_vk_gemm_describe(dev, build, sizeof(build));
         const bool f16 = vkl_vk_f16_math(dev), exact = !f16 && strstr(build, "tiled f32") != NULL;
         vk->close(dev);
-        printf(" gemm: VKL_VK_MATH=%s TM=%s TN=%s MIN_ROWS=%s BK=%s SGM=%s SGN=%s CM_EMULATE=%s: %s\n",
+        printf(" gemm: VKL_VK_MATH=%s TM=%s TN=%s MIN_ROWS=%s BK=%s SGM=%s SGN=%s CM_EMULATE=%s SPLIT=%s: %s\n",
                *settings[v][0] ? settings[v][0] : "(default)", settings[v][1], settings[v][2], settings[v][3],
-               settings[v][4], settings[v][5], settings[v][6], settings[v][7], build);
+               settings[v][4], settings[v][5], settings[v][6], settings[v][7], settings[v][8], build);
         CHECKF(!*settings[v][7] || strstr(build, "emulated"), "emulation asked, got %s", build);
         const double bound = exact ? F32_BOUND : F16_CENTER_BOUND;
         const double e = test_matmul(ctx, r, gemm_cases, VKL_ARRAY_LEN(gemm_cases), f16, false, bound, build);
@@ -535,6 +541,7 @@ static void test_gemm(vkl_context *ctx, rng *r, bool f16_ok, bool emulated) {
         {"VKL_VK_GEMM_TM", "16", "VKL_VK_GEMM_TN", "16", "shared memory"},
         {"VKL_VK_GEMM_BK", "48", "VKL_VK_GEMM_SGM", "2", "gemm_step_k = 48"},
         {"VKL_VK_GEMM_BK", "64", "VKL_VK_GEMM_SGN", "9", "gemm_subgroups_n = 9"},
+        {"VKL_VK_GEMM_SPLIT", "17", "VKL_VK_GEMM_SGN", "2", "gemm_split_k = 17"},
     };
     for (size_t i = 0; i < VKL_ARRAY_LEN(bad); i++) {
         setenv(bad[i][0], bad[i][1], 1);
