@@ -86,11 +86,13 @@ static int64_t dispatch_rows(const vkl_backend_device *dev, int64_t M, int64_t N
 /* K slices of the cooperative-matrix GEMM (quant_gemm_coopmat.glsl): the
  * option's count, else 2 where the node has fewer than cm_target tiles and
  * K at least 16 steps (vk_gemm_tuning.c says why no more); their planes of
- * partial sums within a binding; every slice gets steps. */
+ * partial sums within a binding, their workgroups within the dispatch's z
+ * range; every slice gets steps. */
 static uint32_t gemm_splits(const vkl_backend_device *dev, int64_t tiles, int64_t M, int64_t N, int64_t steps) {
     int64_t n = dev->cm_split ? dev->cm_split : tiles < dev->cm_target && steps >= 16 ? 2 : 1;
     if (n > steps) n = steps;
     if (n > VKL_VK_GEMM_MAX_SPLIT) n = VKL_VK_GEMM_MAX_SPLIT;
+    if (n > dev->props.limits.maxComputeWorkGroupCount[2]) n = dev->props.limits.maxComputeWorkGroupCount[2];
     while (n > 1 && (uint64_t)n * M * N * 4 > dev->bind_limit) n--;
     if (n <= 1) return 1;
     const int64_t per = (steps + n - 1) / n;
@@ -157,7 +159,7 @@ static vkl_status record_gemm(const vkl_vk_node *nd, vkl_dtype wt, int64_t M, in
     d->groups[2] = 1;
     *count = 1;
     const uint32_t splits = coopmat ? gemm_splits(dev, gx * gy, M, N, K / dev->cm_bk) : 1;
-    if (splits == 1 || splits > lim->maxComputeWorkGroupCount[2]) return VKL_OK;
+    if (splits == 1) return VKL_OK;
     /* Split K: slice z's partial sums to plane z of the node's own scratch,
      * then quant_gemm_split_sum.comp adds them in order, and the bias. */
     const VkDescriptorBufferInfo planes = vkl_vk_scratch(vkl_vk_scratch_own(nd), (VkDeviceSize)splits * M * N * 4);
