@@ -176,6 +176,8 @@ static vkl_status env_vulkan(vkl_context *ctx, vkl_vulkan_options *o) {
     if (!st && env("VKL_VK_PIPELINE_CACHE_DIR")) o->pipeline_cache_dir = getenv("VKL_VK_PIPELINE_CACHE_DIR");
     if (!st && env("VKL_VK_PIPELINE_CACHE")) o->pipeline_cache_file = getenv("VKL_VK_PIPELINE_CACHE");
     flag = 0;
+    if (!st && !(st = env_flag(ctx, "VKL_VK_PIPELINE_STATS", &flag))) o->pipeline_stats |= flag;
+    flag = 0;
     if (!st && !(st = env_flag(ctx, "VKL_VK_NO_SUBGROUP_OPS", &flag))) o->no_subgroup_ops |= flag;
     flag = 0;
     if (!st && !(st = env_flag(ctx, "VKL_VK_NO_F64", &flag))) o->no_f64 |= flag;

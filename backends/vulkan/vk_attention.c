@@ -250,12 +250,16 @@ static vkl_status record_prefill(const vkl_vk_node *nd, const attn *a, vkl_vk_di
 }
 
 /* attn_prefill_cm.comp's shared memory at nsg subgroups (16 query rows
- * each) and bc keys a tile: fp16 rows of Q, K, V and P padded to multiples
- * of 8 halves plus 8 (bank staggering), the f32 scores, three floats a row. */
-static size_t prefill_cm_shared(const attn *a, uint32_t nsg, uint32_t bc) {
-    const size_t br = 16 * (size_t)nsg, sq = (size_t)(a->D + 15) / 16 * 2 + 1, sv = (size_t)(a->DV + 15) / 16 * 2 + 1,
-                 sp = bc / 8 + 1;
-    return 16 * (br * sq + bc * sq + bc * sv + br * sp) + 4 * br * bc + 12 * br;
+ * each) and bc keys a tile: K's and V's fp16 rows padded to multiples of 8
+ * halves plus 8 (bank staggering), over which Q's are staged first (the
+ * emulation stages Q apart); the f32 scores and weights (rows of bc + 4),
+ * a 16 x 16 staging a subgroup; three words a row, two a row and lane part
+ * (lanes / 16 lanes share a row where the subgroup has 32 or more, else 2). */
+static size_t prefill_cm_shared(const vkl_backend_device *dev, const attn *a, uint32_t nsg, uint32_t bc) {
+    const size_t br = 16 * (size_t)nsg, sq = (size_t)(a->D + 15) / 16 * 2 + 1, sv = (size_t)(a->DV + 15) / 16 * 2 + 1;
+    const size_t kv = bc * (sq + sv), q = br * sq, lpr = dev->subgroup_size >= 32 ? dev->subgroup_size / 16 : 2;
+    return 16 * ((kv > q ? kv : q) + (dev->attn_cm == 2 ? q : 0)) + 4 * br * (bc + 4) + 4 * 256 * (size_t)nsg +
+           12 * br + 8 * br * lpr;
 }
 
 /* The prefill on the matrix units where the device has it (attn_cm) and
@@ -271,15 +275,17 @@ static bool record_prefill_cm(const vkl_vk_node *nd, const attn *a, vkl_vk_dispa
     uint32_t nsg = dev->attn_cm_sg, bc = dev->attn_cm_keys;
     while (nsg > 1 && 16 * (int64_t)(nsg / 2) >= a->S) nsg /= 2;
     const uint32_t smem = dev->props.limits.maxComputeSharedMemorySize;
-    while (prefill_cm_shared(a, nsg, bc) > smem && (bc > 16 || nsg > 1)) {
+    while (prefill_cm_shared(dev, a, nsg, bc) > smem && (bc > 16 || nsg > 1)) {
         if (bc > 16) bc /= 2;
         else nsg /= 2;
     }
     const int64_t tiles = (a->S + 16 * nsg - 1) / (16 * nsg);
-    if (prefill_cm_shared(a, nsg, bc) > smem || tiles > dev->props.limits.maxComputeWorkGroupCount[0]) return false;
+    if (prefill_cm_shared(dev, a, nsg, bc) > smem || tiles > dev->props.limits.maxComputeWorkGroupCount[0]) return false;
     d->shader = dev->attn_cm == 2 ? "attn_prefill_cm_emu" : "attn_prefill_cm";
+    /* bit 1: K and V bound at 16-byte offsets, so their rows load as uvec4s */
+    const bool aligned = a->k->at.offset % 16 == 0 && a->v->at.offset % 16 == 0;
     const uint32_t spec[] = {nsg * dev->subgroup_size, nsg, bc, (uint32_t)a->D, (uint32_t)a->DV, a->dts,
-                             a->layout1 ? 1u : 0u};
+                             (a->layout1 ? 1u : 0u) | (aligned ? 2u : 0u)};
     d->n_spec = (uint32_t)(sizeof(spec) / sizeof(spec[0]));
     memcpy(d->spec, spec, sizeof(spec));
     prefill_bindings(a, tiles, d);
@@ -518,7 +524,9 @@ vkl_status vkl_vk_record_attention_codes(const vkl_vk_node *nd, vkl_vk_dispatch 
 
 /* Whether prefill attention runs on the matrix units (attn_cm), and its
  * largest tile: 4 subgroups (64 query rows, as the scalar kernel's tile)
- * of 32 keys. The device needs VK_NV_cooperative_matrix with the 16x16x16
+ * of 64 keys (halved where shared memory is short: 32 at head dim 128 in
+ * 48 KiB), or attention_rows / 16 subgroups and attention_keys keys where
+ * those options ask for at least 16. The device needs VK_NV_cooperative_matrix with the 16x16x16
  * fp16 -> f32 shape (vk_gemm_tuning.c's probe), neither coopmat nor fp16
  * turned off, and math not F32 (which asks for f32 products); the
  * emulation needs only a known subgroup size. */
@@ -527,19 +535,20 @@ static vkl_status prefill_cm_tuning(vkl_backend_device *dev, const vkl_vulkan_op
     const VkPhysicalDeviceLimits *lim = &dev->props.limits;
     const bool can = dev->has_coopmat_nv && (dev->caps.features & need) == need && dev->subgroup_size &&
                      dev->cm_m == 16 && dev->cm_n == 16 && dev->cm_k == 16 && o->math != VKL_VULKAN_MATH_F32;
-    dev->attn_cm_sg = 4;
-    dev->attn_cm_keys = 32;
+    dev->attn_cm_sg = o->attention_rows >= 16 ? o->attention_rows / 16 : 4;
+    dev->attn_cm_keys = o->attention_keys >= 16 ? o->attention_keys : 32;
     while (dev->attn_cm_sg > 1 && (dev->attn_cm_sg * dev->subgroup_size > lim->maxComputeWorkGroupInvocations ||
                                    dev->attn_cm_sg * dev->subgroup_size > lim->maxComputeWorkGroupSize[0]))
         dev->attn_cm_sg /= 2;
     const bool fits = dev->subgroup_size && dev->attn_cm_sg * dev->subgroup_size <= lim->maxComputeWorkGroupInvocations &&
                       dev->attn_cm_sg * dev->subgroup_size <= lim->maxComputeWorkGroupSize[0];
     switch (o->attention_prefill) {
-    /* Measured slower than the f32 kernel so far (H200, 2026-11-26: a 1B
-     * prefill of 512 tokens took 19.81 ms with it, 18.43 without; correct
-     * there: test_vk_attention and the op cases passed), so it runs only
-     * when asked for (COOPMAT) until it wins. */
-    case VKL_VULKAN_ATTENTION_PREFILL_AUTO: dev->attn_cm = 0; break;
+    /* The default where it can run: on an H200 (2026-11-27) a 1B prefill
+     * of 512 tokens took 12.09 ms with it against 14.00 with the f32
+     * kernel (its attention 1.32 ms against 3.23). Its first form (a lane
+     * per row in the softmax, O rescaled every tile, Q reloaded) had been
+     * slower than the f32 kernel (19.81 against 18.43 ms, 2026-11-26). */
+    case VKL_VULKAN_ATTENTION_PREFILL_AUTO: dev->attn_cm = can && fits ? 1 : 0; break;
     case VKL_VULKAN_ATTENTION_PREFILL_SCALAR: dev->attn_cm = 0; break;
     case VKL_VULKAN_ATTENTION_PREFILL_COOPMAT:
         if (!can || !fits)
@@ -584,11 +593,14 @@ vkl_status vkl_vk_attention_tuning(vkl_backend_device *dev, const vkl_vulkan_opt
      * 29.5 at 16 x 32, 37.5 at 16 x 64. */
     dev->attn_rows = 64;
     dev->attn_keys = 16;
-    const uint32_t rows = o->attention_rows, keys = o->attention_keys;
-    if (rows && (rows > 64 || (rows & (rows - 1)) || prefill_wg(rows) > dev->props.limits.maxComputeWorkGroupInvocations ||
-                 prefill_wg(rows) > dev->props.limits.maxComputeWorkGroupSize[0]))
+    /* (rows: to 128 for the matrix units' kernel, 8 subgroups; the f32
+     * kernel takes at most 64 of them) */
+    const uint32_t keys = o->attention_keys, rows = o->attention_rows > 64 ? 64 : o->attention_rows;
+    if (o->attention_rows && (o->attention_rows > 128 || (rows & (rows - 1)) ||
+                              prefill_wg(rows) > dev->props.limits.maxComputeWorkGroupInvocations ||
+                              prefill_wg(rows) > dev->props.limits.maxComputeWorkGroupSize[0]))
         return vkl_fail(dev->ctx, VKL_ERR_INVALID_ARGUMENT, "vulkan: option attention_rows = %u: want a power of two "
-                        "1..64 whose %u invocations the device allows", rows, prefill_wg(rows));
+                        "1..128 whose %u invocations the device allows", o->attention_rows, prefill_wg(rows));
     if (keys && (keys < 4 || keys > 128 || (keys & (keys - 1))))
         return vkl_fail(dev->ctx, VKL_ERR_INVALID_ARGUMENT, "vulkan: option attention_keys = %u: want a power of two "
                         "4..128", keys);

@@ -357,6 +357,11 @@ static vkl_status describe(vkl_backend_device *dev, const vkl_backend_options *o
     /* the heap's budget, for the check at load (vk_limits.c): enabled on our
      * own device when present, used on the app's only if it enabled it */
     dev->has_memory_budget = EXT("VK_EXT_memory_budget");
+    dev->pipeline_stats = o->pipeline_stats && !dev->external &&
+                          has_extension(ext, n_ext, "VK_KHR_pipeline_executable_properties");
+    if (o->pipeline_stats && !dev->pipeline_stats)
+        vkl_log(ctx, VKL_LOG_WARN, "vulkan: pipeline_stats: %s", dev->external ? "not on an app's device"
+                : "the device has no VK_KHR_pipeline_executable_properties");
 #undef EXT
     vkl_free(ctx, ext);
     c->features = f & ~(opt ? opt->disable_features : 0u);
@@ -645,12 +650,18 @@ static vkl_status own_device_create(vkl_backend_device *dev, const vkl_vulkan_op
         .pNext = dev->f16_math || coopmat ? &f16 : NULL,
         .shaderIntegerDotProduct = VK_TRUE};
     void *chain = dev->matvec_dot ? (void *)&dotf : dev->f16_math || coopmat ? (void *)&f16 : NULL;
-    const char *exts[4];
+    VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR pe = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR,
+        .pNext = chain,
+        .pipelineExecutableInfo = VK_TRUE};
+    if (dev->pipeline_stats) chain = &pe;
+    const char *exts[5];
     uint32_t n_ext = 0;
     if (ask) exts[n_ext++] = ext; /* first: a refused priority drops it alone */
     if (coopmat) exts[n_ext++] = "VK_NV_cooperative_matrix";
     if (dev->has_memory_budget) exts[n_ext++] = "VK_EXT_memory_budget";
     if (dev->matvec_dot && dev->has_dot_ext) exts[n_ext++] = "VK_KHR_shader_integer_dot_product";
+    if (dev->pipeline_stats) exts[n_ext++] = "VK_KHR_pipeline_executable_properties";
     VkPhysicalDeviceFeatures core = {.shaderFloat64 = dev->has_f64};
     VkDeviceCreateInfo info = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
                                .pNext = chain,

@@ -250,6 +250,7 @@ struct vkl_backend_device {
      * present; the app's: only if it enabled it), else the heap's size;
      * capped by options.memory_budget_bytes when non-zero. */
     bool has_memory_budget;
+    bool pipeline_stats;            /* options.pipeline_stats where the device has the extension (vk_pipeline.c) */
     uint64_t budget_cap;
     uint64_t device_bytes;          /* device-local bytes allocated through vkl_vk_buffer_alloc now */
     /* attention (vk_attention.c's vkl_vk_attention_tuning, at open): which

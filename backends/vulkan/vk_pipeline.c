@@ -8,6 +8,7 @@
  * device's life. The VkPipelineCache starts from the file on disk and is
  * saved back at close (vk_pipeline_cache.c), so a driver compiles once. */
 #define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -100,6 +101,54 @@ static vkl_status grow_pipelines(vkl_backend_device *dev) {
     return VKL_OK;
 }
 
+/* options.pipeline_stats: the driver's statistics of each executable of
+ * the new pipeline, one log line (registers, shared memory, instructions:
+ * what decides how many workgroups share a compute unit). */
+static void log_statistics(vkl_backend_device *dev, VkPipeline pipe, const char *shader, const uint32_t *spec,
+                           uint32_t n_spec) {
+    if (!dev->vk.vkGetPipelineExecutablePropertiesKHR || !dev->vk.vkGetPipelineExecutableStatisticsKHR) return;
+    VkPipelineInfoKHR pi = {.sType = VK_STRUCTURE_TYPE_PIPELINE_INFO_KHR, .pipeline = pipe};
+    VkPipelineExecutablePropertiesKHR props[4];
+    uint32_t n = 4;
+    for (uint32_t e = 0; e < n; e++) props[e] = (VkPipelineExecutablePropertiesKHR){
+        .sType = VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_PROPERTIES_KHR};
+    VkResult r = dev->vk.vkGetPipelineExecutablePropertiesKHR(dev->device, &pi, &n, props);
+    if (r != VK_SUCCESS && r != VK_INCOMPLETE) return;
+    for (uint32_t e = 0; e < n; e++) {
+        char line[1024];
+        int at = snprintf(line, sizeof(line), "vulkan: pipeline %s [", shader);
+        for (uint32_t i = 0; i < n_spec && at > 0 && (size_t)at < sizeof(line); i++)
+            at += snprintf(line + at, sizeof(line) - (size_t)at, "%s%u", i ? " " : "", spec[i]);
+        VkPipelineExecutableStatisticKHR st[32];
+        uint32_t ns = 32;
+        for (uint32_t i = 0; i < ns; i++)
+            st[i] = (VkPipelineExecutableStatisticKHR){.sType = VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_STATISTIC_KHR};
+        VkPipelineExecutableInfoKHR ei = {.sType = VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR,
+                                          .pipeline = pipe, .executableIndex = e};
+        r = dev->vk.vkGetPipelineExecutableStatisticsKHR(dev->device, &ei, &ns, st);
+        if (r != VK_SUCCESS && r != VK_INCOMPLETE) ns = 0;
+        if (at > 0 && (size_t)at < sizeof(line)) at += snprintf(line + at, sizeof(line) - (size_t)at, "] %s:", props[e].name);
+        for (uint32_t i = 0; i < ns && at > 0 && (size_t)at < sizeof(line); i++) {
+            const VkPipelineExecutableStatisticKHR *s = &st[i];
+            switch (s->format) {
+            case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_BOOL32_KHR:
+                at += snprintf(line + at, sizeof(line) - (size_t)at, " %s %s;", s->name, s->value.b32 ? "yes" : "no");
+                break;
+            case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_INT64_KHR:
+                at += snprintf(line + at, sizeof(line) - (size_t)at, " %s %lld;", s->name, (long long)s->value.i64);
+                break;
+            case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_UINT64_KHR:
+                at += snprintf(line + at, sizeof(line) - (size_t)at, " %s %llu;", s->name,
+                               (unsigned long long)s->value.u64);
+                break;
+            default:
+                at += snprintf(line + at, sizeof(line) - (size_t)at, " %s %g;", s->name, s->value.f64);
+            }
+        }
+        vkl_log(dev->ctx, VKL_LOG_INFO, "%s", line);
+    }
+}
+
 vkl_status vkl_vk_pipeline_get(vkl_backend_device *dev, const char *shader, uint32_t n_bindings,
                                const uint32_t *spec, uint32_t n_spec, const vkl_vk_pipeline **out) {
     *out = NULL;
@@ -129,6 +178,7 @@ vkl_status vkl_vk_pipeline_get(vkl_backend_device *dev, const char *shader, uint
         map[i] = (VkSpecializationMapEntry){.constantID = i, .offset = i * 4, .size = 4};
     VkSpecializationInfo si = {.mapEntryCount = n_spec, .pMapEntries = map, .dataSize = n_spec * 4, .pData = spec};
     VkComputePipelineCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
+                                      .flags = dev->pipeline_stats ? VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR : 0,
                                       .stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
                                                 .stage = VK_SHADER_STAGE_COMPUTE_BIT,
                                                 .module = module,
@@ -145,6 +195,7 @@ vkl_status vkl_vk_pipeline_get(vkl_backend_device *dev, const char *shader, uint
     dev->work.pipelines++;
     dev->vk.vkDestroyShaderModule(dev->device, module, NULL);
     if (st) return vkl_fail_prefix(dev->ctx, st, "shader %s", shader);
+    if (dev->pipeline_stats) log_statistics(dev, p->pipeline, code->name, spec, n_spec);
     p->shader = code->name;
     p->n_bindings = n_bindings;
     p->n_spec = n_spec;

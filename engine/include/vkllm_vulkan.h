@@ -144,6 +144,11 @@ typedef struct vkl_vulkan_options {
     /* The Khronos validation layer on vkllm's own instance; every message
      * it reports fails the call in progress. For tests and bug reports. */
     bool validation;
+    /* Each pipeline's statistics as the driver compiled it (registers,
+     * shared memory, instructions: VK_KHR_pipeline_executable_properties,
+     * own device only), logged at VKL_LOG_INFO as it is made. For tuning:
+     * a driver may skip its pipeline cache for these. */
+    bool pipeline_stats;
     /* Directory of the pipeline cache file (one per device, driver and vkllm
      * build, written atomically at close). NULL (init): $XDG_CACHE_HOME/vkllm
      * or ~/.cache/vkllm; "": no cache on disk. */

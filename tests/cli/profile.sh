@@ -8,7 +8,8 @@
 # most of a step; on ref (no timestamps) --profile says why there is no
 # table and exits 0. Exit 77 (skipped) without Vulkan, after the cpu and
 # ref parts (with VKL_VK_DISABLE=timestamps the cpu backend, whose feature
-# mask it is too, must say it has none).
+# mask it is too, must say it has none). VKL_VK_PIPELINE_STATS=1 logs the
+# driver's statistics or why it cannot.
 # Usage: profile.sh VKBENCH MODEL.vkm
 set -uo pipefail
 vkbench=${1:?usage: profile.sh VKBENCH MODEL.vkm}
@@ -123,6 +124,15 @@ PY
 
 "$vkbench" --prefill 8 "$model" --backend vulkan >"$tmp/out" 2>"$tmp/err" || fail "--prefill alone: exit $?: $(cat "$tmp/err")"
 grep -q "^prefill: 8 tokens, .* tok/s; .* GFLOP/s" "$tmp/out" || fail "--prefill alone: $(cat "$tmp/out")"
+
+# VKL_VK_PIPELINE_STATS=1: each pipeline's driver statistics at info level,
+# or a warning naming the missing extension (lavapipe 22.3 lacks it); the
+# run itself unchanged.
+VKL_VK_PIPELINE_STATS=1 VKLLM_LOG=info "$vkbench" --prefill 8 "$model" --backend vulkan >"$tmp/out" 2>"$tmp/err" ||
+  fail "VKL_VK_PIPELINE_STATS=1: exit $?: $(cat "$tmp/err")"
+grep -q "^prefill: 8 tokens" "$tmp/out" || fail "VKL_VK_PIPELINE_STATS=1: $(cat "$tmp/out")"
+grep -qE "vulkan: pipeline [a-z0-9_]+ \[[0-9 ]*\] .*: |pipeline_stats: the device has no VK_KHR_pipeline_executable_properties" \
+  "$tmp/err" || fail "VKL_VK_PIPELINE_STATS=1 logged neither statistics nor why: $(cat "$tmp/err")"
 
 [ "$failed" -eq 0 ] && echo "profile: all passed"
 [ "$failed" -eq 0 ]
