@@ -14,7 +14,8 @@
 // tile (scaled, fp16) is staged once and each subgroup keeps its rows'
 // fragments in registers; then for each tile of BC keys of h's KV head,
 // staged as fp16 by the whole workgroup (over Q's staging: it is read
-// once), each subgroup on its own:
+// once; for f16 / f32 caches the next tile is loaded into registers while
+// this one is worked on: PREFETCH), each subgroup on its own:
 //   S = Q K^T          BC / 16 fragments of D / 16 products, stored to sS
 //   online softmax     LPR lanes a row (every lane busy): the row's max
 //                      over the tile, then the weights P = exp(s - m)
@@ -141,17 +142,40 @@ uint h2_sat(uint w) {
     return r.x | (r.y << 16);
 }
 uvec4 h8_sat(uvec4 x) { return uvec4(h2_sat(x.x), h2_sat(x.y), h2_sat(x.z), h2_sat(x.w)); }
-// Unit u (8 elements) of K's (V's) row `row` from the uvec4 views.
+// Unit u (8 elements) of K's (V's) row `row` from the uvec4 views, as
+// loaded (x, and y for f32's second half) and as staged fp16.
+void k_raw(uint row, uint u, out uvec4 x, out uvec4 y) {
+    x = KDT == VKL_DT_F16 ? Kb4[row * (D / 8u) + u] : Kb4[row * (D / 4u) + 2u * u];
+    y = KDT == VKL_DT_F16 ? uvec4(0u) : Kb4[row * (D / 4u) + 2u * u + 1u];
+}
+void v_raw(uint row, uint u, out uvec4 x, out uvec4 y) {
+    x = VDT == VKL_DT_F16 ? Vb4[row * (DV / 8u) + u] : Vb4[row * (DV / 4u) + 2u * u];
+    y = VDT == VKL_DT_F16 ? uvec4(0u) : Vb4[row * (DV / 4u) + 2u * u + 1u];
+}
+uvec4 unit_halves(uint dt, uvec4 x, uvec4 y) {
+    return dt == VKL_DT_F16 ? h8_sat(x) : halves8(uintBitsToFloat(x), uintBitsToFloat(y));
+}
 uvec4 k_unit(uint row, uint u) {
-    return KDT == VKL_DT_F16 ? h8_sat(Kb4[row * (D / 8u) + u])
-                             : halves8(uintBitsToFloat(Kb4[row * (D / 4u) + 2u * u]),
-                                       uintBitsToFloat(Kb4[row * (D / 4u) + 2u * u + 1u]));
+    uvec4 x, y;
+    k_raw(row, u, x, y);
+    return unit_halves(KDT, x, y);
 }
 uvec4 v_unit(uint row, uint u) {
-    return VDT == VKL_DT_F16 ? h8_sat(Vb4[row * (DV / 8u) + u])
-                             : halves8(uintBitsToFloat(Vb4[row * (DV / 4u) + 2u * u]),
-                                       uintBitsToFloat(Vb4[row * (DV / 4u) + 2u * u + 1u]));
+    uvec4 x, y;
+    v_raw(row, u, x, y);
+    return unit_halves(VDT, x, y);
 }
+
+// Both caches on that path: the next tile's K and V are loaded into
+// registers (this invocation's KU and VU units, two uvec4s each at most)
+// before the current tile's products and stored to shared memory after
+// them, so the loads' latency overlaps the work (the grid of a 512-token
+// prefill is a few workgroups a compute unit: little else hides it).
+// (spelled out: glslang 12 drops FAST_K's definition from an && of the two)
+const bool PREFETCH = (FLAGS & 2u) != 0u && D % 8u == 0u && DV % 8u == 0u &&
+                      (KDT == VKL_DT_F16 || KDT == VKL_DT_F32) && (VDT == VKL_DT_F16 || VDT == VKL_DT_F32);
+const uint KU = (BC * D8 + WG - 1u) / WG, VU = (BC * DV8 + WG - 1u) / WG;
+const uint KR = 2u * KU, VR = 2u * VU;
 
 // Elements [e, e + 4) of a K (or V) row of width n, zeros past it.
 #define KV4(NAME, dt, row, n, e)                                                                        \
@@ -237,6 +261,35 @@ void rescale_o(inout ACC o[DVF], uint row0, uint tbase, uint lane) {
     }
 }
 
+// Tile j0's K and V units of this invocation into registers (PREFETCH).
+void fetch_tile(int j0, int hi, uint tid, bool layout1, uint b, uint g, out uvec4 kr[KR], out uvec4 vr[VR]) {
+    CM_UNROLL for (uint t = 0u; t < KU; t++) {
+        const uint idx = t * WG + tid, jj = idx / D8, u = idx % D8;
+        const int j = j0 + int(jj);
+        kr[2u * t] = kr[2u * t + 1u] = uvec4(0u);
+        if (idx < BC * D8 && j < hi)
+            k_raw(vkl_kv_row(layout1, pc.B, pc.Hkv, pc.T, b, g, uint(j)), u, kr[2u * t], kr[2u * t + 1u]);
+    }
+    CM_UNROLL for (uint t = 0u; t < VU; t++) {
+        const uint idx = t * WG + tid, jj = idx / DV8, u = idx % DV8;
+        const int j = j0 + int(jj);
+        vr[2u * t] = vr[2u * t + 1u] = uvec4(0u);
+        if (idx < BC * DV8 && j < hi)
+            v_raw(vkl_kv_row(layout1, pc.B, pc.Hkv, pc.T, b, g, uint(j)), u, vr[2u * t], vr[2u * t + 1u]);
+    }
+}
+// ... and from registers into the staged tile (keys past hi: zeros).
+void put_tile(uint tid, uvec4 kr[KR], uvec4 vr[VR]) {
+    CM_UNROLL for (uint t = 0u; t < KU; t++) {
+        const uint idx = t * WG + tid;
+        if (idx < BC * D8) sKV[(idx / D8) * SQ + idx % D8] = unit_halves(KDT, kr[2u * t], kr[2u * t + 1u]);
+    }
+    CM_UNROLL for (uint t = 0u; t < VU; t++) {
+        const uint idx = t * WG + tid;
+        if (idx < BC * DV8) sKV[BC * SQ + (idx / DV8) * SV + idx % DV8] = unit_halves(VDT, vr[2u * t], vr[2u * t + 1u]);
+    }
+}
+
 void main() {
     const uint tid = gl_LocalInvocationIndex;
     const uint sg = gl_SubgroupID, lane = gl_SubgroupInvocationID;
@@ -287,8 +340,12 @@ void main() {
     CM_UNROLL for (uint kk = 0u; kk < DF; kk++) coopMatLoadNV(fq[kk], sKV, row0 * SQ + 2u * kk, SQ, false);
 #endif
 
+    uvec4 kr[KR], vr[VR];
+    if (PREFETCH && lo < hi) fetch_tile(lo, hi, tid, layout1, b, g, kr, vr);
     for (int j0 = lo; j0 < hi; j0 += int(BC)) {
         barrier(); // Q's fragments loaded / the previous tile's readers done
+        if (PREFETCH) put_tile(tid, kr, vr);
+        else {
         for (uint idx = tid; idx < BC * D8; idx += WG) {
             const uint jj = idx / D8, u = idx % D8;
             const int j = j0 + int(jj);
@@ -311,7 +368,9 @@ void main() {
             }
             sKV[BC * SQ + jj * SV + u] = v;
         }
+        }
         barrier();
+        if (PREFETCH && j0 + int(BC) < hi) fetch_tile(j0 + int(BC), hi, tid, layout1, b, g, kr, vr);
 
         // A subgroup none of whose rows sees a key of this tile skips it
         // (uniform in the subgroup: the rows' positions bound it).
