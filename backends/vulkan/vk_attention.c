@@ -524,12 +524,12 @@ vkl_status vkl_vk_record_attention_codes(const vkl_vk_node *nd, vkl_vk_dispatch 
 
 /* Whether prefill attention runs on the matrix units (attn_cm), and its
  * largest tile: 4 subgroups (64 query rows, as the scalar kernel's tile)
- * of 64 keys (halved where shared memory is short: 32 at head dim 128 in
- * 48 KiB), or attention_rows / 16 subgroups and attention_keys keys where
- * those options ask for at least 16. The device needs VK_NV_cooperative_matrix with the 16x16x16
- * fp16 -> f32 shape (vk_gemm_tuning.c's probe), neither coopmat nor fp16
- * turned off, and math not F32 (which asks for f32 products); the
- * emulation needs only a known subgroup size. */
+ * of 32 keys (record_prefill_cm halves it where shared memory is short),
+ * or attention_rows / 16 subgroups and attention_keys keys where those
+ * options ask for at least 16. The device needs VK_NV_cooperative_matrix
+ * with the 16x16x16 fp16 -> f32 shape (vk_gemm_tuning.c's probe), neither
+ * coopmat nor fp16 turned off, and math not F32 (which asks for f32
+ * products); the emulation needs only a known subgroup size. */
 static vkl_status prefill_cm_tuning(vkl_backend_device *dev, const vkl_vulkan_options *o) {
     const uint32_t need = VKL_FEATURE_COOPMAT | VKL_FEATURE_FP16;
     const VkPhysicalDeviceLimits *lim = &dev->props.limits;
@@ -546,9 +546,9 @@ static vkl_status prefill_cm_tuning(vkl_backend_device *dev, const vkl_vulkan_op
     /* The default where it can run: on an H200 (2026-11-27) a 1B prefill
      * of 512 tokens took 11.94 ms with it against 14.00 with the f32
      * kernel (its attention 1.12 ms against 3.23), of 2048 tokens 50.4
-     * against 84.1. Its first form (a lane
-     * per row in the softmax, O rescaled every tile, Q reloaded) had been
-     * slower than the f32 kernel (19.81 against 18.43 ms, 2026-11-26). */
+     * against 84.1. Its first form (a lane per row in the softmax, O
+     * rescaled every tile, Q reloaded) had been slower than the f32 kernel
+     * (19.81 against 18.43 ms, 2026-11-26). */
     case VKL_VULKAN_ATTENTION_PREFILL_AUTO: dev->attn_cm = can && fits ? 1 : 0; break;
     case VKL_VULKAN_ATTENTION_PREFILL_SCALAR: dev->attn_cm = 0; break;
     case VKL_VULKAN_ATTENTION_PREFILL_COOPMAT:
