@@ -62,7 +62,7 @@
 layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint WG = 128;       // NSG subgroups of the device's size
 layout(constant_id = 1) const uint NSG = 4;        // subgroups: 16 query rows each
-layout(constant_id = 2) const uint BC = 64;        // keys per tile, a multiple of 16
+layout(constant_id = 2) const uint BC = 32;        // keys per tile, a multiple of 16
 layout(constant_id = 3) const uint D = 64;         // Q/K head dim
 layout(constant_id = 4) const uint DV = 64;        // V head dim
 layout(constant_id = 5) const uint DTS = 0x41041u; // dtypes: Q | K << 6 | V << 12 | mask << 18 (0: none)
@@ -267,14 +267,14 @@ void fetch_tile(int j0, int hi, uint tid, bool layout1, uint b, uint g, out uvec
         const uint idx = t * WG + tid, jj = idx / D8, u = idx % D8;
         const int j = j0 + int(jj);
         kr[2u * t] = kr[2u * t + 1u] = uvec4(0u);
-        if (idx < BC * D8 && j < hi)
+        if (idx < BC * D8 && j < hi && u < D / 8u) // (units past D: zeros, where D % 16 == 8)
             k_raw(vkl_kv_row(layout1, pc.B, pc.Hkv, pc.T, b, g, uint(j)), u, kr[2u * t], kr[2u * t + 1u]);
     }
     CM_UNROLL for (uint t = 0u; t < VU; t++) {
         const uint idx = t * WG + tid, jj = idx / DV8, u = idx % DV8;
         const int j = j0 + int(jj);
         vr[2u * t] = vr[2u * t + 1u] = uvec4(0u);
-        if (idx < BC * DV8 && j < hi)
+        if (idx < BC * DV8 && j < hi && u < DV / 8u)
             v_raw(vkl_kv_row(layout1, pc.B, pc.Hkv, pc.T, b, g, uint(j)), u, vr[2u * t], vr[2u * t + 1u]);
     }
 }
@@ -352,7 +352,7 @@ void main() {
             uvec4 v = uvec4(0u);
             if (j < hi) {
                 const uint row = vkl_kv_row(layout1, pc.B, pc.Hkv, pc.T, b, g, uint(j));
-                v = FAST_K ? k_unit(row, u)
+                v = FAST_K ? (u < D / 8u ? k_unit(row, u) : uvec4(0u))
                            : halves8(KV4(Kb, KDT, row, D, 8u * u), KV4(Kb, KDT, row, D, 8u * u + 4u));
             }
             sKV[jj * SQ + u] = v;
@@ -363,7 +363,7 @@ void main() {
             uvec4 v = uvec4(0u);
             if (j < hi) {
                 const uint row = vkl_kv_row(layout1, pc.B, pc.Hkv, pc.T, b, g, uint(j));
-                v = FAST_V ? v_unit(row, u)
+                v = FAST_V ? (u < DV / 8u ? v_unit(row, u) : uvec4(0u))
                            : halves8(KV4(Vb, VDT, row, DV, 8u * u), KV4(Vb, VDT, row, DV, 8u * u + 4u));
             }
             sKV[BC * SQ + jj * SV + u] = v;

@@ -5,7 +5,7 @@
  *      and 4) at KV lengths 1000-4000 with GQA 4:1, 8:1 and MQA 20:1, head dims 64 and
  *      128, f32 / f16 / int8-key + fp8-value caches, causal, sliding window,
  *      a float mask hiding padded keys (their V rows NaN); prefill (S =
- *      40-200, past keys, window, B 2, D 80, f32 / f16 / bf16 / int8 + fp8
+ *      40-200, past keys, window, B 2, D 72, f32 / f16 / bf16 / int8 + fp8
  *      caches, not causal); each under the device's own choices and again
  *      with split counts forced (1, 7, 64) and with the flash prefill kernel
  *      forced (the device's build, then the f32 one), so split-K decoding
@@ -176,7 +176,7 @@ static const attn_case attn_cases[] = {
      VKL_DTYPE_F16, 1, 0, 0, 12.0f},
     {"prefill S 77 after 50, D 64, bf16, window 40, NaN V rows >= 120 masked", 1, 4, 1, 77, 127, 64, VKL_DTYPE_BF16,
      VKL_DTYPE_BF16, 1, 40, 120},
-    {"prefill S 40, T 90, B 2, D 80, f32, not causal", 2, 4, 2, 40, 90, 80, VKL_DTYPE_F32, VKL_DTYPE_F32, 0, 0, 0},
+    {"prefill S 40, T 90, B 2, D 72, f32, not causal", 2, 4, 2, 40, 90, 72, VKL_DTYPE_F32, VKL_DTYPE_F32, 0, 0, 0},
 };
 
 /* knob settings the attention cases run under (read at open): VKL_VK_ATTN,
