@@ -88,7 +88,7 @@ VKL_TENSOR_IN(Qb, 0)
 VKL_KV_IN(Kb, 1)
 VKL_KV_IN(Vb, 2)
 VKL_TENSOR_IN(Mb, 3)
-// K and V again as uvec4s, for the f16 and f32 caches' rows (FAST_K/FAST_V)
+// K and V again as uvec4s, for the f16 and f32 caches' rows (PREFETCH)
 layout(set = 0, binding = 1, std430) readonly buffer Kb4_t { uvec4 Kb4[]; };
 layout(set = 0, binding = 2, std430) readonly buffer Vb4_t { uvec4 Vb4[]; };
 layout(set = 0, binding = 4, std430) writeonly buffer Ob_t { uint Ob[]; };
@@ -125,13 +125,6 @@ uvec4 halves8(vec4 x, vec4 y) {
     return uvec4(half2_sat(x.x, x.y), half2_sat(x.z, x.w), half2_sat(y.x, y.y), half2_sat(y.z, y.w));
 }
 
-// An f16 or f32 cache with rows of whole units of 8 at 16-byte offsets:
-// a unit is one uvec4 (f16, its NaN and infinities fixed in the integer
-// unit) or two (f32), not eight element reads.
-const bool ALIGNED = (FLAGS & 2u) != 0u;
-const bool FAST_K = ALIGNED && D % 8u == 0u && (KDT == VKL_DT_F16 || KDT == VKL_DT_F32);
-const bool FAST_V = ALIGNED && DV % 8u == 0u && (VDT == VKL_DT_F16 || VDT == VKL_DT_F32);
-
 // fp16 pairs as half2_sat leaves them: NaN 0, infinities +-65504.
 uint h2_sat(uint w) {
     const uvec2 h = uvec2(w & 0xFFFFu, w >> 16);
@@ -155,23 +148,15 @@ void v_raw(uint row, uint u, out uvec4 x, out uvec4 y) {
 uvec4 unit_halves(uint dt, uvec4 x, uvec4 y) {
     return dt == VKL_DT_F16 ? h8_sat(x) : halves8(uintBitsToFloat(x), uintBitsToFloat(y));
 }
-uvec4 k_unit(uint row, uint u) {
-    uvec4 x, y;
-    k_raw(row, u, x, y);
-    return unit_halves(KDT, x, y);
-}
-uvec4 v_unit(uint row, uint u) {
-    uvec4 x, y;
-    v_raw(row, u, x, y);
-    return unit_halves(VDT, x, y);
-}
 
-// Both caches on that path: the next tile's K and V are loaded into
-// registers (this invocation's KU and VU units, two uvec4s each at most)
-// before the current tile's products and stored to shared memory after
-// them, so the loads' latency overlaps the work (the grid of a 512-token
-// prefill is a few workgroups a compute unit: little else hides it).
-// (spelled out: glslang 12 drops FAST_K's definition from an && of the two)
+// f16 or f32 caches with rows of whole units of 8 at 16-byte offsets: a
+// unit is one uvec4 (f16, its NaN and infinities fixed in the integer
+// unit) or two (f32), not eight element reads; and the next tile's K and V
+// are loaded into registers (this invocation's KU and VU units, two uvec4s
+// each at most) before the current tile's products and stored to shared
+// memory after them, so the loads' latency overlaps the work (the grid of
+// a 512-token prefill is a few workgroups a compute unit: little else
+// hides it). Other caches are staged element by element (KV4).
 const bool PREFETCH = (FLAGS & 2u) != 0u && D % 8u == 0u && DV % 8u == 0u &&
                       (KDT == VKL_DT_F16 || KDT == VKL_DT_F32) && (VDT == VKL_DT_F16 || VDT == VKL_DT_F32);
 const uint KU = (BC * D8 + WG - 1u) / WG, VU = (BC * DV8 + WG - 1u) / WG;
@@ -352,8 +337,7 @@ void main() {
             uvec4 v = uvec4(0u);
             if (j < hi) {
                 const uint row = vkl_kv_row(layout1, pc.B, pc.Hkv, pc.T, b, g, uint(j));
-                v = FAST_K ? (u < D / 8u ? k_unit(row, u) : uvec4(0u))
-                           : halves8(KV4(Kb, KDT, row, D, 8u * u), KV4(Kb, KDT, row, D, 8u * u + 4u));
+                v = halves8(KV4(Kb, KDT, row, D, 8u * u), KV4(Kb, KDT, row, D, 8u * u + 4u));
             }
             sKV[jj * SQ + u] = v;
         }
@@ -363,8 +347,7 @@ void main() {
             uvec4 v = uvec4(0u);
             if (j < hi) {
                 const uint row = vkl_kv_row(layout1, pc.B, pc.Hkv, pc.T, b, g, uint(j));
-                v = FAST_V ? (u < DV / 8u ? v_unit(row, u) : uvec4(0u))
-                           : halves8(KV4(Vb, VDT, row, DV, 8u * u), KV4(Vb, VDT, row, DV, 8u * u + 4u));
+                v = halves8(KV4(Vb, VDT, row, DV, 8u * u), KV4(Vb, VDT, row, DV, 8u * u + 4u));
             }
             sKV[BC * SQ + jj * SV + u] = v;
         }
