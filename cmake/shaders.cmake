@@ -167,7 +167,21 @@ endfunction()
 # vkl_vulkan_shaders(<out_var>): compile every shader and variant; set
 # <out_var> to the generated .c holding vkl_vk_spirv_table (declared in
 # backends/vulkan/vk_shaders.h).
+# VKL_SPIRV_TABLE_FROM names another build tree of the same checkout whose
+# shaders/vk_spirv_table.c this one compiles instead of running glslc and
+# spirv-val again: scripts/test's later builds take the first one's (the
+# SPIR-V does not depend on the C compiler, its flags or the build type;
+# glslc was a third of each build's CPU time).
+set(VKL_SPIRV_TABLE_FROM "" CACHE PATH "A build tree whose compiled shaders this build reuses (scripts/test)")
 function(vkl_vulkan_shaders out_var)
+  if(VKL_SPIRV_TABLE_FROM)
+    set(table ${VKL_SPIRV_TABLE_FROM}/shaders/vk_spirv_table.c)
+    if(NOT EXISTS ${table})
+      message(FATAL_ERROR "VKL_SPIRV_TABLE_FROM: ${table} does not exist (build that tree first)")
+    endif()
+    set(${out_var} ${table} PARENT_SCOPE)
+    return()
+  endif()
   file(GLOB comps CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/shaders/vulkan/*.comp)
   file(MAKE_DIRECTORY ${CMAKE_BINARY_DIR}/shaders)
   set(spvs "")
