@@ -189,7 +189,8 @@ static vkl_status env_vulkan(vkl_context *ctx, vkl_vulkan_options *o) {
                                        {"qkv", VKL_VULKAN_FUSE_QKV},
                                        {"norm-codes", VKL_VULKAN_FUSE_NORM_CODES},
                                        {"glu-codes", VKL_VULKAN_FUSE_GLU_CODES},
-                                       {"attn-codes", VKL_VULKAN_FUSE_ATTN_CODES}};
+                                       {"attn-codes", VKL_VULKAN_FUSE_ATTN_CODES},
+                                       {"gemm", VKL_VULKAN_FUSE_GEMM}};
     if (!st) st = env_list(ctx, "VKL_VK_FUSE_OFF", fusions, N_NAMES(fusions), &o->fusions_off);
     flag = 0;
     if (!st && !(st = env_flag(ctx, "VKL_VK_GEMM_CM_EMULATE", &flag))) o->gemm_coopmat_emulate |= flag;

@@ -6,10 +6,13 @@
  *
  *   ADD  Add(QuantMatMul(A, W[, bias]), R), either operand order, same
  *        shapes (no broadcasting): the matvec adds R as it stores the Add's
- *        output (quant_matvec.glsl's _add builds);
+ *        output (quant_matvec.glsl's _add builds); on the prefill GEMM, the
+ *        GEMM's store (or its split sum) does (quant_gemm_epilogue.glsl);
  *   GLU  SiluMul(QuantMatMul(A, Wg), QuantMatMul(A, Wu)) with one A, no
  *        bias, Wg and Wu of one format, shape and group: one matvec of both
- *        rows stores silu(gate) * up (the _glu builds);
+ *        rows stores silu(gate) * up (the _glu builds); on the GEMM, the
+ *        gate's GEMM stores its product in its own output and the up GEMM
+ *        stores silu(gate) * up (two GEMMs, no SiluMul dispatch);
  *   NORM_CODES  an RMSNorm whose output only integer-dot matvecs read: it
  *        writes their int8 codes (norm.comp's _codes builds) in place of
  *        its output and of their activation quantizer (try_norm);
@@ -30,11 +33,15 @@
  *   QKV  two or three QuantMatMuls of one A (a layer's Q, K and V
  *        projections) on the fusable matvec path, W of one format, K and
  *        group, biases allowed: one _qkv matvec (quant_matvec_qkv.glsl) at
- *        the first one's position (try_qkv, after the others).
+ *        the first one's position (try_qkv, after the others); on the GEMM,
+ *        their GEMMs side by side there, with no barrier between them.
  *
  * Each QuantMatMul output must have that one consumer and be no graph
- * output, and the QuantMatMul must run the one-dispatch matvec
- * (vkl_vk_qmm_fusable: decode; prefill's GEMM keeps its Add). Memory: the
+ * output, and the QuantMatMul must run the one-dispatch matvec or the GEMM
+ * on a whole W (vkl_vk_qmm_fusable; VKL_VULKAN_FUSE_GEMM turns the GEMM
+ * forms off). The GEMM GLU also needs the gate's output
+ * clear of A and either clear of the SiluMul's output or exactly it (an
+ * element is read and then written by one invocation). Memory: the
  * fused dispatch reads A later than the QuantMatMul would have, so no node
  * between them may write A's bytes (the planner may hand A's memory on once
  * the QuantMatMul is its last reader), and the output must not share bytes
@@ -121,15 +128,22 @@ static vkl_status bind(const fuse_ctx *c, uint32_t t, vkl_vk_tensor *v) {
 }
 
 /* The QuantMatMul node qn bound (A, W, bias | Y) and on the fusable matvec
- * path; false (and no error) otherwise. */
-static bool fusable_qmm(const fuse_ctx *c, uint32_t qn, vkl_vk_tensor in[3], vkl_vk_tensor *y) {
+ * path, or (where gemm is not NULL and VKL_VULKAN_FUSE_GEMM is on) on the
+ * GEMM path, *gemm saying which; false (and no error) otherwise. */
+static bool fusable_qmm(const fuse_ctx *c, uint32_t qn, vkl_vk_tensor in[3], vkl_vk_tensor *y, bool *gemm) {
     const vkl_node *n = &c->g->nodes[qn];
     if (n->op != VKL_OP_QUANT_MAT_MUL || n->n_inputs < 2 || n->n_outputs != 1) return false;
     for (uint32_t j = 0; j < 3; j++)
         if (bind(c, j < n->n_inputs ? n->inputs[j] : VKL_NONE, &in[j])) return false;
     if (bind(c, n->outputs[0], y)) return false;
     const vkl_vk_node node = {c->dev, c->g, qn, in, y, 3, 1, c->b, c->w};
-    return vkl_vk_qmm_fusable(&node); /* a node it refuses is refused again, unfused, by its recorder */
+    bool on_gemm;
+    /* a node it refuses is refused again, unfused, by its recorder */
+    if (!vkl_vk_qmm_fusable(&node, &on_gemm) ||
+        (on_gemm && (!gemm || (c->dev->fuse_off & VKL_VULKAN_FUSE_GEMM))))
+        return false;
+    if (gemm) *gemm = on_gemm;
+    return true;
 }
 
 static bool one_of(uint32_t x, const uint32_t *set, uint32_t n) {
@@ -233,7 +247,8 @@ static vkl_status try_add(fuse_ctx *c, uint32_t k) {
             !single_use(g, yt))
             continue;
         vkl_vk_tensor in[3], y, r, out;
-        if (!fusable_qmm(c, qn, in, &y)) continue;
+        bool gemm;
+        if (!fusable_qmm(c, qn, in, &y, &gemm)) continue;
         vkl_status st = bind(c, rt, &r);
         if (!st) st = bind(c, add->outputs[0], &out);
         if (st) return st;
@@ -271,7 +286,9 @@ static vkl_status try_glu(fuse_ctx *c, uint32_t k) {
         !single_use(g, gt) || !single_use(g, ut))
         return VKL_OK;
     vkl_vk_tensor gin[3], uin[3], gy, uy, out;
-    if (!vkl_vk_qmm_glu_fits(c->dev) || !fusable_qmm(c, gn, gin, &gy) || !fusable_qmm(c, un, uin, &uy))
+    bool g_gemm, u_gemm;
+    if (!fusable_qmm(c, gn, gin, &gy, &g_gemm) || !fusable_qmm(c, un, uin, &uy, &u_gemm) || g_gemm != u_gemm ||
+        (!g_gemm && !vkl_vk_qmm_glu_fits(c->dev)))
         return VKL_OK;
     const vkl_vk_tensor *wg = &gin[1], *wu = &uin[1];
     if (gin[0].id != uin[0].id || gin[2].id != VKL_NONE || uin[2].id != VKL_NONE || wg->dtype != wu->dtype ||
@@ -282,8 +299,15 @@ static vkl_status try_glu(fuse_ctx *c, uint32_t k) {
     if (out.dtype != VKL_DTYPE_F32 || out.pieced || !same_dims(&out, &gy)) return VKL_OK;
     const uint32_t first = c->pos[gn] < c->pos[un] ? c->pos[gn] : c->pos[un];
     const uint32_t other = c->pos[gn] < c->pos[un] ? un : gn;
+    /* the GEMM form writes the gate's product to its own output first, and
+     * the up GEMM reads it element by element as it stores the SiluMul's */
+    const bool same_range = out.at.buffer == gy.at.buffer && out.at.offset == gy.at.offset &&
+                            out.at.range == gy.at.range;
     const char *why = !untouched_between(c, first, k, &other, 1, &gin[0])
                           ? "a node between it and its QuantMatMuls writes A's memory"
+                      : g_gemm && (gy.pieced || vkl_vk_overlaps(&gy.at, &gin[0].at) ||
+                                   (vkl_vk_overlaps(&out.at, &gy.at) && !same_range))
+                          ? "the gate's output shares memory with A or in part with the SiluMul's"
                       : vkl_vk_overlaps(&out.at, &gin[0].at) && !try_move(c, k, sm->outputs[0], &out)
                           ? "its output shares memory with A, and a reader of it could not be moved"
                           : NULL;
@@ -598,8 +622,9 @@ static const char *qkv_check(fuse_ctx *c, const uint32_t *m, uint32_t n) {
     vkl_vk_tensor in[3][3], y[3];
     uint32_t chain[3][QKV_CHAIN], n_chain[3] = {0}, last[3] = {0};
     const uint32_t h = c->pos[m[0]];
+    bool gemm;
     for (uint32_t j = 0; j < n; j++)
-        if (!fusable_qmm(c, m[j], in[j], &y[j])) return "a tensor could not be bound";
+        if (!fusable_qmm(c, m[j], in[j], &y[j], &gemm)) return "a tensor could not be bound";
     for (uint32_t j = 0; j < n; j++) {
         bool bad = vkl_vk_overlaps(&y[j].at, &in[0][0].at);
         for (uint32_t i = 0; i < n; i++) {
@@ -632,7 +657,8 @@ static void try_qkv(fuse_ctx *c, uint32_t k) {
     const vkl_graph *g = c->g;
     const uint32_t head = c->order[k];
     vkl_vk_tensor in[3], y;
-    if (c->fused[k].kind != VKL_VK_FUSE_NONE || !fusable_qmm(c, head, in, &y)) return;
+    bool gemm, member_gemm;
+    if (c->fused[k].kind != VKL_VK_FUSE_NONE || !fusable_qmm(c, head, in, &y, &gemm)) return;
     const uint32_t a = g->nodes[head].inputs[0];
     uint32_t m[3] = {head, VKL_NONE, VKL_NONE}, n = 1;
     for (uint32_t j = k + 1; j < c->n && n < 3; j++) {
@@ -640,14 +666,15 @@ static void try_qkv(fuse_ctx *c, uint32_t k) {
         const vkl_node *q = &g->nodes[ni];
         vkl_vk_tensor qi[3], qy;
         if (q->op != VKL_OP_QUANT_MAT_MUL || q->n_inputs < 2 || q->inputs[0] != a ||
-            c->fused[j].kind != VKL_VK_FUSE_NONE || !fusable_qmm(c, ni, qi, &qy))
+            c->fused[j].kind != VKL_VK_FUSE_NONE || !fusable_qmm(c, ni, qi, &qy, &member_gemm) ||
+            member_gemm != gemm)
             continue;
         if (qi[1].dtype != in[1].dtype || qi[1].group != in[1].group || qi[1].dims[1] != in[1].dims[1]) continue;
         m[n++] = ni;
     }
     if (n < 2) return;
     char what[160];
-    if (!vkl_vk_qmm_qkv_fits(c->dev)) {
+    if (!gemm && !vkl_vk_qmm_qkv_fits(c->dev)) { /* the GEMM form: a dispatch per projection */
         vkl_log(c->dev->ctx, VKL_LOG_DEBUG, "vulkan: %s and %u more QuantMatMuls of its A not fused: the device "
                 "allows %u storage buffers per stage, the fused matvec binds %u",
                 vkl_node_str(g, head, what, sizeof(what)), n - 1,
@@ -735,7 +762,7 @@ static void try_glu_codes(fuse_ctx *c, uint32_t k) {
     uint32_t steps = 0, chunk = 0;
     int64_t cols = 0;
     vkl_vk_tensor in[3], gy;
-    if (!dot_readers(c, k, y, &steps, &chunk, &cols) || !fusable_qmm(c, c->fused[k].qmm, in, &gy)) return;
+    if (!dot_readers(c, k, y, &steps, &chunk, &cols) || !fusable_qmm(c, c->fused[k].qmm, in, &gy, NULL)) return;
     const vkl_vk_node gate = {c->dev, c->g, c->fused[k].qmm, in, &gy, 3, 1, c->b, c->w, NULL, NULL};
     if (vkl_vk_qmm_glu_codes_fit(&gate, steps, chunk)) {
         c->fused[k].steps = steps;
@@ -918,11 +945,13 @@ vkl_status vkl_vk_fuse_node(vkl_backend_device *dev, const vkl_graph *g, const v
                             const vkl_vk_fusion *f, uint32_t head, vkl_vk_tensor *views, vkl_vk_node *node,
                             vkl_vk_recorder *record) {
     const vkl_node *q = &g->nodes[f->qmm], *h = &g->nodes[head];
-    const uint32_t extra = f->kind == VKL_VK_FUSE_ADD ? f->extra : g->nodes[f->extra].inputs[1];
-    const uint32_t ids[5] = {q->inputs[0], q->inputs[1], q->n_inputs > 2 ? q->inputs[2] : VKL_NONE, extra,
-                             h->outputs[0]};
-    *record = f->kind == VKL_VK_FUSE_ADD ? vkl_vk_record_qmm_add : vkl_vk_record_qmm_glu;
-    return bind_fused(dev, g, w, mem, b, moved, f->qmm, ids, 4, 1, views, node);
+    const bool add = f->kind == VKL_VK_FUSE_ADD;
+    const uint32_t extra = add ? f->extra : g->nodes[f->extra].inputs[1];
+    /* a gate/up pair's second output: the gate's product (the GEMM form keeps it there) */
+    const uint32_t ids[6] = {q->inputs[0], q->inputs[1], q->n_inputs > 2 ? q->inputs[2] : VKL_NONE, extra,
+                             h->outputs[0], q->outputs[0]};
+    *record = add ? vkl_vk_record_qmm_add : vkl_vk_record_qmm_glu;
+    return bind_fused(dev, g, w, mem, b, moved, f->qmm, ids, 4, add ? 1 : 2, views, node);
 }
 
 vkl_status vkl_vk_fuse_rope_kv_node(vkl_backend_device *dev, const vkl_graph *g, const vkl_backend_weights *w,

@@ -99,12 +99,26 @@ static uint32_t gemm_splits(const vkl_backend_device *dev, int64_t tiles, int64_
     return (uint32_t)((steps + per - 1) / per);
 }
 
+/* A fused GEMM's epilogue (quant_gemm_epilogue.glsl): none, + R, or
+ * silu(G) * the product, with R or G bound beside Y. */
+typedef enum gemm_epi { EPI_NONE, EPI_ADD, EPI_GLU } gemm_epi;
+
+/* How a GEMM stores Y: the epilogue with its operand e (R or G, Y's
+ * shape), and where in the node's own scratch its split-K planes start
+ * (the fused Q/K/V's GEMMs keep theirs apart). */
+typedef struct gemm_store {
+    gemm_epi epi;
+    const VkDescriptorBufferInfo *e;
+    VkDeviceSize planes_at;
+} gemm_store;
+
 /* The GEMM: workgroups of a BM x BN tile of Y, K in steps of 32 codes (to
  * KQ, W's row length in whole groups; the cooperative-matrix build: steps
- * of cm_bk, K = KQ). */
+ * of cm_bk, K = KQ); Y = nd->out[0], stored as o says (NULL: plainly). */
 static vkl_status record_gemm(const vkl_vk_node *nd, vkl_dtype wt, int64_t M, int64_t N, int64_t K, int64_t KQ,
-                              vkl_vk_dispatch *d, uint32_t *count) {
+                              const gemm_store *o, vkl_vk_dispatch *d, uint32_t *count) {
     const vkl_backend_device *dev = nd->dev;
+    const gemm_epi epi = o ? o->epi : EPI_NONE;
     const vkl_vk_tensor *A = &nd->in[0], *W = &nd->in[1], *Y = &nd->out[0];
     const vkl_vk_tensor *bias = nd->n_in > 2 && nd->in[2].id != VKL_NONE ? &nd->in[2] : NULL;
     /* [tiled f32, tiled fp16, cooperative matrix, its emulation]: cmake/shaders.cmake's names */
@@ -120,17 +134,19 @@ static vkl_status record_gemm(const vkl_vk_node *nd, vkl_dtype wt, int64_t M, in
     d->shader = wt == VKL_DTYPE_Q_E0M4 ? e0m4[build] : wt == VKL_DTYPE_Q_INT4 ? int4[build] : int8[build];
     uint32_t bm, bn;
     vkl_vk_gemm_tile(dev, coopmat, &bm, &bn);
+    /* the epilogue's constant: 10 in the cooperative-matrix builds, 4 in the tiled ones */
+    uint32_t epi_spec;
     if (coopmat) {
-        const uint32_t spec[10] = {dev->cm_wg, dev->cm_sg_m, dev->cm_sg_n, dev->cm_fm, dev->cm_fn,
-                                   dev->cm_m,  dev->cm_n,     dev->cm_k,     dev->cm_bk, 0 /* SPLIT, below */};
+        const uint32_t spec[11] = {dev->cm_wg, dev->cm_sg_m, dev->cm_sg_n, dev->cm_fm, dev->cm_fn,     dev->cm_m,
+                                   dev->cm_n,  dev->cm_k,     dev->cm_bk,  0 /* SPLIT, below */, epi};
         memcpy(d->spec, spec, sizeof(spec));
-        d->n_spec = 10;
+        d->n_spec = 11;
+        epi_spec = 10;
     } else {
-        d->spec[0] = dev->qmm_wx;
-        d->spec[1] = dev->qmm_wy;
-        d->spec[2] = dev->qmm_tm;
-        d->spec[3] = dev->qmm_tn;
-        d->n_spec = 4;
+        const uint32_t spec[5] = {dev->qmm_wx, dev->qmm_wy, dev->qmm_tm, dev->qmm_tn, epi};
+        memcpy(d->spec, spec, sizeof(spec));
+        d->n_spec = 5;
+        epi_spec = 4;
     }
     const int64_t gx = (N + bn - 1) / bn, gy = (M + bm - 1) / bm;
     const VkPhysicalDeviceLimits *lim = &dev->props.limits;
@@ -145,7 +161,8 @@ static vkl_status record_gemm(const vkl_vk_node *nd, vkl_dtype wt, int64_t M, in
     d->bind[2] = w->piece[0].params;
     d->bind[3] = Y->at;
     d->bind[4] = bias ? bias->at : A->at; /* any buffer: has_bias = 0 never reads it */
-    d->n_bind = 5;
+    d->bind[5] = epi ? *o->e : A->at;    /* any buffer: EPI 0 never reads it */
+    d->n_bind = 6;
     d->push[0] = (uint32_t)M;
     d->push[1] = (uint32_t)N;
     d->push[2] = (uint32_t)K;
@@ -161,19 +178,26 @@ static vkl_status record_gemm(const vkl_vk_node *nd, vkl_dtype wt, int64_t M, in
     const uint32_t splits = coopmat ? gemm_splits(dev, gx * gy, M, N, K / dev->cm_bk) : 1;
     if (splits == 1) return VKL_OK;
     /* Split K: slice z's partial sums to plane z of the node's own scratch,
-     * then quant_gemm_split_sum.comp adds them in order, and the bias. */
-    const VkDescriptorBufferInfo planes = vkl_vk_scratch(vkl_vk_scratch_own(nd), (VkDeviceSize)splits * M * N * 4);
+     * then quant_gemm_split_sum.comp adds them in order, the bias, and
+     * applies the epilogue (the split pipeline stores bare sums). */
+    const VkDescriptorBufferInfo planes =
+        vkl_vk_scratch(vkl_vk_scratch_own(nd) + (o ? o->planes_at : 0), (VkDeviceSize)splits * M * N * 4);
     d->bind[3] = planes;
+    d->bind[5] = A->at;
     d->push[4] = 0;
     d->push[6] = splits;
     d->spec[9] = 1;
+    d->spec[epi_spec] = EPI_NONE;
     d->groups[2] = splits;
     vkl_vk_dispatch *s = d + 1;
     s->shader = "quant_gemm_split_sum";
+    s->spec[0] = epi;
+    s->n_spec = 1;
     s->bind[0] = planes;
     s->bind[1] = Y->at;
     s->bind[2] = bias ? bias->at : planes; /* any buffer: has_bias = 0 never reads it */
-    s->n_bind = 3;
+    s->bind[3] = epi ? *o->e : planes;     /* any buffer: EPI 0 never reads it */
+    s->n_bind = 4;
     const uint64_t total = (uint64_t)M * N, wgs = (total + 255) / 256;
     s->push[0] = (uint32_t)total;
     s->push[1] = (uint32_t)N;
@@ -249,14 +273,17 @@ static vkl_status qmm_plan(const vkl_vk_node *nd, qmm_shape *s, qmm_path *path) 
     return VKL_OK;
 }
 
-bool vkl_vk_qmm_fusable(const vkl_vk_node *nd) {
+bool vkl_vk_qmm_fusable(const vkl_vk_node *nd, bool *gemm) {
     const vkl_vk_tensor *bias = nd->n_in > 2 && nd->in[2].id != VKL_NONE ? &nd->in[2] : NULL;
     qmm_shape s;
     qmm_path path;
-    /* one dispatch: no piece of W, and A's and Y's rows in one range (the
-     * fused builds index R like Y, from the start) */
-    return !qmm_plan(nd, &s, &path) && path == QMM_MATVEC && nd->in[1].weight->n_pieces == 1 && !nd->in[0].pieced &&
-           !nd->out[0].pieced && !(bias && bias->pieced) && dispatch_rows(nd->dev, s.M, s.N, s.K, s.N) >= s.M;
+    *gemm = false;
+    if (qmm_plan(nd, &s, &path) || (path != QMM_MATVEC && path != QMM_GEMM)) return false;
+    *gemm = path == QMM_GEMM; /* a whole W, nothing in pieces: qmm_plan's conditions */
+    /* the matvec in one dispatch: no piece of W, and A's and Y's rows in one
+     * range (the fused builds index R like Y, from the start) */
+    return *gemm || (nd->in[1].weight->n_pieces == 1 && !nd->in[0].pieced && !nd->out[0].pieced &&
+                     !(bias && bias->pieced) && dispatch_rows(nd->dev, s.M, s.N, s.K, s.N) >= s.M);
 }
 
 size_t vkl_vk_qmv_shared_bytes(const vkl_backend_device *dev, bool glu) {
@@ -505,7 +532,7 @@ vkl_status vkl_vk_record_quant_mat_mul(const vkl_vk_node *nd, vkl_vk_dispatch *o
     case QMM_GENERAL: return record_general(nd, s.M, s.K, out, count);
     case QMM_EMPTY: return VKL_OK; /* nothing to compute: no dispatch */
     case QMM_GEMM:
-        return record_gemm(nd, nd->in[1].dtype, s.M, s.N, s.K, s.KQ, out, count);
+        return record_gemm(nd, nd->in[1].dtype, s.M, s.N, s.K, s.KQ, NULL, out, count);
     default: {
         uint32_t matvecs;
         return record_matvec(nd, &s, 0, out, count, &matvecs);
@@ -513,14 +540,48 @@ vkl_status vkl_vk_record_quant_mat_mul(const vkl_vk_node *nd, vkl_vk_dispatch *o
     }
 }
 
+/* The fused GEMMs (prefill): + R stored by the GEMM (or its split sum);
+ * gate/up as two GEMMs, the gate's product kept in its own output
+ * (nd->out[1]) and the up GEMM storing silu(gate) * up. */
+static vkl_status record_fused_gemm(const vkl_vk_node *nd, const qmm_shape *s, int fuse, vkl_vk_dispatch *out,
+                                   uint32_t *count) {
+    const vkl_dtype wt = nd->in[1].dtype;
+    if (fuse == 1) {
+        const gemm_store add = {EPI_ADD, &nd->in[3].at, 0};
+        return record_gemm(nd, wt, s->M, s->N, s->K, s->KQ, &add, out, count);
+    }
+    if (nd->n_out < 2 || nd->out[1].id == VKL_NONE || nd->out[1].pieced)
+        return vkl_vk_node_unsupported(nd, "fused gate/up GEMMs, yet the gate's output is not bound whole");
+    vkl_vk_tensor up_in[3] = {nd->in[0], nd->in[3], {0}};
+    up_in[2].id = VKL_NONE;
+    vkl_vk_node gate = *nd, up = *nd;
+    gate.n_in = up.n_in = 3;
+    gate.out = &nd->out[1];
+    gate.n_out = up.n_out = 1;
+    up.in = up_in;
+    qmm_shape su;
+    qmm_path path;
+    vkl_status st = qmm_plan(&up, &su, &path);
+    if (!st && (path != QMM_GEMM || su.N != s->N || su.K != s->K || su.KQ != s->KQ))
+        st = vkl_vk_node_unsupported(nd, "fused gate/up GEMMs, yet up is not a GEMM of gate's shape");
+    uint32_t n_gate = 0, n_up = 0;
+    const gemm_store glu = {EPI_GLU, &nd->out[1].at, 0};
+    if (!st) st = record_gemm(&gate, wt, s->M, s->N, s->K, s->KQ, NULL, out, &n_gate);
+    if (!st) st = record_gemm(&up, up_in[1].dtype, su.M, su.N, su.K, su.KQ, &glu, out + n_gate, &n_up);
+    *count = st ? 0 : n_gate + n_up;
+    return st;
+}
+
 /* The fused matvecs: nd as a QuantMatMul node (A, W, bias) with in[3] the
  * residual R or the up weight Wu and out[0] the fused node's output;
- * vk_fuse.c checked vkl_vk_qmm_fusable (and Wu against W) first. */
+ * vk_fuse.c checked vkl_vk_qmm_fusable (and Wu against W) first. On the
+ * GEMM path (fuse 1 and 2): record_fused_gemm. */
 static vkl_status record_fused(const vkl_vk_node *nd, int fuse, vkl_vk_dispatch *out, uint32_t *count) {
     *count = 0;
     qmm_shape s;
     qmm_path path;
     vkl_status st = qmm_plan(nd, &s, &path);
+    if (!st && path == QMM_GEMM && (fuse == 1 || fuse == 2)) return record_fused_gemm(nd, &s, fuse, out, count);
     if (!st && path != QMM_MATVEC) st = vkl_vk_node_unsupported(nd, "fused, yet not on the matvec path");
     uint32_t matvecs = 0;
     if (!st) st = record_matvec(nd, &s, fuse, out, count, &matvecs);
@@ -578,19 +639,49 @@ bool vkl_vk_qmm_qkv_fits(const vkl_backend_device *dev) {
            lim->maxDescriptorSetStorageBuffers >= VKL_VK_QKV_BINDINGS;
 }
 
+/* The Q/K/V projections on the GEMM (prefill): each set's GEMM as its own
+ * node would record it, side by side (no barrier between them: one A read,
+ * outputs apart), so a device short of tiles in one (K and V have few)
+ * runs them together; then their split-K sums, each set's planes at its
+ * own place in the node's scratch. */
+static vkl_status record_qkv_gemm(const vkl_vk_node *member, const qmm_shape *s, uint32_t sets,
+                                  vkl_vk_dispatch *out, uint32_t *count) {
+    const VkDeviceSize align = member[0].dev->props.limits.minStorageBufferOffsetAlignment > 16
+                                   ? member[0].dev->props.limits.minStorageBufferOffsetAlignment
+                                   : 16;
+    vkl_vk_dispatch sums[3];
+    uint32_t n = 0, n_sums = 0;
+    gemm_store store = {EPI_NONE, NULL, 0};
+    for (uint32_t j = 0; j < sets; j++) {
+        uint32_t c = 0;
+        vkl_status st = record_gemm(&member[j], member[j].in[1].dtype, s[j].M, s[j].N, s[j].K, s[j].KQ, &store,
+                                    out + n, &c);
+        if (st) return st;
+        if (c == 2) { /* the sum waits for every GEMM; the next set's planes above this one's */
+            sums[n_sums++] = out[n + 1];
+            store.planes_at += (out[n + 1].bind[0].range + align - 1) / align * align;
+        }
+        n++;
+    }
+    for (uint32_t i = 0; i < n_sums; i++) out[n++] = sums[i];
+    *count = n;
+    return VKL_OK;
+}
+
 /* Set 0's matvec dispatch (record_matvec, after A's quantizer where it is
  * the first reader of A's codes), then sets 1 and 2 bound beside it and
  * their workgroups after set 0's: each set's blocks of rows as its own
- * dispatch would number them, so each row's sum is the unfused one. */
+ * dispatch would number them, so each row's sum is the unfused one. On the
+ * GEMM: record_qkv_gemm. */
 vkl_status vkl_vk_record_qmm_qkv(const vkl_vk_node *nd, vkl_vk_dispatch *out, uint32_t *count) {
     *count = 0;
-    if (nd->n_in != VKL_VK_QKV_IN || nd->n_out != VKL_VK_QKV_OUT || !vkl_vk_qmm_qkv_fits(nd->dev))
-        return vkl_vk_node_unsupported(nd, "a fused Q/K/V matvec needs %u storage buffers per stage and set",
-                                       VKL_VK_QKV_BINDINGS);
+    if (nd->n_in != VKL_VK_QKV_IN || nd->n_out != VKL_VK_QKV_OUT)
+        return vkl_vk_node_unsupported(nd, "a fused Q/K/V node of %u inputs and %u outputs", nd->n_in, nd->n_out);
     const uint32_t sets = nd->out[2].id != VKL_NONE ? 3 : 2;
     vkl_vk_tensor in[3][3];
     vkl_vk_node member[3];
     qmm_shape s[3];
+    qmm_path path[3];
     for (uint32_t j = 0; j < sets; j++) {
         in[j][0] = nd->in[0];
         in[j][1] = nd->in[1 + 2 * j];
@@ -600,16 +691,20 @@ vkl_status vkl_vk_record_qmm_qkv(const vkl_vk_node *nd, vkl_vk_dispatch *out, ui
         member[j].n_in = 3;
         member[j].out = &nd->out[j];
         member[j].n_out = 1;
-        qmm_path path;
-        vkl_status st = qmm_plan(&member[j], &s[j], &path);
+        vkl_status st = qmm_plan(&member[j], &s[j], &path[j]);
         if (st) return st;
         const vkl_vk_tensor *W = &in[j][1], *bias = in[j][2].id != VKL_NONE ? &in[j][2] : NULL;
-        if (path != QMM_MATVEC || W->weight->n_pieces != 1 || nd->out[j].pieced || (bias && bias->pieced))
-            return vkl_vk_node_unsupported(nd, "fused Q/K/V set %u is not one whole matvec", j);
+        if (path[j] == QMM_GEMM && path[j] == path[0]) continue;
+        if (path[j] != QMM_MATVEC || W->weight->n_pieces != 1 || nd->out[j].pieced || (bias && bias->pieced))
+            return vkl_vk_node_unsupported(nd, "fused Q/K/V set %u is not one whole matvec, nor set 0's GEMM", j);
         if (j && (s[j].M != s[0].M || s[j].K != s[0].K || s[j].KQ != s[0].KQ || s[j].format != s[0].format ||
                   W->group != in[0][1].group))
             return vkl_vk_node_unsupported(nd, "fused Q/K/V set %u differs from set 0 in M, K, format or group", j);
     }
+    if (path[0] == QMM_GEMM) return record_qkv_gemm(member, s, sets, out, count);
+    if (!vkl_vk_qmm_qkv_fits(nd->dev))
+        return vkl_vk_node_unsupported(nd, "a fused Q/K/V matvec needs %u storage buffers per stage and set",
+                                       VKL_VK_QKV_BINDINGS);
     uint32_t matvecs = 0;
     vkl_status st = record_matvec(&member[0], &s[0], 3, out, count, &matvecs);
     if (st) return st;

@@ -120,7 +120,7 @@ void main() {
         if (m >= pc.M) continue;
         for (uint u = 0u; u < TN; u++) {
             const uint n = n0 + tx + WX * u;
-            if (n < pc.N) y[m * pc.N + n] = acc[t][u] + (pc.has_bias != 0u ? bias[n] : 0.0);
+            if (n < pc.N) y[m * pc.N + n] = qg_epilogue(acc[t][u] + (pc.has_bias != 0u ? bias[n] : 0.0), m * pc.N + n);
         }
     }
 }

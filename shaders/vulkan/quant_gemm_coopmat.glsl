@@ -250,8 +250,10 @@ void main() {
             const uint fm = m0 + (sm * FM + i) * CM_M, fn = n0 + (sn * FN + j) * CM_N;
             for (uint x = lane; x < CM_M * CM_N; x += lanes) {
                 const uint m = fm + x / CM_N, n = fn + x % CM_N;
-                if (m < pc.M && n < pc.N)
-                    y[plane + m * pc.N + n] = Cs[base + x] + (pc.has_bias != 0u ? bias[n] : 0.0);
+                if (m < pc.M && n < pc.N) {
+                    const float v = Cs[base + x] + (pc.has_bias != 0u ? bias[n] : 0.0);
+                    y[plane + m * pc.N + n] = SPLIT ? v : qg_epilogue(v, m * pc.N + n);
+                }
             }
             subgroupBarrier();  // read before the next fragment overwrites it
         }

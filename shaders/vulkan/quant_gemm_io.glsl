@@ -13,6 +13,7 @@ layout(set = 0, binding = 1, std430) readonly buffer BufQ { uint qs[]; };      /
 layout(set = 0, binding = 2, std430) readonly buffer BufP { uint params[]; };  // [N, KQ / group]
 layout(set = 0, binding = 3, std430) writeonly buffer BufY { float y[]; };     // [M, N]
 layout(set = 0, binding = 4, std430) readonly buffer BufB { float bias[]; };   // [N] if has_bias
+layout(set = 0, binding = 5, std430) readonly buffer BufE { float epi_in[]; }; // [M, N] if EPI != 0
 
 layout(push_constant) uniform Push {
     uint M, N, K;
@@ -21,3 +22,14 @@ layout(push_constant) uniform Push {
     uint KQ;  // W's row length: K rounded up to whole groups (= K in the cooperative-matrix build)
     uint splits;  // the cooperative-matrix build's K slices (z workgroups; 1 elsewhere): y holds one plane each
 } pc;
+
+// The fused epilogue (quant_gemm_epilogue.glsl): EPI 0 none, 1 + R, 2
+// silu(G) * the product, R or G at binding 5. A split GEMM stores partial
+// sums and leaves it to quant_gemm_split_sum.comp.
+#include "quant_gemm_epilogue.glsl"
+#ifdef VKL_COOPMAT
+layout(constant_id = 10) const uint EPI = 0u;
+#else
+layout(constant_id = 4) const uint EPI = 0u;
+#endif
+float qg_epilogue(float v, uint i) { return qg_epilogue_apply(EPI, v, EPI != 0u ? epi_in[i] : 0.0); }

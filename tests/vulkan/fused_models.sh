@@ -11,17 +11,19 @@
 #            (integer-dot matvecs; skipped without them): the same imports.
 #   attn-codes  the decode Attention writing its o_proj's int8 codes: the
 #            same imports, on the integer-dot matvecs.
+#   gemm     the prefill GEMM storing the residual Add and the SiluMul: the
+#            same imports, a prompt on the GEMM.
 # Exit 77 (skipped) where test_vk_fuse finds no Vulkan.
-# Usage: fused_models.sh VKLLM TEST_VK_FUSE BUNDLED.vkm rope-kv|qkv|glu-codes|attn-codes
+# Usage: fused_models.sh VKLLM TEST_VK_FUSE BUNDLED.vkm rope-kv|qkv|glu-codes|attn-codes|gemm
 set -uo pipefail
-usage="usage: fused_models.sh VKLLM TEST_VK_FUSE BUNDLED.vkm rope-kv|qkv|glu-codes|attn-codes"
+usage="usage: fused_models.sh VKLLM TEST_VK_FUSE BUNDLED.vkm rope-kv|qkv|glu-codes|attn-codes|gemm"
 vkllm=${1:?$usage}
 test_vk_fuse=${2:?$usage}
 bundled=${3:?$usage}
 mode=${4:?$usage}
 case $mode in
   rope-kv) specs="llama:f16 llama:int8-fp8 qwen2:f32 qwen2:int8-e5m2" flag=(--kv) ;;
-  qkv | glu-codes | attn-codes) specs="llama:e0m4 llama:int8 qwen2:e0m4 qwen2:int8" flag=(--group 32 --weights) ;;
+  qkv | glu-codes | attn-codes | gemm) specs="llama:e0m4 llama:int8 qwen2:e0m4 qwen2:int8" flag=(--group 32 --weights) ;;
   *) echo "$usage"; exit 2 ;;
 esac
 root=$(cd "$(dirname "$0")/../.." && pwd)

@@ -90,9 +90,22 @@
  *      with VKL_VK_NO_FUSE=1, under each decode kernel of (l): every step's
  *      logits and the KV cache bit for bit, every layer's Attention writing
  *      the codes.
+ *  (n) (a), (b) and (i) on the prefill GEMM (M = 17 to 33), every build of
+ *      it: tiled f32 and fp16, the cooperative-matrix body (emulated) whole
+ *      and with K in 2 slices: the Add or the SiluMul stored by the GEMM (or
+ *      its split sum), the Q/K/V GEMMs side by side (as many dispatches,
+ *      fewer barriers), the outputs the unfused ones bit for bit, within the
+ *      GEMM's bound of ref (test_vk_quant's: 1e-5 f32, 5e-3 fp16 operands).
+ *  (o) the same on whole models (--gemm, on each model given: tests/vulkan/
+ *      fused_models.sh gemm gives the bundled model and the fixtures
+ *      imported with E0M4 and int8 projections): a prefill of 20 tokens on
+ *      the GEMM (VKL_VK_GEMM_MIN_ROWS=16), then decode steps, with every
+ *      fusion and with VKL_VK_FUSE_OFF=gemm: every step's logits and the KV
+ *      cache bit for bit, fewer dispatches in the prefill, its Q/K/V GEMMs
+ *      side by side.
  * The bundled model's greedy text on Vulkan (fusion on) against ref is
  * vulkan.model's. Validation on (any message fails). No Vulkan: exit 77.
- * Usage: test_vk_fuse [--rope-kv | --qkv | --glu-codes | --attn-codes] MODEL.vkm [MODEL.vkm...] */
+ * Usage: test_vk_fuse [--rope-kv | --qkv | --glu-codes | --attn-codes | --gemm] MODEL.vkm [MODEL.vkm...] */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include <math.h>
 #include <stdio.h>
@@ -315,7 +328,7 @@ static double rel_l2(const float *got, const float *want, size_t n) {
 /* One pattern, format and shape: ref, then Vulkan fused and not (or, for
  * the cases that must not fuse, only as it comes). */
 static void test_pattern(vkl_context *ctx, rng *r, pattern p, const fmt *f, int64_t M, int64_t K, int64_t N,
-                         bool output_over_a, bool dot) {
+                         bool output_over_a, bool dot, const char *gemm) {
     vkl_graph *g = pattern_graph(ctx, r, p, f, M, K, N);
     if (!g) return;
     vkl_host_tensor ins[2] = {{0}, {0}};
@@ -348,7 +361,8 @@ static void test_pattern(vkl_context *ctx, rng *r, pattern p, const fmt *f, int6
         vkl_vk_exec_stats stats = {0, 0, 0};
         if (want[0].data && run_vulkan(ctx, g, ins, over, under, outs, &stats)) {
             const size_t n = (size_t)(M * N);
-            const double bound = dot ? 3e-2 : n <= 10 ? 1e-4 : 1e-5;
+            /* the GEMM's builds: test_vk_quant's bounds (fp16 operands: 5e-3) */
+            const double bound = gemm ? (strcmp(gemm, "tiled f32") ? 5e-3 : 1e-5) : dot ? 3e-2 : n <= 10 ? 1e-4 : 1e-5;
             double worst = 0;
             for (uint32_t o = 0; o < g->n_outputs; o++) {
                 const double e = rel_l2(outs[o], want[o].data, n);
@@ -360,14 +374,15 @@ static void test_pattern(vkl_context *ctx, rng *r, pattern p, const fmt *f, int6
                    pattern_names[p], f->name, (long long)M, (long long)K, (long long)N,
                    output_over_a ? ", output over A" : "", off ? ", VKL_VK_NO_FUSE=1" : "", worst, bound,
                    stats.fused, want_fused);
-            printf("  %-30s %-4s M=%lld K=%4lld N=%3lld%-16s%-18s%s rel L2 %.2e, %u dispatches, %u nodes fused\n",
+            printf("  %-30s %-4s M=%lld K=%4lld N=%3lld%-16s%-18s%s%s rel L2 %.2e, %u dispatches, %u nodes fused\n",
                    pattern_names[p], f->name, (long long)M, (long long)K, (long long)N,
-                   output_over_a ? " (out over A)" : "", off ? " VKL_VK_NO_FUSE=1" : "", dot ? " dot" : "", worst,
-                   stats.dispatches, stats.fused);
-            for (uint32_t o = 0; dot && off && fused[0] && o < g->n_outputs; o++)
+                   output_over_a ? " (out over A)" : "", off ? " VKL_VK_NO_FUSE=1" : "", dot ? " dot" : "",
+                   gemm ? gemm : "", worst, stats.dispatches, stats.fused);
+            /* the integer-dot matvecs and the GEMMs: the same sums, the same store */
+            for (uint32_t o = 0; (dot || gemm) && off && fused[0] && o < g->n_outputs; o++)
                 CHECKF(!memcmp(outs[o], fused[o], n * sizeof(float)),
-                       "%s %s M=%lld K=%lld N=%lld, integer-dot matvecs: output %u fused differs from unfused",
-                       pattern_names[p], f->name, (long long)M, (long long)K, (long long)N, o);
+                       "%s %s M=%lld K=%lld N=%lld, %s: output %u fused differs from unfused", pattern_names[p],
+                       f->name, (long long)M, (long long)K, (long long)N, gemm ? gemm : "integer-dot matvecs", o);
         }
         for (uint32_t o = 0; o < 2; o++) {
             if (!off) fused[o] = outs[o];
@@ -419,9 +434,11 @@ static vkl_graph *qkv_graph(vkl_context *ctx, rng *r, const fmt *f, int64_t M, i
 }
 
 /* The graph against ref (the quantized matvec's bound), fused (one Q/K/V
- * dispatch of all the QuantMatMuls) and with VKL_VK_NO_FUSE=1: the same
- * outputs bit for bit. */
-static void test_qkv_graph(vkl_context *ctx, rng *r, const fmt *f, int64_t M, int64_t K, uint32_t sets, bool dot) {
+ * dispatch of all the QuantMatMuls; on the GEMM, named by `gemm`, their
+ * GEMMs side by side: as many dispatches, fewer barriers) and with
+ * VKL_VK_NO_FUSE=1: the same outputs bit for bit. */
+static void test_qkv_graph(vkl_context *ctx, rng *r, const fmt *f, int64_t M, int64_t K, uint32_t sets, bool dot,
+                           const char *gemm) {
     vkl_graph *g = qkv_graph(ctx, r, f, M, K, sets);
     if (!g) return;
     vkl_host_tensor in = {0}, want[3] = {{0}, {0}, {0}};
@@ -454,13 +471,15 @@ static void test_qkv_graph(vkl_context *ctx, rng *r, const fmt *f, int64_t M, in
             worst = e > worst ? e : worst;
             same &= !memcmp(outs[0][o], outs[1][o], n * sizeof(float));
         }
-        const double bound = dot ? 3e-2 : 1e-4;
-        printf("  Q/K/V %u sets %-4s M=%lld K=%4lld%s: rel L2 %.2e, fused %u dispatches (%u Q/K/V), unfused %u; "
-               "fused outputs %s the unfused ones\n",
-               sets, f->name, (long long)M, (long long)K, dot ? " dot" : "", worst, stats[0].dispatches,
-               stats[0].qkv, stats[1].dispatches, same ? "equal" : "DIFFER from");
-        CHECKF(worst <= bound && same && stats[0].qkv == 1 && stats[0].fused == sets && stats[1].fused == 0 &&
-                   stats[0].dispatches + sets - 1 == stats[1].dispatches,
+        const double bound = gemm ? (strcmp(gemm, "tiled f32") ? 5e-3 : 1e-5) : dot ? 3e-2 : 1e-4;
+        printf("  Q/K/V %u sets %-4s M=%lld K=%4lld%s%s%s: rel L2 %.2e, fused %u dispatches (%u Q/K/V), %u barriers; "
+               "unfused %u, %u; fused outputs %s the unfused ones\n",
+               sets, f->name, (long long)M, (long long)K, dot ? " dot" : "", gemm ? " " : "", gemm ? gemm : "", worst,
+               stats[0].dispatches, stats[0].qkv, stats[0].barriers, stats[1].dispatches, stats[1].barriers,
+               same ? "equal" : "DIFFER from");
+        const bool counts = gemm ? stats[0].dispatches == stats[1].dispatches && stats[0].barriers < stats[1].barriers
+                                 : stats[0].dispatches + sets - 1 == stats[1].dispatches;
+        CHECKF(worst <= bound && same && stats[0].qkv == 1 && stats[0].fused == sets && stats[1].fused == 0 && counts,
                "Q/K/V %u sets %s M=%lld K=%lld%s: rel L2 %.3g (bound %g), outputs %s, %u Q/K/V dispatches, %u nodes "
                "fused, %u dispatches against %u unfused",
                sets, f->name, (long long)M, (long long)K, dot ? " dot" : "", worst, bound, same ? "equal" : "differ",
@@ -471,6 +490,45 @@ static void test_qkv_graph(vkl_context *ctx, rng *r, const fmt *f, int64_t M, in
     for (uint32_t o = 0; o < 3; o++) vkl_free(ctx, want[o].data);
     free(x);
     vkl_graph_destroy(g);
+}
+
+/* (n) The Add and SiluMul patterns on the prefill GEMM (VKL_VK_GEMM_MIN_ROWS
+ * puts M = 20 and 33 on it here), under each of its builds: the tiled f32
+ * and fp16 ones and the cooperative-matrix body (emulated; a tile of 2 x 2
+ * subgroups of 2 x 2 fragments, which lavapipe's 32 KiB of shared memory
+ * holds, as test_vk_quant does), whole and with K in 2 slices (the
+ * epilogue then in the split sum). */
+static void test_gemm_patterns(vkl_context *ctx, rng *r) {
+    enum { KNOBS = 8 };
+    static const char *const knobs[KNOBS] = {"VKL_VK_MATH",     "VKL_VK_GEMM_CM_EMULATE", "VKL_VK_GEMM_SPLIT",
+                                             "VKL_VK_GEMM_TM",  "VKL_VK_GEMM_TN",         "VKL_VK_GEMM_BK",
+                                             "VKL_VK_GEMM_SGM", "VKL_VK_GEMM_SGN"};
+    static const struct {
+        const char *name, *knob[KNOBS];
+    } builds[] = {{"tiled f32", {"f32", "", "", "", "", "", "", ""}},
+                  {"tiled fp16", {"f16", "", "", "", "", "", "", ""}},
+                  {"coopmat emulated", {"f16", "1", "", "2", "2", "32", "2", "2"}},
+                  {"coopmat emulated, K split", {"f16", "1", "2", "2", "2", "32", "2", "2"}}};
+    static const int64_t shapes[][3] = {{20, 64, 40}, {33, 256, 130}};
+    setenv("VKL_VK_GEMM_MIN_ROWS", "16", 1);
+    for (size_t b = 0; b < VKL_ARRAY_LEN(builds); b++) {
+        for (size_t k = 0; k < KNOBS; k++) {
+            if (*builds[b].knob[k]) setenv(knobs[k], builds[b].knob[k], 1);
+            else unsetenv(knobs[k]);
+        }
+        /* the emulated body compiles and runs slowly on lavapipe: its smaller shape only */
+        const bool emulated = *builds[b].knob[1] != 0;
+        for (size_t si = 0; si < (emulated ? 1 : VKL_ARRAY_LEN(shapes)); si++)
+            for (int p = P_ADD; p <= P_GLU; p++)
+                test_pattern(ctx, r, (pattern)p, &formats[(si + (size_t)p) % VKL_ARRAY_LEN(formats)], shapes[si][0],
+                             shapes[si][1], shapes[si][2], false, false, builds[b].name);
+        if (!emulated) test_pattern(ctx, r, P_ADD_READ, &formats[0], 24, 64, 64, true, false, builds[b].name);
+        test_qkv_graph(ctx, r, &formats[b % VKL_ARRAY_LEN(formats)], 20, 64, 3, false, builds[b].name);
+        if (!emulated) test_qkv_graph(ctx, r, &formats[(b + 1) % VKL_ARRAY_LEN(formats)], 17, 96, 2, false,
+                                      builds[b].name);
+    }
+    for (size_t k = 0; k < KNOBS; k++) unsetenv(knobs[k]);
+    unsetenv("VKL_VK_GEMM_MIN_ROWS");
 }
 
 /* ---- (e) one A's codes shared by its QuantMatMuls ---------------------------------------------------- */
@@ -970,7 +1028,7 @@ typedef struct decode_run {
     uint8_t *states;    /* every state tensor's bytes, in tensor order */
     size_t vocab, state_bytes;
     uint32_t layers;    /* Attention nodes */
-    vkl_vk_exec_stats stats;
+    vkl_vk_exec_stats first, stats; /* the first step's (the prompt's) and the last step's */
 } decode_run;
 
 static void decode_run_free(decode_run *r) {
@@ -990,10 +1048,14 @@ static vkl_status write_i64(vkl_model *m, vkl_context *ctx, vkl_backend_buffer *
 
 /* The model at `path` on Vulkan, fused or not (VKL_VK_NO_FUSE at load), its
  * RoPE nodes made interleaved when asked (the same graph either way, so the
- * two runs compare whatever the rotation means for the model), stepped one
- * token at a time, each step prepared for its exact past length over one
- * arena (zeroed first) as a session lays it out for ROPE_KV_CONTEXT. */
-static bool run_decode(vkl_context *ctx, const char *path, bool fuse, bool interleaved, decode_run *out) {
+ * two runs compare whatever the rotation means for the model): a first step
+ * of `prompt` tokens (1: decode from the first token; more: a prefill), then
+ * one token at a time, each step prepared for its exact past length over one
+ * arena (zeroed first) as a session lays it out for ROPE_KV_CONTEXT (or the
+ * prompt and the steps after it); each step's last row of logits kept. */
+#define PROMPT_MAX 32
+static bool run_decode(vkl_context *ctx, const char *path, bool fuse, bool interleaved, int64_t prompt,
+                       decode_run *out) {
     memset(out, 0, sizeof(*out));
     vkl_model_options mo;
     vkl_model_options_init(&mo);
@@ -1019,11 +1081,13 @@ static bool run_decode(vkl_context *ctx, const char *path, bool fuse, bool inter
     vkl_backend_buffer *arena = NULL;
     size_t arena_bytes = 0;
     const uint32_t logits = g->outputs[m->out_logits];
+    const int64_t context = prompt + ROPE_KV_STEPS > ROPE_KV_CONTEXT ? prompt + ROPE_KV_STEPS : ROPE_KV_CONTEXT;
     for (int64_t p = 0; !st && p < ROPE_KV_STEPS; p++) {
+        const int64_t seq = p ? 1 : prompt, past = p ? prompt + p - 1 : 0;
         for (size_t i = 0; i < ns; i++) values[i] = max_values[i] = 1;
-        if (m->sym_seq != VKL_NO_SYMBOL) values[m->sym_seq] = max_values[m->sym_seq] = 1;
-        if (m->sym_past != VKL_NO_SYMBOL) values[m->sym_past] = p, max_values[m->sym_past] = ROPE_KV_CONTEXT - 1;
-        if (m->sym_total != VKL_NO_SYMBOL) values[m->sym_total] = p + 1, max_values[m->sym_total] = ROPE_KV_CONTEXT;
+        if (m->sym_seq != VKL_NO_SYMBOL) values[m->sym_seq] = seq, max_values[m->sym_seq] = prompt;
+        if (m->sym_past != VKL_NO_SYMBOL) values[m->sym_past] = past, max_values[m->sym_past] = context - 1;
+        if (m->sym_total != VKL_NO_SYMBOL) values[m->sym_total] = past + seq, max_values[m->sym_total] = context;
         size_t bytes = 0;
         vkl_layout_binding lb = {values, ns, max_values, 0};
         st = vkl_plan_layout(ctx, m->plan, &lb, offsets, &bytes, NULL);
@@ -1039,22 +1103,32 @@ static bool run_decode(vkl_context *ctx, const char *path, bool fuse, bool inter
         for (uint32_t t = 0; !st && t < g->n_tensors; t++)
             if (g->tensors[t].kind == VKL_TENSOR_STATE && offsets[t] != first[t]) st = VKL_ERR_STATE;
         if (!st && bytes > arena_bytes) st = VKL_ERR_STATE;
-        const int64_t id = (p * 7 + 3) % (int64_t)m->vocab, ones[ROPE_KV_STEPS] = {1, 1, 1, 1, 1};
-        if (!st) st = write_i64(m, ctx, arena, offsets, m->in_ids, &id, 1);
-        if (!st) st = write_i64(m, ctx, arena, offsets, m->in_pos, &p, 1);
-        if (!st) st = write_i64(m, ctx, arena, offsets, m->in_mask, ones, (size_t)p + 1);
+        int64_t ids[PROMPT_MAX], pos[PROMPT_MAX], ones[PROMPT_MAX + ROPE_KV_STEPS];
+        for (int64_t i = 0; i < seq; i++) {
+            ids[i] = ((past + i) * 7 + 3) % (int64_t)m->vocab;
+            pos[i] = past + i;
+        }
+        for (int64_t i = 0; i < past + seq; i++) ones[i] = 1;
+        if (!st) st = write_i64(m, ctx, arena, offsets, m->in_ids, ids, (size_t)seq);
+        if (!st) st = write_i64(m, ctx, arena, offsets, m->in_pos, pos, (size_t)seq);
+        if (!st) st = write_i64(m, ctx, arena, offsets, m->in_mask, ones, (size_t)(past + seq));
         vkl_memory_map mem = {arena, offsets, g->n_tensors};
         vkl_binding b = {values, ns};
         vkl_backend_exec *e = NULL;
         if (!st) st = m->be->prepare(m->dev, ctx, g, m->weights, &mem, &b, &e);
         if (!st) st = m->be->execute(m->dev, ctx, e, &b);
         if (!st) st = m->be->wait(m->dev, ctx, e);
-        if (!st) vkl_vk_exec_stats_get(e, &out->stats);
+        if (!st) vkl_vk_exec_stats_get(e, p ? &out->stats : &out->first);
+        int64_t ldims[VKL_MAX_RANK], lcount = 0;
+        size_t lbytes = 0;
+        if (!st) st = vkl_tensor_eval(ctx, g, logits, values, ns, ldims, &lcount, &lbytes);
+        const size_t last_row = lcount >= (int64_t)m->vocab ? (size_t)lcount / m->vocab - 1 : 0;
         if (!st)
-            st = m->be->buffer_read(m->dev, ctx, arena, offsets[logits], out->logits + (size_t)p * m->vocab,
-                                    m->vocab * sizeof(float));
+            st = m->be->buffer_read(m->dev, ctx, arena, offsets[logits] + last_row * m->vocab * sizeof(float),
+                                    out->logits + (size_t)p * m->vocab, m->vocab * sizeof(float));
         if (e) m->be->exec_release(m->dev, ctx, e);
     }
+    if (!st && ROPE_KV_STEPS == 1) out->stats = out->first;
     /* the states, sized at the planned maximum */
     for (uint32_t t = 0; !st && t < g->n_tensors; t++) {
         if (g->tensors[t].kind != VKL_TENSOR_STATE) continue;
@@ -1084,8 +1158,8 @@ static bool run_decode(vkl_context *ctx, const char *path, bool fuse, bool inter
  * are the same bits; false, with nothing left to free, where a run failed. */
 static bool decode_fused_and_not(vkl_context *ctx, const char *path, decode_run *a, decode_run *b,
                                  bool *same_logits, bool *same_states) {
-    const bool ok_a = run_decode(ctx, path, true, false, a);
-    const bool ok_b = ok_a && run_decode(ctx, path, false, false, b);
+    const bool ok_a = run_decode(ctx, path, true, false, 1, a);
+    const bool ok_b = ok_a && run_decode(ctx, path, false, false, 1, b);
     if (!ok_b) {
         if (ok_a) decode_run_free(a);
         return false;
@@ -1093,6 +1167,40 @@ static bool decode_fused_and_not(vkl_context *ctx, const char *path, decode_run 
     *same_logits = !memcmp(a->logits, b->logits, (size_t)ROPE_KV_STEPS * a->vocab * sizeof(float));
     *same_states = a->state_bytes == b->state_bytes && !memcmp(a->states, b->states, a->state_bytes);
     return true;
+}
+
+/* ---- (o) the prefill GEMM's Add and SiluMul on whole models --------------------------------------- */
+
+#define GEMM_PROMPT 20 /* rows of the first step: the GEMM's from VKL_VK_GEMM_MIN_ROWS=16 */
+
+/* The model at `path` (quantized projections) prefilling GEMM_PROMPT tokens
+ * on the GEMM, then decoding, with every fusion and with the GEMM's
+ * (VKL_VK_FUSE_OFF=gemm) off: every step's logits and the KV cache bit for
+ * bit, the prefill's Adds and SiluMuls fused (fewer dispatches). */
+static void test_gemm_model(vkl_context *ctx, const char *path) {
+    decode_run a, b;
+    setenv("VKL_VK_GEMM_MIN_ROWS", "16", 1);
+    const bool ok_a = run_decode(ctx, path, true, false, GEMM_PROMPT, &a);
+    setenv("VKL_VK_FUSE_OFF", "gemm", 1);
+    const bool ok_b = ok_a && run_decode(ctx, path, true, false, GEMM_PROMPT, &b);
+    unsetenv("VKL_VK_FUSE_OFF");
+    unsetenv("VKL_VK_GEMM_MIN_ROWS");
+    if (!ok_b) {
+        if (ok_a) decode_run_free(&a);
+        return;
+    }
+    const bool same_logits = !memcmp(a.logits, b.logits, (size_t)ROPE_KV_STEPS * a.vocab * sizeof(float));
+    const bool same_states = a.state_bytes == b.state_bytes && !memcmp(a.states, b.states, a.state_bytes);
+    printf("%s: a prefill of %d tokens on the GEMM, then %d decode steps, %u layers: prefill fused %u dispatches "
+           "(%u nodes fused), VKL_VK_FUSE_OFF=gemm %u (%u); logits %s, KV cache (%zu bytes) %s\n",
+           path, GEMM_PROMPT, ROPE_KV_STEPS - 1, a.layers, a.first.dispatches, a.first.fused, b.first.dispatches,
+           b.first.fused, same_logits ? "identical" : "DIFFER", a.state_bytes, same_states ? "identical" : "DIFFER");
+    CHECKF(same_logits && same_states, "%s: the GEMM's fused prefill changed the logits or the KV cache", path);
+    CHECKF(a.first.fused > b.first.fused && a.first.dispatches < b.first.dispatches && a.first.qkv > 0 &&
+               b.first.qkv == 0,
+           "%s: no Add or SiluMul fused into the prefill's GEMMs, or no Q/K/V GEMMs side by side", path);
+    decode_run_free(&a);
+    decode_run_free(&b);
 }
 
 /* ---- (h) Q/K/V: two or three projections of one A in one matvec ----------------------------------- */
@@ -1198,8 +1306,8 @@ static void test_rope_kv(vkl_context *ctx, const char *path) {
     decode_run on[2], off[2];
     bool ok[2] = {false, false};
     for (int il = 0; il < 2; il++) {
-        if (!run_decode(ctx, path, true, il == 1, &on[il])) break;
-        if (!run_decode(ctx, path, false, il == 1, &off[il])) {
+        if (!run_decode(ctx, path, true, il == 1, 1, &on[il])) break;
+        if (!run_decode(ctx, path, false, il == 1, 1, &off[il])) {
             decode_run_free(&on[il]);
             break;
         }
@@ -1229,15 +1337,17 @@ static void test_rope_kv(vkl_context *ctx, const char *path) {
 }
 
 int main(int argc, char **argv) {
-    /* --rope-kv: (g) alone, --qkv: (h) alone, --glu-codes: (k) alone, --attn-codes: (m) alone, on each model given */
+    /* --rope-kv: (g) alone, --qkv: (h), --glu-codes: (k), --attn-codes: (m), --gemm: (o), on each model given */
     const bool rope_kv_only = argc > 1 && !strcmp(argv[1], "--rope-kv");
     const bool qkv_only = argc > 1 && !strcmp(argv[1], "--qkv");
     const bool glu_codes_only = argc > 1 && !strcmp(argv[1], "--glu-codes");
     const bool attn_codes_only = argc > 1 && !strcmp(argv[1], "--attn-codes");
-    const bool one_mode = rope_kv_only || qkv_only || glu_codes_only || attn_codes_only;
+    const bool gemm_only = argc > 1 && !strcmp(argv[1], "--gemm");
+    const bool one_mode = rope_kv_only || qkv_only || glu_codes_only || attn_codes_only || gemm_only;
     const int first_model = one_mode ? 2 : 1;
     if (argc <= first_model) {
-        fprintf(stderr, "usage: test_vk_fuse [--rope-kv | --qkv | --glu-codes | --attn-codes] MODEL.vkm [MODEL.vkm...]\n");
+        fprintf(stderr, "usage: test_vk_fuse [--rope-kv | --qkv | --glu-codes | --attn-codes | --gemm] MODEL.vkm "
+                        "[MODEL.vkm...]\n");
         return 2;
     }
     vkl_context *ctx;
@@ -1260,17 +1370,18 @@ int main(int argc, char **argv) {
                 for (size_t si = 0; si < VKL_ARRAY_LEN(shapes); si++)
                     for (int p = P_ADD; p <= P_GLU; p++)
                         test_pattern(ctx, &r, (pattern)p, &formats[fi], shapes[si][0], shapes[si][1], shapes[si][2],
-                                     false, dot);
-            test_pattern(ctx, &r, P_TWO_USES, &formats[0], 1, 128, 37, false, dot);
-            test_pattern(ctx, &r, P_ADD, &formats[1], 1, 96, 96, true, dot);
-            test_pattern(ctx, &r, P_ADD_READ, &formats[1], 1, 96, 96, true, dot);
-            test_pattern(ctx, &r, P_ADD_READ, &formats[0], 3, 64, 64, true, dot);
+                                     false, dot, NULL);
+            test_pattern(ctx, &r, P_TWO_USES, &formats[0], 1, 128, 37, false, dot, NULL);
+            test_pattern(ctx, &r, P_ADD, &formats[1], 1, 96, 96, true, dot, NULL);
+            test_pattern(ctx, &r, P_ADD_READ, &formats[1], 1, 96, 96, true, dot, NULL);
+            test_pattern(ctx, &r, P_ADD_READ, &formats[0], 3, 64, 64, true, dot, NULL);
             for (size_t fi = 0; fi < VKL_ARRAY_LEN(formats); fi++) {
-                test_qkv_graph(ctx, &r, &formats[fi], 1, 256, 3, dot);
-                test_qkv_graph(ctx, &r, &formats[fi], 3, 96, 3, dot);
-                test_qkv_graph(ctx, &r, &formats[fi], 1, 64, 2, dot);
+                test_qkv_graph(ctx, &r, &formats[fi], 1, 256, 3, dot, NULL);
+                test_qkv_graph(ctx, &r, &formats[fi], 3, 96, 3, dot, NULL);
+                test_qkv_graph(ctx, &r, &formats[fi], 1, 64, 2, dot, NULL);
             }
         }
+        test_gemm_patterns(ctx, &r);
         if (has_dot) {
             test_shared_codes(ctx, &r, 1, 256, 37);
             test_shared_codes(ctx, &r, 3, 96, 20);
@@ -1306,6 +1417,7 @@ int main(int argc, char **argv) {
         for (int i = first_model; i < argc; i++) test_glu_codes_model(ctx, argv[i], &wrote);
         CHECKF(wrote > 0, "no model's gate/up matvecs wrote their down projections' codes");
     }
+    for (int i = first_model; !st && gemm_only && i < argc; i++) test_gemm_model(ctx, argv[i]);
     for (int i = first_model; !st && attn_codes_only && i < argc; i++)
         test_attn_codes_model(ctx, argv[i], (caps.features & VKL_FEATURE_INT8_DOT) != 0);
     CHECKF(validation_messages == 0, "%d validation messages", validation_messages);
