@@ -97,6 +97,10 @@ const uint A_UNITS = BM * A_ROW, W_UNITS = BN * W_ROW;
 // expression, and a repeated expression such as 2u * A_PER may not match.)
 const uint A_PER = (A_UNITS + WG - 1u) / WG, W_PER = (W_UNITS + WG - 1u) / WG;
 const uint A_REGS = 2u * A_PER, W_REGS = W_PER * WPU;
+// The store: a subgroup's invocations (WG is SUBGROUPS of the device's
+// fixed size) and a fragment's elements each of them stores.
+const uint SG_LANES = WG / SUBGROUPS;
+const uint OUT_PER = (CM_M * CM_N + SG_LANES - 1u) / SG_LANES;
 
 #include "quant_gemm_io.glsl"
 
@@ -105,8 +109,8 @@ shared uvec4 Ws[2u * BN * SK];  // [buffer][n][k]: (d w)^T, read as column-major
 shared float Cs[SUBGROUPS * CM_M * CM_N];  // one fragment per subgroup on its way out
 
 #ifdef VKL_COOPMAT_EMULATED
-const uint LANES = WG / SUBGROUPS;                   // the subgroup's size
-const uint EL = (CM_M * CM_N + LANES - 1u) / LANES;  // elements of one fragment per invocation
+const uint LANES = SG_LANES;
+const uint EL = OUT_PER;  // elements of one fragment per invocation
 
 float half_at(uvec4 v, uint h) { return unpackHalf2x16(v[h / 2u] >> (16u * (h % 2u))).x; }
 
@@ -129,6 +133,16 @@ void fragment_store(float c[EL], uint base, uint lane) {
     }
 }
 #endif
+
+// The fused epilogue's operands of the fragment at (fm, fn), this
+// invocation's elements x = lane + q SG_LANES (row-major); 0 where there
+// is no epilogue (a split leaves it to its sum) or the element is outside Y.
+void epi_load(uint fm, uint fn, uint lane, out float e[OUT_PER]) {
+    CM_UNROLL for (uint q = 0u; q < OUT_PER; q++) {
+        const uint x = lane + q * SG_LANES, m = fm + x / CM_N, n = fn + x % CM_N;
+        e[q] = !SPLIT && EPI != 0u && x < CM_M * CM_N && m < pc.M && n < pc.N ? epi_in[m * pc.N + n] : 0.0;
+    }
+}
 
 // Step k0's share of this invocation from global memory into registers:
 // ra[2t], ra[2t + 1] the 8 floats of A's unit t (zeros past M), rq[t WPU
@@ -188,7 +202,7 @@ void main() {
     // z-th of pc.splits slices (every slice has steps: the host's choice).
     const uint per = (pc.K / BK + pc.splits - 1u) / pc.splits, s0 = SPLIT ? gl_WorkGroupID.z * per : 0u;
     const uint steps = SPLIT ? min(per, pc.K / BK - s0) : pc.K / BK;
-    const uint lane = gl_SubgroupInvocationID, lanes = gl_SubgroupSize;
+    const uint lane = gl_SubgroupInvocationID;
 #ifdef VKL_COOPMAT_EMULATED
     float c[FM][FN][EL];
     for (uint i = 0u; i < FM; i++)
@@ -235,26 +249,36 @@ void main() {
 
     // Out, one fragment at a time through this subgroup's staging area: no
     // other subgroup touches it, so a subgroup barrier orders it. A split
-    // writes its plane of partial sums, the bias left to the sum.
+    // writes its plane of partial sums, the bias left to the sum. A fused
+    // epilogue's operands (R or G) may share memory with y, so no load of
+    // them can move past a store of y: each fragment's are loaded before
+    // the previous fragment is stored (epi_load), their latency behind that
+    // work (loaded one at a time beside their stores, it added up per
+    // element: on an H100 it cost a 1B prefill's up GEMM a third of its time).
     const uint base = sg * CM_M * CM_N;
     const uint plane = SPLIT ? gl_WorkGroupID.z * pc.M * pc.N : 0u;
-    CM_UNROLL for (uint i = 0u; i < FM; i++)
-        CM_UNROLL for (uint j = 0u; j < FN; j++) {
+    float e[OUT_PER], e_next[OUT_PER];
+    epi_load(m0 + sm * FM * CM_M, n0 + sn * FN * CM_N, lane, e);
+    CM_UNROLL for (uint f = 0u; f < FM * FN; f++) {
+        const uint i = f / FN, j = f % FN;
+        const uint fm = m0 + (sm * FM + i) * CM_M, fn = n0 + (sn * FN + j) * CM_N;
+        if (f + 1u < FM * FN)
+            epi_load(m0 + (sm * FM + (f + 1u) / FN) * CM_M, n0 + (sn * FN + (f + 1u) % FN) * CM_N, lane, e_next);
 #ifdef VKL_COOPMAT_EMULATED
-            fragment_store(c[i][j], base, lane);
+        fragment_store(c[i][j], base, lane);
 #else
-            coopMatStoreNV(c[i][j], Cs, base, CM_N, false);
+        coopMatStoreNV(c[i][j], Cs, base, CM_N, false);
 #endif
-            subgroupMemoryBarrierShared();
-            subgroupBarrier();
-            const uint fm = m0 + (sm * FM + i) * CM_M, fn = n0 + (sn * FN + j) * CM_N;
-            for (uint x = lane; x < CM_M * CM_N; x += lanes) {
-                const uint m = fm + x / CM_N, n = fn + x % CM_N;
-                if (m < pc.M && n < pc.N) {
-                    const float v = Cs[base + x] + (pc.has_bias != 0u ? bias[n] : 0.0);
-                    y[plane + m * pc.N + n] = SPLIT ? v : qg_epilogue(v, m * pc.N + n);
-                }
+        subgroupMemoryBarrierShared();
+        subgroupBarrier();
+        CM_UNROLL for (uint q = 0u; q < OUT_PER; q++) {
+            const uint x = lane + q * SG_LANES, m = fm + x / CM_N, n = fn + x % CM_N;
+            if (x < CM_M * CM_N && m < pc.M && n < pc.N) {
+                const float v = Cs[base + x] + (pc.has_bias != 0u ? bias[n] : 0.0);
+                y[plane + m * pc.N + n] = SPLIT ? v : qg_epilogue_apply(EPI, v, e[q]);
             }
-            subgroupBarrier();  // read before the next fragment overwrites it
         }
+        subgroupBarrier();  // read before the next fragment overwrites it
+        CM_UNROLL for (uint q = 0u; q < OUT_PER; q++) e[q] = e_next[q];
+    }
 }

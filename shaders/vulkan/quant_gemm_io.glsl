@@ -24,12 +24,11 @@ layout(push_constant) uniform Push {
 } pc;
 
 // The fused epilogue (quant_gemm_epilogue.glsl): EPI 0 none, 1 + R, 2
-// silu(G) * the product, R or G at binding 5. A split GEMM stores partial
-// sums and leaves it to quant_gemm_split_sum.comp.
+// silu(G) * the product, R or G at binding 5 (epi_in). A split GEMM stores
+// partial sums and leaves it to quant_gemm_split_sum.comp.
 #include "quant_gemm_epilogue.glsl"
 #ifdef VKL_COOPMAT
 layout(constant_id = 10) const uint EPI = 0u;
 #else
 layout(constant_id = 4) const uint EPI = 0u;
 #endif
-float qg_epilogue(float v, uint i) { return qg_epilogue_apply(EPI, v, EPI != 0u ? epi_in[i] : 0.0); }
