@@ -7,12 +7,13 @@
  *   ADD  Add(QuantMatMul(A, W[, bias]), R), either operand order, same
  *        shapes (no broadcasting): the matvec adds R as it stores the Add's
  *        output (quant_matvec.glsl's _add builds); on the prefill GEMM, the
- *        GEMM's store (or its split sum) does (quant_gemm_epilogue.glsl);
+ *        GEMM's store (or its split sum) does (quant_gemm_io.glsl's RESIDUAL);
  *   GLU  SiluMul(QuantMatMul(A, Wg), QuantMatMul(A, Wu)) with one A, no
  *        bias, Wg and Wu of one format, shape and group: one matvec of both
- *        rows stores silu(gate) * up (the _glu builds); on the GEMM, the
- *        gate's GEMM stores its product in its own output and the up GEMM
- *        stores silu(gate) * up (two GEMMs, no SiluMul dispatch);
+ *        rows stores silu(gate) * up (the _glu builds). Not on the GEMM:
+ *        unfused, gate's and up's GEMMs run side by side (one A, no barrier
+ *        between them), which a two-GEMM form storing the SiluMul from the
+ *        gate's product gives up (docs/vulkan.md has the H200's figures);
  *   NORM_CODES  an RMSNorm whose output only integer-dot matvecs read: it
  *        writes their int8 codes (norm.comp's _codes builds) in place of
  *        its output and of their activation quantizer (try_norm);
@@ -37,11 +38,9 @@
  *        their GEMMs side by side there, with no barrier between them.
  *
  * Each QuantMatMul output must have that one consumer and be no graph
- * output, and the QuantMatMul must run the one-dispatch matvec or the GEMM
- * on a whole W (vkl_vk_qmm_fusable; VKL_VULKAN_FUSE_GEMM turns the GEMM
- * forms off). The GEMM GLU also needs the gate's output
- * clear of A and either clear of the SiluMul's output or exactly it (an
- * element is read and then written by one invocation). Memory: the
+ * output, and the QuantMatMul must run the one-dispatch matvec or (ADD,
+ * QKV) the GEMM on a whole W (vkl_vk_qmm_fusable; VKL_VULKAN_FUSE_GEMM
+ * turns the GEMM forms off). Memory: the
  * fused dispatch reads A later than the QuantMatMul would have, so no node
  * between them may write A's bytes (the planner may hand A's memory on once
  * the QuantMatMul is its last reader), and the output must not share bytes
@@ -286,9 +285,7 @@ static vkl_status try_glu(fuse_ctx *c, uint32_t k) {
         !single_use(g, gt) || !single_use(g, ut))
         return VKL_OK;
     vkl_vk_tensor gin[3], uin[3], gy, uy, out;
-    bool g_gemm, u_gemm;
-    if (!fusable_qmm(c, gn, gin, &gy, &g_gemm) || !fusable_qmm(c, un, uin, &uy, &u_gemm) || g_gemm != u_gemm ||
-        (!g_gemm && !vkl_vk_qmm_glu_fits(c->dev)))
+    if (!vkl_vk_qmm_glu_fits(c->dev) || !fusable_qmm(c, gn, gin, &gy, NULL) || !fusable_qmm(c, un, uin, &uy, NULL))
         return VKL_OK;
     const vkl_vk_tensor *wg = &gin[1], *wu = &uin[1];
     if (gin[0].id != uin[0].id || gin[2].id != VKL_NONE || uin[2].id != VKL_NONE || wg->dtype != wu->dtype ||
@@ -299,15 +296,8 @@ static vkl_status try_glu(fuse_ctx *c, uint32_t k) {
     if (out.dtype != VKL_DTYPE_F32 || out.pieced || !same_dims(&out, &gy)) return VKL_OK;
     const uint32_t first = c->pos[gn] < c->pos[un] ? c->pos[gn] : c->pos[un];
     const uint32_t other = c->pos[gn] < c->pos[un] ? un : gn;
-    /* the GEMM form writes the gate's product to its own output first, and
-     * the up GEMM reads it element by element as it stores the SiluMul's */
-    const bool same_range = out.at.buffer == gy.at.buffer && out.at.offset == gy.at.offset &&
-                            out.at.range == gy.at.range;
     const char *why = !untouched_between(c, first, k, &other, 1, &gin[0])
                           ? "a node between it and its QuantMatMuls writes A's memory"
-                      : g_gemm && (gy.pieced || vkl_vk_overlaps(&gy.at, &gin[0].at) ||
-                                   (vkl_vk_overlaps(&out.at, &gy.at) && !same_range))
-                          ? "the gate's output shares memory with A or in part with the SiluMul's"
                       : vkl_vk_overlaps(&out.at, &gin[0].at) && !try_move(c, k, sm->outputs[0], &out)
                           ? "its output shares memory with A, and a reader of it could not be moved"
                           : NULL;
@@ -945,13 +935,11 @@ vkl_status vkl_vk_fuse_node(vkl_backend_device *dev, const vkl_graph *g, const v
                             const vkl_vk_fusion *f, uint32_t head, vkl_vk_tensor *views, vkl_vk_node *node,
                             vkl_vk_recorder *record) {
     const vkl_node *q = &g->nodes[f->qmm], *h = &g->nodes[head];
-    const bool add = f->kind == VKL_VK_FUSE_ADD;
-    const uint32_t extra = add ? f->extra : g->nodes[f->extra].inputs[1];
-    /* a gate/up pair's second output: the gate's product (the GEMM form keeps it there) */
-    const uint32_t ids[6] = {q->inputs[0], q->inputs[1], q->n_inputs > 2 ? q->inputs[2] : VKL_NONE, extra,
-                             h->outputs[0], q->outputs[0]};
-    *record = add ? vkl_vk_record_qmm_add : vkl_vk_record_qmm_glu;
-    return bind_fused(dev, g, w, mem, b, moved, f->qmm, ids, 4, add ? 1 : 2, views, node);
+    const uint32_t extra = f->kind == VKL_VK_FUSE_ADD ? f->extra : g->nodes[f->extra].inputs[1];
+    const uint32_t ids[5] = {q->inputs[0], q->inputs[1], q->n_inputs > 2 ? q->inputs[2] : VKL_NONE, extra,
+                             h->outputs[0]};
+    *record = f->kind == VKL_VK_FUSE_ADD ? vkl_vk_record_qmm_add : vkl_vk_record_qmm_glu;
+    return bind_fused(dev, g, w, mem, b, moved, f->qmm, ids, 4, 1, views, node);
 }
 
 vkl_status vkl_vk_fuse_rope_kv_node(vkl_backend_device *dev, const vkl_graph *g, const vkl_backend_weights *w,

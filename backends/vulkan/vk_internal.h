@@ -550,7 +550,7 @@ vkl_status vkl_vk_record_quant_mat_mul(const vkl_vk_node *node, vkl_vk_dispatch 
  * (f32 A, a fast format, fewer rows than the GEMM's threshold, nothing in
  * pieces), *gemm = false, or the quantized GEMM on a whole W (prefill),
  * *gemm = true: what the fused recorders below take (the GEMM only as Add
- * and gate/up + SiluMul). False for anything its recorder would refuse. */
+ * and Q/K/V). False for anything its recorder would refuse. */
 bool vkl_vk_qmm_fusable(const vkl_vk_node *node, bool *gemm);
 /* Whether the gate/up build (twice the rows' sums) fits the device's shared
  * memory under the matvec tuning (a tuning knob may make it too large). */
@@ -558,12 +558,10 @@ bool vkl_vk_qmm_glu_fits(const vkl_backend_device *dev);
 /* Shared memory of the matvec the device runs (float or integer dot, as
  * tuned), of its gate/up build if glu. */
 size_t vkl_vk_qmv_shared_bytes(const vkl_backend_device *dev, bool glu);
-/* The fused matvecs and GEMMs (vk_fuse.c): node is the QuantMatMul's (A,
- * W, bias or absent) with in[3] the residual R (qmm_add: Y = A W^T (+ bias)
- * + R) or the up weight Wu (qmm_glu: Y = silu(A W^T) * (A Wu^T)) and out[0]
- * the fused output (the Add's or the SiluMul's); qmm_glu's out[1] is the
- * gate projection's own output, where the GEMM form (two GEMMs, the second
- * storing the SiluMul) keeps the gate's product. */
+/* The fused matvecs (vk_fuse.c; qmm_add on the GEMM too): node is the
+ * QuantMatMul's (A, W, bias or absent) with in[3] the residual R (qmm_add:
+ * Y = A W^T (+ bias) + R) or the up weight Wu (qmm_glu: Y = silu(A W^T) *
+ * (A Wu^T)) and out[0] the fused output (the Add's or the SiluMul's). */
 vkl_status vkl_vk_record_qmm_add(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
 vkl_status vkl_vk_record_qmm_glu(const vkl_vk_node *node, vkl_vk_dispatch *out, uint32_t *count);
 /* Whether the gate QuantMatMul node (its A, W, no bias | its Y) of a gate/up

@@ -99,16 +99,11 @@ static uint32_t gemm_splits(const vkl_backend_device *dev, int64_t tiles, int64_
     return (uint32_t)((steps + per - 1) / per);
 }
 
-/* A fused GEMM's epilogue (quant_gemm_epilogue.glsl): none, + R, or
- * silu(G) * the product, with R or G bound beside Y. */
-typedef enum gemm_epi { EPI_NONE, EPI_ADD, EPI_GLU } gemm_epi;
-
-/* How a GEMM stores Y: the epilogue with its operand e (R or G, Y's
- * shape), and where in the node's own scratch its split-K planes start
- * (the fused Q/K/V's GEMMs keep theirs apart). */
+/* How a GEMM stores Y: plainly, or adding a fused Add's R (Y's shape;
+ * quant_gemm_io.glsl's RESIDUAL), and where in the node's own scratch its
+ * split-K planes start (the fused Q/K/V's GEMMs keep theirs apart). */
 typedef struct gemm_store {
-    gemm_epi epi;
-    const VkDescriptorBufferInfo *e;
+    const VkDescriptorBufferInfo *residual; /* NULL: none */
     VkDeviceSize planes_at;
 } gemm_store;
 
@@ -118,7 +113,8 @@ typedef struct gemm_store {
 static vkl_status record_gemm(const vkl_vk_node *nd, vkl_dtype wt, int64_t M, int64_t N, int64_t K, int64_t KQ,
                               const gemm_store *o, vkl_vk_dispatch *d, uint32_t *count) {
     const vkl_backend_device *dev = nd->dev;
-    const gemm_epi epi = o ? o->epi : EPI_NONE;
+    const VkDescriptorBufferInfo *residual = o ? o->residual : NULL;
+    const uint32_t with_r = residual ? 1u : 0u;
     const vkl_vk_tensor *A = &nd->in[0], *W = &nd->in[1], *Y = &nd->out[0];
     const vkl_vk_tensor *bias = nd->n_in > 2 && nd->in[2].id != VKL_NONE ? &nd->in[2] : NULL;
     /* [tiled f32, tiled fp16, cooperative matrix, its emulation]: cmake/shaders.cmake's names */
@@ -134,19 +130,19 @@ static vkl_status record_gemm(const vkl_vk_node *nd, vkl_dtype wt, int64_t M, in
     d->shader = wt == VKL_DTYPE_Q_E0M4 ? e0m4[build] : wt == VKL_DTYPE_Q_INT4 ? int4[build] : int8[build];
     uint32_t bm, bn;
     vkl_vk_gemm_tile(dev, coopmat, &bm, &bn);
-    /* the epilogue's constant: 10 in the cooperative-matrix builds, 4 in the tiled ones */
-    uint32_t epi_spec;
+    /* RESIDUAL: constant 10 in the cooperative-matrix builds, 4 in the tiled ones */
+    uint32_t r_spec;
     if (coopmat) {
         const uint32_t spec[11] = {dev->cm_wg, dev->cm_sg_m, dev->cm_sg_n, dev->cm_fm, dev->cm_fn,     dev->cm_m,
-                                   dev->cm_n,  dev->cm_k,     dev->cm_bk,  0 /* SPLIT, below */, epi};
+                                   dev->cm_n,  dev->cm_k,     dev->cm_bk,  0 /* SPLIT, below */, with_r};
         memcpy(d->spec, spec, sizeof(spec));
         d->n_spec = 11;
-        epi_spec = 10;
+        r_spec = 10;
     } else {
-        const uint32_t spec[5] = {dev->qmm_wx, dev->qmm_wy, dev->qmm_tm, dev->qmm_tn, epi};
+        const uint32_t spec[5] = {dev->qmm_wx, dev->qmm_wy, dev->qmm_tm, dev->qmm_tn, with_r};
         memcpy(d->spec, spec, sizeof(spec));
         d->n_spec = 5;
-        epi_spec = 4;
+        r_spec = 4;
     }
     const int64_t gx = (N + bn - 1) / bn, gy = (M + bm - 1) / bm;
     const VkPhysicalDeviceLimits *lim = &dev->props.limits;
@@ -161,7 +157,7 @@ static vkl_status record_gemm(const vkl_vk_node *nd, vkl_dtype wt, int64_t M, in
     d->bind[2] = w->piece[0].params;
     d->bind[3] = Y->at;
     d->bind[4] = bias ? bias->at : A->at; /* any buffer: has_bias = 0 never reads it */
-    d->bind[5] = epi ? *o->e : A->at;    /* any buffer: EPI 0 never reads it */
+    d->bind[5] = residual ? *residual : A->at; /* any buffer: RESIDUAL off never reads it */
     d->n_bind = 6;
     d->push[0] = (uint32_t)M;
     d->push[1] = (uint32_t)N;
@@ -178,8 +174,8 @@ static vkl_status record_gemm(const vkl_vk_node *nd, vkl_dtype wt, int64_t M, in
     const uint32_t splits = coopmat ? gemm_splits(dev, gx * gy, M, N, K / dev->cm_bk) : 1;
     if (splits == 1) return VKL_OK;
     /* Split K: slice z's partial sums to plane z of the node's own scratch,
-     * then quant_gemm_split_sum.comp adds them in order, the bias, and
-     * applies the epilogue (the split pipeline stores bare sums). */
+     * then quant_gemm_split_sum.comp adds them in order, the bias, and R
+     * (the split pipeline stores bare sums). */
     const VkDescriptorBufferInfo planes =
         vkl_vk_scratch(vkl_vk_scratch_own(nd) + (o ? o->planes_at : 0), (VkDeviceSize)splits * M * N * 4);
     d->bind[3] = planes;
@@ -187,16 +183,16 @@ static vkl_status record_gemm(const vkl_vk_node *nd, vkl_dtype wt, int64_t M, in
     d->push[4] = 0;
     d->push[6] = splits;
     d->spec[9] = 1;
-    d->spec[epi_spec] = EPI_NONE;
+    d->spec[r_spec] = 0;
     d->groups[2] = splits;
     vkl_vk_dispatch *s = d + 1;
     s->shader = "quant_gemm_split_sum";
-    s->spec[0] = epi;
+    s->spec[0] = with_r;
     s->n_spec = 1;
     s->bind[0] = planes;
     s->bind[1] = Y->at;
     s->bind[2] = bias ? bias->at : planes; /* any buffer: has_bias = 0 never reads it */
-    s->bind[3] = epi ? *o->e : planes;     /* any buffer: EPI 0 never reads it */
+    s->bind[3] = residual ? *residual : planes; /* any buffer: RESIDUAL off never reads it */
     s->n_bind = 4;
     const uint64_t total = (uint64_t)M * N, wgs = (total + 255) / 256;
     s->push[0] = (uint32_t)total;
@@ -540,48 +536,19 @@ vkl_status vkl_vk_record_quant_mat_mul(const vkl_vk_node *nd, vkl_vk_dispatch *o
     }
 }
 
-/* The fused GEMMs (prefill): + R stored by the GEMM (or its split sum);
- * gate/up as two GEMMs, the gate's product kept in its own output
- * (nd->out[1]) and the up GEMM storing silu(gate) * up. */
-static vkl_status record_fused_gemm(const vkl_vk_node *nd, const qmm_shape *s, int fuse, vkl_vk_dispatch *out,
-                                   uint32_t *count) {
-    const vkl_dtype wt = nd->in[1].dtype;
-    if (fuse == 1) {
-        const gemm_store add = {EPI_ADD, &nd->in[3].at, 0};
-        return record_gemm(nd, wt, s->M, s->N, s->K, s->KQ, &add, out, count);
-    }
-    if (nd->n_out < 2 || nd->out[1].id == VKL_NONE || nd->out[1].pieced)
-        return vkl_vk_node_unsupported(nd, "fused gate/up GEMMs, yet the gate's output is not bound whole");
-    vkl_vk_tensor up_in[3] = {nd->in[0], nd->in[3], {0}};
-    up_in[2].id = VKL_NONE;
-    vkl_vk_node gate = *nd, up = *nd;
-    gate.n_in = up.n_in = 3;
-    gate.out = &nd->out[1];
-    gate.n_out = up.n_out = 1;
-    up.in = up_in;
-    qmm_shape su;
-    qmm_path path;
-    vkl_status st = qmm_plan(&up, &su, &path);
-    if (!st && (path != QMM_GEMM || su.N != s->N || su.K != s->K || su.KQ != s->KQ))
-        st = vkl_vk_node_unsupported(nd, "fused gate/up GEMMs, yet up is not a GEMM of gate's shape");
-    uint32_t n_gate = 0, n_up = 0;
-    const gemm_store glu = {EPI_GLU, &nd->out[1].at, 0};
-    if (!st) st = record_gemm(&gate, wt, s->M, s->N, s->K, s->KQ, NULL, out, &n_gate);
-    if (!st) st = record_gemm(&up, up_in[1].dtype, su.M, su.N, su.K, su.KQ, &glu, out + n_gate, &n_up);
-    *count = st ? 0 : n_gate + n_up;
-    return st;
-}
-
 /* The fused matvecs: nd as a QuantMatMul node (A, W, bias) with in[3] the
  * residual R or the up weight Wu and out[0] the fused node's output;
- * vk_fuse.c checked vkl_vk_qmm_fusable (and Wu against W) first. On the
- * GEMM path (fuse 1 and 2): record_fused_gemm. */
+ * vk_fuse.c checked vkl_vk_qmm_fusable (and Wu against W) first. The Add
+ * (fuse 1) also on the GEMM path. */
 static vkl_status record_fused(const vkl_vk_node *nd, int fuse, vkl_vk_dispatch *out, uint32_t *count) {
     *count = 0;
     qmm_shape s;
     qmm_path path;
     vkl_status st = qmm_plan(nd, &s, &path);
-    if (!st && path == QMM_GEMM && (fuse == 1 || fuse == 2)) return record_fused_gemm(nd, &s, fuse, out, count);
+    if (!st && path == QMM_GEMM && fuse == 1) { /* the Add on the GEMM: R added as Y is stored */
+        const gemm_store add = {&nd->in[3].at, 0};
+        return record_gemm(nd, nd->in[1].dtype, s.M, s.N, s.K, s.KQ, &add, out, count);
+    }
     if (!st && path != QMM_MATVEC) st = vkl_vk_node_unsupported(nd, "fused, yet not on the matvec path");
     uint32_t matvecs = 0;
     if (!st) st = record_matvec(nd, &s, fuse, out, count, &matvecs);
@@ -651,7 +618,7 @@ static vkl_status record_qkv_gemm(const vkl_vk_node *member, const qmm_shape *s,
                                    : 16;
     vkl_vk_dispatch sums[3];
     uint32_t n = 0, n_sums = 0;
-    gemm_store store = {EPI_NONE, NULL, 0};
+    gemm_store store = {NULL, 0};
     for (uint32_t j = 0; j < sets; j++) {
         uint32_t c = 0;
         vkl_status st = record_gemm(&member[j], member[j].in[1].dtype, s[j].M, s[j].N, s[j].K, s[j].KQ, &store,

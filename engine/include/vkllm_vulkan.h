@@ -128,7 +128,7 @@ enum {
     VKL_VULKAN_FUSE_NORM_CODES = 1u << 4, /* an RMSNorm writing its readers' int8 codes */
     VKL_VULKAN_FUSE_GLU_CODES = 1u << 5,  /* the gate/up matvec writing the down projection's codes */
     VKL_VULKAN_FUSE_ATTN_CODES = 1u << 6, /* the decode Attention writing the o_proj's codes */
-    VKL_VULKAN_FUSE_GEMM = 1u << 7,       /* the Add and SiluMul patterns on the prefill GEMM too */
+    VKL_VULKAN_FUSE_GEMM = 1u << 7,       /* the Add and Q/K/V patterns on the prefill GEMM too */
 };
 
 typedef struct vkl_vulkan_options {

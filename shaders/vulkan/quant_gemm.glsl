@@ -115,21 +115,22 @@ void main() {
         barrier();  // As, Ws and ds are rewritten by the next step
     }
 
-    // A fused epilogue's operands first, every one of them: they may share
-    // memory with y, so a load after a store of y would wait for it.
-    float e[TM][TN];
+    // A fused Add's R first, all of it: it may share memory with y (as far
+    // as the compiler knows), so a load after a store of y would wait for it.
+    float r[TM][TN];
     for (uint t = 0u; t < TM; t++)
         for (uint u = 0u; u < TN; u++) {
             const uint m = m0 + ty + WY * t, n = n0 + tx + WX * u;
-            e[t][u] = EPI != 0u && m < pc.M && n < pc.N ? epi_in[m * pc.N + n] : 0.0;
+            r[t][u] = RESIDUAL && m < pc.M && n < pc.N ? res[m * pc.N + n] : 0.0;
         }
     for (uint t = 0u; t < TM; t++) {
         const uint m = m0 + ty + WY * t;
         if (m >= pc.M) continue;
         for (uint u = 0u; u < TN; u++) {
             const uint n = n0 + tx + WX * u;
-            if (n < pc.N)
-                y[m * pc.N + n] = qg_epilogue_apply(EPI, acc[t][u] + (pc.has_bias != 0u ? bias[n] : 0.0), e[t][u]);
+            if (n >= pc.N) continue;
+            const float v = acc[t][u] + (pc.has_bias != 0u ? bias[n] : 0.0);
+            y[m * pc.N + n] = RESIDUAL ? v + r[t][u] : v;
         }
     }
 }

@@ -134,13 +134,13 @@ void fragment_store(float c[EL], uint base, uint lane) {
 }
 #endif
 
-// The fused epilogue's operands of the fragment at (fm, fn), this
+// A fused Add's R of the fragment at (fm, fn) (RESIDUAL), this
 // invocation's elements x = lane + q SG_LANES (row-major); 0 where there
-// is no epilogue (a split leaves it to its sum) or the element is outside Y.
-void epi_load(uint fm, uint fn, uint lane, out float e[OUT_PER]) {
+// is none (a split leaves it to its sum) or the element is outside Y.
+void res_load(uint fm, uint fn, uint lane, out float r[OUT_PER]) {
     CM_UNROLL for (uint q = 0u; q < OUT_PER; q++) {
         const uint x = lane + q * SG_LANES, m = fm + x / CM_N, n = fn + x % CM_N;
-        e[q] = !SPLIT && EPI != 0u && x < CM_M * CM_N && m < pc.M && n < pc.N ? epi_in[m * pc.N + n] : 0.0;
+        r[q] = !SPLIT && RESIDUAL && x < CM_M * CM_N && m < pc.M && n < pc.N ? res[m * pc.N + n] : 0.0;
     }
 }
 
@@ -250,20 +250,19 @@ void main() {
     // Out, one fragment at a time through this subgroup's staging area: no
     // other subgroup touches it, so a subgroup barrier orders it. A split
     // writes its plane of partial sums, the bias left to the sum. A fused
-    // epilogue's operands (R or G) may share memory with y, so no load of
-    // them can move past a store of y: each fragment's are loaded before
-    // the previous fragment is stored (epi_load), their latency behind that
-    // work (loaded one at a time beside their stores, it added up per
-    // element: on an H100 it cost a 1B prefill's up GEMM a third of its time).
+    // Add's R may share memory with y as far as the compiler knows, so no
+    // load of it moves past a store of y: each fragment's R is loaded
+    // before the previous fragment is stored (res_load), its latency behind
+    // that work.
     const uint base = sg * CM_M * CM_N;
     const uint plane = SPLIT ? gl_WorkGroupID.z * pc.M * pc.N : 0u;
-    float e[OUT_PER], e_next[OUT_PER];
-    epi_load(m0 + sm * FM * CM_M, n0 + sn * FN * CM_N, lane, e);
+    float r[OUT_PER], r_next[OUT_PER];
+    res_load(m0 + sm * FM * CM_M, n0 + sn * FN * CM_N, lane, r);
     CM_UNROLL for (uint f = 0u; f < FM * FN; f++) {
         const uint i = f / FN, j = f % FN;
         const uint fm = m0 + (sm * FM + i) * CM_M, fn = n0 + (sn * FN + j) * CM_N;
         if (f + 1u < FM * FN)
-            epi_load(m0 + (sm * FM + (f + 1u) / FN) * CM_M, n0 + (sn * FN + (f + 1u) % FN) * CM_N, lane, e_next);
+            res_load(m0 + (sm * FM + (f + 1u) / FN) * CM_M, n0 + (sn * FN + (f + 1u) % FN) * CM_N, lane, r_next);
 #ifdef VKL_COOPMAT_EMULATED
         fragment_store(c[i][j], base, lane);
 #else
@@ -275,10 +274,10 @@ void main() {
             const uint x = lane + q * SG_LANES, m = fm + x / CM_N, n = fn + x % CM_N;
             if (x < CM_M * CM_N && m < pc.M && n < pc.N) {
                 const float v = Cs[base + x] + (pc.has_bias != 0u ? bias[n] : 0.0);
-                y[plane + m * pc.N + n] = SPLIT ? v : qg_epilogue_apply(EPI, v, e[q]);
+                y[plane + m * pc.N + n] = !SPLIT && RESIDUAL ? v + r[q] : v;
             }
         }
         subgroupBarrier();  // read before the next fragment overwrites it
-        CM_UNROLL for (uint q = 0u; q < OUT_PER; q++) e[q] = e_next[q];
+        CM_UNROLL for (uint q = 0u; q < OUT_PER; q++) r[q] = r_next[q];
     }
 }

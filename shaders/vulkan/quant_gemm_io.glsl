@@ -13,7 +13,7 @@ layout(set = 0, binding = 1, std430) readonly buffer BufQ { uint qs[]; };      /
 layout(set = 0, binding = 2, std430) readonly buffer BufP { uint params[]; };  // [N, KQ / group]
 layout(set = 0, binding = 3, std430) writeonly buffer BufY { float y[]; };     // [M, N]
 layout(set = 0, binding = 4, std430) readonly buffer BufB { float bias[]; };   // [N] if has_bias
-layout(set = 0, binding = 5, std430) readonly buffer BufE { float epi_in[]; }; // [M, N] if EPI != 0
+layout(set = 0, binding = 5, std430) readonly buffer BufR { float res[]; };   // [M, N] if RESIDUAL
 
 layout(push_constant) uniform Push {
     uint M, N, K;
@@ -23,12 +23,13 @@ layout(push_constant) uniform Push {
     uint splits;  // the cooperative-matrix build's K slices (z workgroups; 1 elsewhere): y holds one plane each
 } pc;
 
-// The fused epilogue (quant_gemm_epilogue.glsl): EPI 0 none, 1 + R, 2
-// silu(G) * the product, R or G at binding 5 (epi_in). A split GEMM stores
-// partial sums and leaves it to quant_gemm_split_sum.comp.
-#include "quant_gemm_epilogue.glsl"
+// RESIDUAL (vk_fuse.c's QuantMatMul + Add on the prefill GEMM): Y = A W^T
+// (+ bias) + R, R at binding 5, added as the Add would (an Add of two
+// operands in either order is the same float): the unfused result bit for
+// bit. A split GEMM stores partial sums and leaves it to
+// quant_gemm_split_sum.comp.
 #ifdef VKL_COOPMAT
-layout(constant_id = 10) const uint EPI = 0u;
+layout(constant_id = 10) const bool RESIDUAL = false;
 #else
-layout(constant_id = 4) const uint EPI = 0u;
+layout(constant_id = 4) const bool RESIDUAL = false;
 #endif
