@@ -513,8 +513,19 @@ static void test_gemm_patterns(vkl_context *ctx, rng *r) {
                   {"coopmat emulated", {"f16", "1", "", "2", "2", "32", "2", "2"}},
                   {"coopmat emulated, K split", {"f16", "1", "2", "2", "2", "32", "2", "2"}}};
     static const int64_t shapes[][3] = {{20, 64, 40}, {33, 256, 130}};
+    /* fp16 math needs shaderFloat16, unmasked (VKL_VK_DISABLE=fp16 masks it):
+     * without it open refuses VKL_VK_MATH=f16, and those builds are skipped */
+    const vkl_backend_vtable *vk = vkl_backend_find("vulkan");
+    vkl_backend_device *d16 = NULL;
+    setenv("VKL_VK_MATH", "f16", 1);
+    const bool f16_ok = test_open_env(ctx, vk, 0, false, &d16) == VKL_OK && vkl_vk_f16_math(d16);
+    if (d16) vk->close(d16);
     setenv("VKL_VK_GEMM_MIN_ROWS", "16", 1);
     for (size_t b = 0; b < VKL_ARRAY_LEN(builds); b++) {
+        if (!strcmp(builds[b].knob[0], "f16") && !f16_ok) {
+            printf("  GEMM %s: skipped (no fp16 math on this device)\n", builds[b].name);
+            continue;
+        }
         for (size_t k = 0; k < KNOBS; k++) {
             if (*builds[b].knob[k]) setenv(knobs[k], builds[b].knob[k], 1);
             else unsetenv(knobs[k]);
