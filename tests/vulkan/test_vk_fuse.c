@@ -326,6 +326,10 @@ static double rel_l2(const float *got, const float *want, size_t n) {
     return sqrt(err) / (norm > 0 ? sqrt(norm) : 1.0);
 }
 
+/* The relative L2 bound against ref of a GEMM build of test_gemm_patterns
+ * (test_vk_quant's: f32 1e-5, fp16 operands 5e-3). */
+static double gemm_bound(const char *build) { return strcmp(build, "tiled f32") ? 5e-3 : 1e-5; }
+
 /* One pattern, format and shape: ref, then Vulkan fused and not (or, for
  * the cases that must not fuse, only as it comes). */
 static void test_pattern(vkl_context *ctx, rng *r, pattern p, const fmt *f, int64_t M, int64_t K, int64_t N,
@@ -364,8 +368,7 @@ static void test_pattern(vkl_context *ctx, rng *r, pattern p, const fmt *f, int6
         vkl_vk_exec_stats stats = {0, 0, 0};
         if (want[0].data && run_vulkan(ctx, g, ins, over, under, outs, &stats)) {
             const size_t n = (size_t)(M * N);
-            /* the GEMM's builds: test_vk_quant's bounds (fp16 operands: 5e-3) */
-            const double bound = gemm ? (strcmp(gemm, "tiled f32") ? 5e-3 : 1e-5) : dot ? 3e-2 : n <= 10 ? 1e-4 : 1e-5;
+            const double bound = gemm ? gemm_bound(gemm) : dot ? 3e-2 : n <= 10 ? 1e-4 : 1e-5;
             double worst = 0;
             for (uint32_t o = 0; o < g->n_outputs; o++) {
                 const double e = rel_l2(outs[o], want[o].data, n);
@@ -474,7 +477,7 @@ static void test_qkv_graph(vkl_context *ctx, rng *r, const fmt *f, int64_t M, in
             worst = e > worst ? e : worst;
             same &= !memcmp(outs[0][o], outs[1][o], n * sizeof(float));
         }
-        const double bound = gemm ? (strcmp(gemm, "tiled f32") ? 5e-3 : 1e-5) : dot ? 3e-2 : 1e-4;
+        const double bound = gemm ? gemm_bound(gemm) : dot ? 3e-2 : 1e-4;
         printf("  Q/K/V %u sets %-4s M=%lld K=%4lld%s%s%s: rel L2 %.2e, fused %u dispatches (%u Q/K/V), %u barriers; "
                "unfused %u, %u; fused outputs %s the unfused ones\n",
                sets, f->name, (long long)M, (long long)K, dot ? " dot" : "", gemm ? " " : "", gemm ? gemm : "", worst,
