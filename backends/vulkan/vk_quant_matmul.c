@@ -661,9 +661,13 @@ vkl_status vkl_vk_record_qmm_qkv(const vkl_vk_node *nd, vkl_vk_dispatch *out, ui
         vkl_status st = qmm_plan(&member[j], &s[j], &path[j]);
         if (st) return st;
         const vkl_vk_tensor *W = &in[j][1], *bias = in[j][2].id != VKL_NONE ? &in[j][2] : NULL;
-        if (path[j] == QMM_GEMM && path[j] == path[0]) continue;
+        if (path[0] == QMM_GEMM) { /* every set on the GEMM: a dispatch each, nothing shared */
+            if (path[j] != QMM_GEMM)
+                return vkl_vk_node_unsupported(nd, "fused Q/K/V set %u is not on the GEMM as set 0 is", j);
+            continue;
+        }
         if (path[j] != QMM_MATVEC || W->weight->n_pieces != 1 || nd->out[j].pieced || (bias && bias->pieced))
-            return vkl_vk_node_unsupported(nd, "fused Q/K/V set %u is not one whole matvec, nor set 0's GEMM", j);
+            return vkl_vk_node_unsupported(nd, "fused Q/K/V set %u is not one whole matvec", j);
         if (j && (s[j].M != s[0].M || s[j].K != s[0].K || s[j].KQ != s[0].KQ || s[j].format != s[0].format ||
                   W->group != in[0][1].group))
             return vkl_vk_node_unsupported(nd, "fused Q/K/V set %u differs from set 0 in M, K, format or group", j);
